@@ -1,0 +1,207 @@
+"""The llmbench command line: run, list, show, doctor (and compare, report, specs from report/)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from llmbench import __version__
+from llmbench.errors import UserError
+from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.results import CaseResult, ResultSet, load
+from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
+from llmbench.views import flags_of, fmt_metric, headline_metrics, result_table, status_counts
+
+app = typer.Typer(
+    help="Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch, for --dry-run estimates
+CONFIRM_ABOVE_CASES = 200
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"llmbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Benchmark LLM workloads across GPUs, precisions and engines, and compare the results."""
+
+
+class RichUI:
+    """Progress bars (suite and case, with ETA) and a summary table at the end."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.p = progress
+        self.suite_task = None
+        self.case_task = None
+
+    def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
+        note = f" ({skipped} already done, resumed)" if skipped else ""
+        self.p.console.print(f"[bold]{suite.name}[/bold]: {len(cases)} case(s){note} -> {path}")
+        self.suite_task = self.p.add_task(f"suite {suite.name}", total=len(cases))
+        self.case_task = self.p.add_task("", total=1.0)
+
+    def case_start(self, case: CaseSpec, index: int) -> None:
+        self.p.reset(self.case_task, total=1.0, description=f"  {case.label}"[:70])
+
+    def case_progress(self, fraction: float, text: str) -> None:
+        self.p.update(self.case_task, completed=fraction)
+
+    def case_done(self, case: CaseSpec, result: CaseResult) -> None:
+        self.p.update(self.case_task, completed=1.0)
+        self.p.advance(self.suite_task)
+        style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
+        detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in headline_metrics(result)) if result.status == "ok" \
+            else (result.reason or "")
+        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {case.label}: {detail}")
+
+    def warn(self, text: str) -> None:
+        self.p.console.print(f"[yellow]warning:[/yellow] {text}")
+
+    def suite_done(self, result_set: ResultSet, path: Path) -> None:
+        self.p.update(self.case_task, visible=False)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
+    )
+
+
+def _plan_table(cases: list[CaseSpec]) -> tuple[Table, float]:
+    t = Table(title="plan")
+    for col in ("#", "id", "case", "est. s"):
+        t.add_column(col)
+    total = 0.0
+    for i, c in enumerate(cases, 1):
+        est = c.scenario_obj().estimate_s(c.params, c.settings) + PROCESS_OVERHEAD_S
+        total += est
+        t.add_row(str(i), c.id, c.label, f"{est:.0f}")
+    return t, total
+
+
+@app.command()
+def run(
+    suite: str = typer.Argument(..., help="A suite name from scenarios/ (e.g. quickstart) or a path to a .toml file."),
+    filter: Optional[list[str]] = typer.Option(
+        None, "--filter", "-k", help="Keep matching cases: key=v1,v2 (scenario, id or any param) or text "
+        "in the case label. Repeat to combine."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the newest result set of this suite on this GPU: "
+                                "cases already ok or skipped are not run again."),
+    out: Path = typer.Option(Path("results"), "--out", help="Root folder of result sets: OUT/<gpu-slug>/<suite>-<UTC>.json."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded plan and an estimate; run nothing."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
+                                       "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
+    cpu: bool = typer.Option(False, "--cpu", help="Run on the CPU even when a GPU is present."),
+    yes: bool = typer.Option(False, "--yes", "-y", help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases "
+                             "without asking."),
+) -> None:
+    """Run a suite: every case in its own process, results written after each case."""
+    s = load_suite(suite)
+    cases = filter_cases(s.cases, filter or [])
+    if not cases:
+        raise UserError(f"no case of suite {s.name!r} matches --filter {filter}; the suite has {len(s.cases)} case(s)")
+    if dry_run:
+        table, total = _plan_table(cases)
+        console.print(table)
+        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min (estimate); nothing was run")
+        return
+    if len(cases) > CONFIRM_ABOVE_CASES and not yes:
+        if not sys.stdin.isatty():
+            raise UserError(f"the plan has {len(cases)} cases (more than {CONFIRM_ABOVE_CASES}); narrow it with "
+                            "--filter, check it with --dry-run, or pass --yes to start it")
+        typer.confirm(f"The plan has {len(cases)} cases. Start it?", abort=True)
+    opts = RunOptions(out_dir=out, resume=resume, gpus=gpus, device="cpu" if cpu else "auto")
+    with _progress() as p:
+        path = run_suite(s, cases, opts, RichUI(p))
+    rs = load(path)
+    console.print(result_table(rs))
+    counts = status_counts(rs)
+    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" -> {path}")
+    for w in rs.warnings + flags_of(rs):
+        console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+@app.command("list")
+def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions, engines or all")) -> None:
+    """List suites, scenarios, precisions and engines."""
+    from llmbench.engines.base import ENGINES
+    from llmbench.precision import PRECISIONS
+    from llmbench.scenarios.base import SCENARIOS
+
+    sections = {
+        "suites": lambda: [(n, str(p)) for n, p in available_suites().items()],
+        "scenarios": lambda: [(n, c.description) for n, c in SCENARIOS],
+        "precisions": lambda: [(p.name, p.description) for p in PRECISIONS.values()],
+        "engines": lambda: [(n, c.description + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))
+                            for n, c in ENGINES],
+    }
+    if what != "all" and what not in sections:
+        raise UserError(f"unknown list {what!r}; valid: {', '.join(sections)}, all")
+    for name in sections if what == "all" else [what]:
+        t = Table(title=name, show_header=False)
+        t.add_column(name)
+        t.add_column("")
+        for row in sections[name]():
+            t.add_row(*row)
+        console.print(t)
+
+
+@app.command()
+def show(
+    result: Path = typer.Argument(..., help="A result-set JSON file."),
+    all_metrics: bool = typer.Option(False, "--all", help="Every metric, not only the headline ones."),
+) -> None:
+    """Show a result set as a table."""
+    if not result.is_file():
+        raise UserError(f"result set {str(result)!r} does not exist")
+    try:
+        rs = load(result)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    console.print(result_table(rs, all_metrics=all_metrics))
+    for w in rs.warnings + flags_of(rs):
+        console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+@app.command()
+def doctor(
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs to check (CUDA_VISIBLE_DEVICES)."),
+) -> None:
+    """Check the stack: driver, CUDA, torch, that work really runs on the GPU, optional engines."""
+    from llmbench.hardware.doctor import run_checks
+
+    ok = True
+    for check in run_checks(gpus):
+        style = {"ok": "green", "warn": "yellow", "fail": "red"}[check.level]
+        ok &= check.level != "fail"
+        console.print(f"[{style}]{check.level:4}[/{style}] {check.name}: {check.detail}")
+    if not ok:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as e:
+        err_console.print(f"[red]error:[/red] {e}", highlight=False)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: finished cases are saved; run again with --resume to continue")
+        sys.exit(130)

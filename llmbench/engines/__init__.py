@@ -1,0 +1,2 @@
+"""Inference/training engines, one module each, registered with `@ENGINES.register("name")`.
+Heavy engine packages are imported lazily, inside methods, never at module import."""

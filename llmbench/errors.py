@@ -1,0 +1,41 @@
+"""Errors a person can act on. `UserError` means bad input: exit code 2, nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class UserError(Exception):
+    """Bad input from the user (a suite file, a CLI argument). The CLI prints it and exits 2."""
+
+    exit_code = 2
+
+
+def choices_text(choices: Iterable[object]) -> str:
+    return ", ".join(str(c) for c in choices)
+
+
+class SuiteError(UserError):
+    """A suite file that cannot be run: names the file, the key, the bad value, the valid choices."""
+
+    def __init__(
+        self,
+        file: str,
+        message: str,
+        *,
+        key: str | None = None,
+        value: object = None,
+        choices: Iterable[object] | None = None,
+    ) -> None:
+        self.file, self.key, self.value = file, key, value
+        self.choices = list(choices) if choices is not None else None
+        parts = [f"{file}:"]
+        if key is not None:
+            parts.append(f"key {key!r}:")
+        parts.append(message)
+        if value is not None:
+            parts.append(f"(got {value!r})")
+        text = " ".join(parts)
+        if self.choices:
+            text += f"; valid: {choices_text(self.choices)}"
+        super().__init__(text)

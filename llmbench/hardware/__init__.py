@@ -1,0 +1,1 @@
+"""What the machine is: fingerprint, GPU spec table, NVML access, capability checks."""

@@ -1,0 +1,90 @@
+"""`llmbench doctor`: is the stack sound? `torch.cuda.is_available()` can be True while work still runs
+on the CPU or runs badly (driver/CUDA/PyTorch mismatch); a slow CPU can hide a fast GPU. Checks run
+in a case process, with the same GPU selection a run would use."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from llmbench.hardware import nvml
+
+Level = Literal["ok", "warn", "fail"]
+OPTIONAL = {
+    "transformers": "pip install 'llmbench[hf]'", "bitsandbytes": "pip install bitsandbytes",
+    "torchao": "pip install torchao", "transformer_engine": "pip install 'llmbench[te]'",
+    "vllm": "pip install 'llmbench[vllm]'", "tensorrt_llm": "pip install 'llmbench[trtllm]'",
+}
+
+
+@dataclass
+class Check:
+    name: str
+    level: Level
+    detail: str
+
+
+def python_loop_score() -> float:
+    """Single-thread CPU speed in millions of simple Python loop iterations per second. Eager decoding
+    and small-batch training are bound by this, not by the GPU."""
+    n = 2_000_000
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i & 7
+    return n / (time.perf_counter() - t0) / 1e6
+
+
+def collect_checks() -> list[Check]:
+    import torch
+
+    checks = [Check("torch", "ok", f"{torch.__version__} (CUDA build: {torch.version.cuda or 'none'})")]
+    driver = nvml.driver_version()
+    checks.append(Check("nvml", "ok" if driver else "warn",
+                        f"driver {driver}" if driver else "NVML not available: no energy/power/clock readings"))
+    if not torch.cuda.is_available():
+        checks.append(Check("cuda", "warn", "no CUDA GPU visible to torch: cases run on the CPU, GPU cases are skipped"))
+    else:
+        p = torch.cuda.get_device_properties(0)
+        checks.append(Check("gpu", "ok", f"{p.name}, cc {p.major}.{p.minor}, {p.total_memory / 2**30:.1f} GiB, "
+                            f"{torch.cuda.device_count()} visible"))
+        a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ev0.record()
+        for _ in range(10):
+            b = a @ a
+        ev1.record()
+        torch.cuda.synchronize()
+        tflops = 10 * 2 * 4096**3 / (ev0.elapsed_time(ev1) / 1e3) / 1e12
+        level: Level = "ok" if b.is_cuda and tflops > 5 else "fail"
+        checks.append(Check("gpu matmul", level, f"a 4096^3 bf16 matmul ran on {b.device} at {tflops:.0f} TFLOP/s"))
+    score = python_loop_score()
+    checks.append(Check("cpu single-thread", "ok" if score > 20 else "warn",
+                        f"{score:.0f} M Python loop iterations/s (host-bound work scales with this)"))
+    for mod, how in OPTIONAL.items():
+        there = importlib.util.find_spec(mod) is not None
+        checks.append(Check(f"package {mod}", "ok" if there else "warn", "installed" if there else f"missing: {how}"))
+    return checks
+
+
+def run_checks(gpus: str | None) -> list[Check]:
+    from llmbench.harness.isolation import child_env, run_child
+
+    with tempfile.TemporaryDirectory(prefix="llmbench-doctor-") as tmp:
+        out = Path(tmp, "checks.json")
+        code, tail, _ = run_child(["doctor", str(out)], child_env(gpus), timeout_s=300)
+        if code != 0 or not out.exists():
+            return [Check("case process", "fail", f"the check process failed (exit code {code}): {tail[-1500:]}")]
+        return [Check(**c) for c in json.loads(out.read_text())]
+
+
+def write_checks(path: Path) -> None:
+    from llmbench.results import write_atomic
+
+    write_atomic(path, json.dumps([asdict(c) for c in collect_checks()]))

@@ -1,0 +1,119 @@
+"""The environment fingerprint of a result set (DESIGN.md): GPU, driver, CUDA, power limit, MIG mode,
+package versions, CPU, llmbench version and commit. Nothing identifying: no host or user names,
+no home paths."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from llmbench import __version__
+from llmbench.hardware import nvml
+from llmbench.hardware.specs import slug_for
+
+PACKAGES = (
+    "torch", "triton", "numpy", "transformers", "accelerate", "peft", "bitsandbytes", "torchao",
+    "transformer-engine", "vllm", "tensorrt-llm", "pydantic", "nvidia-ml-py", "timm",
+)
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def cpu_info() -> dict[str, Any]:
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"model": model or platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "usable_cores": affinity, "arch": platform.machine()}
+
+
+def llmbench_info() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+    commit = dirty = None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"],
+                              capture_output=True, text=True, timeout=5)
+        commit = head.stdout.strip() if head.returncode == 0 and head.stdout.strip() else None
+        if commit:
+            dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                        capture_output=True, text=True, timeout=5).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
+
+
+def gpu_info() -> dict[str, Any] | None:
+    """The GPUs torch sees in this process (after CUDA_VISIBLE_DEVICES), described from torch + NVML."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    count = torch.cuda.device_count()
+    props = torch.cuda.get_device_properties(0)
+    mem_gib = round(props.total_memory / 2**30, 1)
+    info: dict[str, Any] = {
+        "name": props.name,
+        "slug": slug_for(props.name, mem_gib),
+        "count": count,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "memory_gib": mem_gib,
+        "sm_count": props.multi_processor_count,
+    }
+    l2 = getattr(props, "L2_cache_size", None)
+    if l2:
+        info["l2_mib"] = round(l2 / 2**20, 1)
+    uuid = str(getattr(props, "uuid", ""))
+    h = nvml.handle_by_uuid(uuid) if uuid else None
+    if h is not None:
+        summary = nvml.device_summary(h)
+        summary.pop("name", None)
+        summary.pop("memory_gib", None)
+        summary.pop("pci_bus_id", None)
+        info.update(summary)
+    info["driver"] = nvml.driver_version()
+    info["visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return {k: v for k, v in info.items() if v is not None}
+
+
+def collect() -> dict[str, Any]:
+    """The whole `env` block of a result set, as seen from a case process."""
+    import torch
+
+    gpu = gpu_info()
+    env: dict[str, Any] = {
+        "gpu": gpu or {"name": "none (CPU)", "slug": f"cpu-{platform.machine().lower()}", "count": 0},
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "packages": package_versions(),
+        "cpu": cpu_info(),
+        "torch_threads": torch.get_num_threads(),
+    }
+    return env
+
+
+def environment_warnings(env: dict[str, Any]) -> list[str]:
+    """Things that make numbers less trustworthy, said once at the top of a result set."""
+    warnings = []
+    gpu = env.get("gpu", {})
+    if gpu.get("mig_mode") == "enabled":
+        warnings.append("MIG is enabled on this GPU: figures are for the visible MIG slice, not the whole GPU")
+    return warnings

@@ -1,0 +1,104 @@
+"""Thin, failure-tolerant access to NVML (nvidia-ml-py). Without NVML every call returns None:
+a machine without an NVIDIA driver has no NVML readings, and that is not an error."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+
+def _nvml() -> Any | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml
+    except Exception:
+        return None
+
+
+def handles() -> list[Any]:
+    nv = _nvml()
+    if nv is None:
+        return []
+    try:
+        return [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+    except Exception:
+        return []
+
+
+def handle_by_uuid(uuid: str) -> Any | None:
+    """NVML handle of the device torch calls cuda:0 (matched by UUID, immune to index reordering)."""
+    nv = _nvml()
+    if nv is None:
+        return None
+    for cand in (uuid, f"GPU-{uuid}", uuid.removeprefix("GPU-")):
+        try:
+            return nv.nvmlDeviceGetHandleByUUID(cand)
+        except Exception:
+            continue
+    return None
+
+
+def call(name: str, *args: Any) -> Any | None:
+    """nvml.<name>(*args), or None when NVML or the query is not available here."""
+    nv = _nvml()
+    if nv is None:
+        return None
+    try:
+        return getattr(nv, name)(*args)
+    except Exception:
+        return None
+
+
+def const(name: str) -> Any | None:
+    nv = _nvml()
+    return getattr(nv, name, None) if nv is not None else None
+
+
+def text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def device_summary(h: Any) -> dict[str, Any]:
+    """Read-only facts of one GPU: name, memory, driver, power limit, MIG mode, clocks."""
+    info: dict[str, Any] = {}
+    info["name"] = text(call("nvmlDeviceGetName", h))
+    mem = call("nvmlDeviceGetMemoryInfo", h)
+    if mem is not None:
+        info["memory_gib"] = round(mem.total / 2**30, 1)
+    pl = call("nvmlDeviceGetEnforcedPowerLimit", h)
+    if pl is not None:
+        info["power_limit_w"] = round(pl / 1000)
+    mig = call("nvmlDeviceGetMigMode", h)
+    if mig is not None:
+        info["mig_mode"] = "enabled" if mig[0] else "disabled"
+    sm = const("NVML_CLOCK_SM")
+    mx = call("nvmlDeviceGetMaxClockInfo", h, sm) if sm is not None else None
+    if mx is not None:
+        info["max_sm_clock_mhz"] = mx
+    info["pci_bus_id"] = text(getattr(call("nvmlDeviceGetPciInfo", h), "busId", None))
+    return {k: v for k, v in info.items() if v is not None}
+
+
+def driver_version() -> str | None:
+    v = call("nvmlSystemGetDriverVersion")
+    return text(v) if v is not None else None
+
+
+def compute_processes(h: Any) -> list[dict[str, Any]]:
+    """Processes holding a compute context on this GPU (pid and memory only: nothing identifying)."""
+    procs = call("nvmlDeviceGetComputeRunningProcesses", h) or []
+    out = []
+    for p in procs:
+        used = getattr(p, "usedGpuMemory", None)
+        out.append({"pid": int(p.pid), "used_gib": round(used / 2**30, 2) if used else None})
+    return out
+
+
+@contextlib.contextmanager
+def suppressed() -> Any:
+    try:
+        yield
+    except Exception:
+        pass

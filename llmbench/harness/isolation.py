@@ -1,0 +1,158 @@
+"""One subprocess per case: a crash, a CUDA error, an out-of-memory or a hang becomes that case's
+status, and the suite goes on. GPU memory is clean for every case because the process is new."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmbench.scenarios.base import PROGRESS_MARK
+
+STDERR_TAIL = 4000
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class ChildOutcome:
+    status: str
+    reason: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+    traceback: str | None = None
+    duration_s: float = 0.0
+
+
+def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a case process: GPU selection is set here, before torch is imported there.
+    CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA's indices the same as nvidia-smi's and NVML's."""
+    env = dict(os.environ)
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    if gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpus
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra or {})
+    return env
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def run_child(
+    args: list[str],
+    env: dict[str, str],
+    timeout_s: float,
+    on_progress: Callable[[float, str], None] | None = None,
+) -> tuple[int | None, str, float]:
+    """Run `python -m llmbench.harness.worker *args` in its own process group. Returns the exit code
+    (None on timeout), the stderr tail, and the wall time. Progress lines on stdout are forwarded."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llmbench.harness.worker", *args],
+            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env,
+            text=True, errors="replace", start_new_session=True,
+        )
+        other_lines: deque[str] = deque(maxlen=40)
+        reader = threading.Thread(target=_read_stdout, args=(proc, on_progress, other_lines), daemon=True)
+        reader.start()
+        try:
+            code: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        except BaseException:
+            _kill_group(proc)
+            raise
+        finally:
+            if proc.poll() is None:
+                _kill_group(proc)
+            reader.join(timeout=5)
+        elapsed = time.perf_counter() - t0
+        err.seek(0)
+        tail = err.read()[-STDERR_TAIL:]
+    if other_lines:
+        tail = ("[stdout]\n" + "\n".join(other_lines) + "\n[stderr]\n" + tail)[-STDERR_TAIL:]
+    return code, tail, elapsed
+
+
+def _read_stdout(proc: subprocess.Popen[str], on_progress: Any, other: deque[str]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(PROGRESS_MARK):
+            if on_progress is not None:
+                try:
+                    ev = json.loads(line[len(PROGRESS_MARK):])
+                    on_progress(float(ev.get("f", 0.0)), str(ev.get("t", "")))
+                except (ValueError, TypeError):
+                    pass
+        elif line.strip():
+            other.append(line.rstrip())
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the case's process group, then SIGKILL what is left (compile workers included)."""
+    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_case_process(
+    spec: dict[str, Any],
+    env: dict[str, str],
+    timeout_s: float,
+    on_progress: Callable[[float, str], None] | None = None,
+) -> ChildOutcome:
+    """Run one case in a fresh process and turn whatever happened into a status."""
+    with tempfile.TemporaryDirectory(prefix="llmbench-case-") as tmp:
+        spec_path, out_path = Path(tmp, "spec.json"), Path(tmp, "out.json")
+        spec_path.write_text(json.dumps(spec))
+        code, tail, elapsed = run_child(["case", str(spec_path), str(out_path)], env, timeout_s, on_progress)
+        payload = json.loads(out_path.read_text()) if out_path.exists() else None
+    if code is None:
+        return ChildOutcome("timeout", f"the case did not finish within its timeout of {timeout_s:g}s and was killed",
+                            traceback=tail or None, duration_s=elapsed)
+    if payload is not None:
+        return ChildOutcome(payload.pop("status"), payload.pop("reason", None), payload,
+                            payload.pop("traceback", None), elapsed)
+    if code < 0:
+        name = _signal_name(code)
+        if name == "SIGKILL":
+            return ChildOutcome("oom", "the case process was killed by SIGKILL (most likely the host's "
+                                "out-of-memory killer)", traceback=tail or None, duration_s=elapsed)
+        return ChildOutcome("failed", f"the case process died with {name}", traceback=tail or None, duration_s=elapsed)
+    if "out of memory" in tail.lower():
+        return ChildOutcome("oom", f"the case process ran out of memory (exit code {code})", traceback=tail,
+                            duration_s=elapsed)
+    return ChildOutcome("failed", f"the case process exited with code {code} without a result",
+                        traceback=tail or None, duration_s=elapsed)
+
+
+def fingerprint(env: dict[str, str], timeout_s: float = 180.0) -> dict[str, Any]:
+    """The environment fingerprint as a case process sees it (same GPU selection)."""
+    with tempfile.TemporaryDirectory(prefix="llmbench-env-") as tmp:
+        out = Path(tmp, "env.json")
+        code, tail, _ = run_child(["fingerprint", str(out)], env, timeout_s)
+        if code != 0 or not out.exists():
+            raise RuntimeError(f"could not read the environment (exit code {code}):\n{tail}")
+        return dict(json.loads(out.read_text()))

@@ -1,0 +1,139 @@
+"""Runs a suite: fingerprint, then each case in its own process, writing the result set after every
+case (atomically), so an interrupted run loses nothing that finished and `--resume` picks it up."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from llmbench import __version__
+from llmbench.hardware import nvml
+from llmbench.hardware.fingerprint import environment_warnings, llmbench_info
+from llmbench.harness.isolation import child_env, fingerprint, run_case_process
+from llmbench.results import CaseResult, ResultSet, load, save, utc_now
+from llmbench.suite import CaseSpec, Suite
+
+DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
+
+
+class RunUI(Protocol):
+    def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None: ...
+    def case_start(self, case: CaseSpec, index: int) -> None: ...
+    def case_progress(self, fraction: float, text: str) -> None: ...
+    def case_done(self, case: CaseSpec, result: CaseResult) -> None: ...
+    def warn(self, text: str) -> None: ...
+    def suite_done(self, result_set: ResultSet, path: Path) -> None: ...
+
+
+class SilentUI:
+    def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None: ...
+    def case_start(self, case: CaseSpec, index: int) -> None: ...
+    def case_progress(self, fraction: float, text: str) -> None: ...
+    def case_done(self, case: CaseSpec, result: CaseResult) -> None: ...
+    def warn(self, text: str) -> None: ...
+    def suite_done(self, result_set: ResultSet, path: Path) -> None: ...
+
+
+@dataclass
+class RunOptions:
+    out_dir: Path = Path("results")
+    resume: bool = False
+    gpus: str | None = None  # "0,1" or "MIG-<uuid>": becomes CUDA_VISIBLE_DEVICES of each case
+    device: str = "auto"  # "auto" (a GPU when there is one) or "cpu"
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return out_dir / slug / f"{suite}-{stamp}.json"
+
+
+def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
+    files = sorted((out_dir / slug).glob(f"{suite}-*.json"))
+    return files[-1] if files else None
+
+
+def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
+    """Compute processes already on the GPUs this run uses (checked while no case of ours runs):
+    they share the GPU and falsify timings."""
+    hs = nvml.handles()
+    if not hs:
+        return []
+    indices = range(len(hs))
+    if gpus and not gpus.startswith("MIG"):
+        try:
+            indices = [int(i) for i in gpus.split(",") if i.strip()]
+        except ValueError:
+            return []
+    out = []
+    for i in indices:
+        if 0 <= i < len(hs):
+            out.extend({"gpu": i, **p} for p in nvml.compute_processes(hs[i]))
+    return out
+
+
+def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI | None = None) -> Path:
+    ui = ui or SilentUI()
+    env = child_env(opts.gpus, opts.extra_env)
+    fp = fingerprint(env)
+    if opts.device == "cpu":
+        fp["gpu"] = {"name": "none (CPU forced)", "slug": f"cpu-{fp.get('cpu', {}).get('arch', 'unknown')}",
+                     "count": 0}
+    slug = fp["gpu"]["slug"]
+
+    existing = latest_result(opts.out_dir, slug, suite.name) if opts.resume else None
+    if existing is not None:
+        rs = load(existing)
+        path = existing
+        if rs.env.get("gpu", {}).get("slug") != slug:
+            raise RuntimeError(f"{existing} was measured on {rs.gpu_slug}, not {slug}; cannot resume it here")
+    else:
+        if opts.resume:
+            ui.warn(f"nothing to resume for suite {suite.name!r} on {slug}: starting a new run")
+        path = result_path(opts.out_dir, slug, suite.name)
+        rs = ResultSet(suite=suite.name, description=suite.description,
+                       llmbench={**llmbench_info(), "version": __version__}, env=fp,
+                       warnings=environment_warnings(fp))
+    rs.finished_at = None
+    done = {c.id for c in rs.cases if c.status in DONE_STATUSES}
+    todo = [c for c in cases if c.id not in done]
+    save(rs, path)
+    ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
+
+    for i, case in enumerate(todo):
+        others = foreign_gpu_processes(opts.gpus) if opts.device != "cpu" else []
+        if others:
+            msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
+                   f"({', '.join(str(p['pid']) for p in others)}): they share the GPU and falsify timings")
+            rs.warnings.append(msg)
+            ui.warn(msg)
+        ui.case_start(case, i)
+        result = run_one(case, env, opts.device, ui)
+        if others:
+            result.info["other_gpu_processes"] = others
+        rs.upsert(result)
+        save(rs, path)
+        ui.case_done(case, result)
+
+    rs.finished_at = utc_now()
+    save(rs, path)
+    ui.suite_done(rs, path)
+    return path
+
+
+def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> CaseResult:
+    spec = {"scenario": case.scenario, "params": case.params_dict,
+            "settings": case.settings.model_dump(), "device": device}
+    started = utc_now()
+    t0 = time.perf_counter()
+    out = run_case_process(spec, env, case.settings.timeout_s, ui.case_progress)
+    payload = out.payload
+    return CaseResult(
+        id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
+        reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),
+        started_at=started, duration_s=round(time.perf_counter() - t0, 3),
+        settings=case.settings.model_dump(), info=payload.get("info", {}), traceback=out.traceback,
+    )

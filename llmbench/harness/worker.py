@@ -1,0 +1,87 @@
+"""The case process. The runner starts one per case (`python -m llmbench.harness.worker case SPEC OUT`)
+with CUDA_VISIBLE_DEVICES already set, so torch is first imported here, on the right GPU.
+
+It writes its outcome to OUT (JSON) atomically; anything it cannot write (a segfault, a kill) the
+runner turns into a status from the exit code and the stderr tail."""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from llmbench.precision import DeviceInfo
+from llmbench.results import write_atomic
+
+TRACEBACK_TAIL = 4000
+
+
+def device_info(want: str) -> DeviceInfo:
+    import torch
+
+    if want != "cpu" and torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        return DeviceInfo("cuda", p.name, (p.major, p.minor), round(p.total_memory / 2**30, 1))
+    from llmbench.hardware.fingerprint import cpu_info
+
+    return DeviceInfo("cpu", f"CPU {cpu_info()['model']}")
+
+
+def _is_oom(e: BaseException) -> bool:
+    import torch
+
+    return isinstance(e, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(e).lower()
+
+
+def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+    from llmbench.harness.timing import StopRule
+    from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
+
+    scenario = SCENARIOS.get(spec["scenario"])()
+    params = scenario.Params.model_validate(spec["params"])
+    rule = StopRule.model_validate(spec.get("settings", {}))
+    device = device_info(spec.get("device", "auto"))
+    out: dict[str, Any] = {"device": device.name}
+    reason = scenario.skip_reason(params, device)
+    if reason:
+        return {**out, "status": "skipped", "reason": reason}
+    ctx = CaseContext(device, rule)
+    try:
+        scenario.run(params, ctx)
+    except Skip as e:
+        return {**out, "status": "skipped", "reason": str(e)}
+    except BaseException as e:
+        status = "oom" if _is_oom(e) else "failed"
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return {**out, "status": status, "reason": f"{type(e).__name__}: {first}"[:500],
+                "traceback": traceback.format_exc()[-TRACEBACK_TAIL:], "info": ctx.info,
+                "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
+    return {**out, "status": "ok", "timer": ctx.timer.name, "info": ctx.info,
+            "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
+
+
+def main(argv: list[str]) -> int:
+    faulthandler.enable()  # a segfault still leaves a Python stack in stderr
+    if len(argv) == 2 and argv[0] == "fingerprint":
+        from llmbench.hardware.fingerprint import collect
+
+        write_atomic(Path(argv[1]), json.dumps(collect()))
+        return 0
+    if len(argv) == 2 and argv[0] == "doctor":
+        from llmbench.hardware.doctor import write_checks
+
+        write_checks(Path(argv[1]))
+        return 0
+    if len(argv) == 3 and argv[0] == "case":
+        spec = json.loads(Path(argv[1]).read_text())
+        write_atomic(Path(argv[2]), json.dumps(run_case(spec), default=str))
+        return 0
+    print("usage: python -m llmbench.harness.worker case SPEC OUT | fingerprint OUT | doctor OUT", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,76 @@
+"""The metric catalogue: every public metric name, its unit, and which direction is better.
+
+Metric names are a public interface (DESIGN.md): the unit is in the name, and `compare` uses
+`better` to orient ratios so that > 1 always means "better than the baseline".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Better = Literal["higher", "lower", "neither"]
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    unit: str
+    better: Better
+    description: str
+
+
+_DEFS = [
+    # generation / serving (definitions follow vLLM bench and NVIDIA AIPerf)
+    MetricDef("ttft_ms", "ms", "lower", "time to first token: request start to the first output token"),
+    MetricDef("tpot_ms", "ms", "lower", "time per output token after the first: (E2E - TTFT) / (N - 1)"),
+    MetricDef("itl_ms", "ms", "lower", "inter-token latency: each gap between consecutive output tokens"),
+    MetricDef("e2e_ms", "ms", "lower", "end-to-end latency of one request (or one batch)"),
+    MetricDef("prefill_tokens_per_s", "tok/s", "higher", "input tokens processed per second of TTFT"),
+    MetricDef("decode_tokens_per_s", "tok/s", "higher", "output tokens after the first per second"),
+    MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E"),
+    MetricDef("roofline_efficiency", "ratio", "higher", "roofline bound time / measured time"),
+    MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case"),
+    MetricDef("energy_j_per_token", "J/tok", "lower", "NVML energy over the timed window per output token"),
+    MetricDef("logits_rel_error", "ratio", "lower", "||logits - ref|| / ||ref|| against the bf16 reference"),
+    MetricDef("kl_divergence", "nats", "lower", "KL(ref || this) of next-token distributions"),
+    MetricDef("top1_agreement", "ratio", "higher", "share of positions whose argmax matches the reference"),
+    MetricDef("compile_s", "s", "lower", "compilation and warm-up cost, kept out of the timed window"),
+    MetricDef("request_throughput_per_s", "req/s", "higher", "completed requests per second"),
+    MetricDef("goodput_per_s", "req/s", "higher", "requests per second that met every latency objective"),
+    MetricDef("client_queue_ms", "ms", "lower", "time a request waited in the client before it was sent"),
+    # training
+    MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)"),
+    MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second"),
+    MetricDef("train_tokens_per_s", "tok/s", "higher", "training tokens per second"),
+    MetricDef("mfu", "ratio", "higher", "model FLOPs utilisation against the GPU's dense peak"),
+    MetricDef("train_loss", "loss", "neither", "training loss at the end of the timed window"),
+    MetricDef("energy_j_per_sample", "J/sample", "lower", "NVML energy per training sample"),
+    # layers and ceilings
+    MetricDef("fwd_ms", "ms", "lower", "forward pass time"),
+    MetricDef("fwd_bwd_ms", "ms", "lower", "forward plus backward pass time"),
+    MetricDef("tflops", "TFLOP/s", "higher", "dense floating-point throughput (2*M*N*K per matmul)"),
+    MetricDef("speedup_vs_bf16", "x", "higher", "time in bf16 / time in this precision"),
+    MetricDef("rel_error_vs_fp32", "ratio", "lower", "||out - ref|| / ||ref|| against an fp32 reference"),
+    MetricDef("roofline_ms", "ms", "neither", "the roofline bound time for this case"),
+    MetricDef("tb_per_s", "TB/s", "higher", "device memory bandwidth, bytes read + bytes written"),
+    MetricDef("gb_per_s", "GB/s", "higher", "transfer bandwidth (host<->device: bytes moved; host copy: read + written)"),
+    MetricDef("time_ms", "ms", "lower", "time of one iteration of the timed work"),
+    # monitors
+    MetricDef("energy_j", "J", "lower", "NVML energy over the timed window"),
+    MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),
+    MetricDef("sm_clock_mhz", "MHz", "neither", "SM clock sampled during the timed window"),
+    MetricDef("gpu_util_pct", "%", "neither", "GPU utilisation sampled during the timed window"),
+    MetricDef("device_memory_used_gib", "GiB", "lower", "device memory in use (NVML), peak of the samples"),
+    MetricDef("peak_reserved_gib", "GiB", "lower", "peak memory reserved by torch's caching allocator"),
+]
+
+METRICS: dict[str, MetricDef] = {m.name: m for m in _DEFS}
+
+
+def metric(name: str) -> MetricDef:
+    """The definition of a public metric; unknown names are a programming error."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise KeyError(f"metric {name!r} is not in llmbench.metrics; add it there first") from None

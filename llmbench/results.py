@@ -1,0 +1,133 @@
+"""The result-set schema (versioned, a public interface) and reading/writing it atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmbench.harness.stats import summarize
+from llmbench.metrics import metric
+
+SCHEMA_VERSION = 1
+Status = Literal["ok", "skipped", "oom", "failed", "timeout"]
+STATUSES: tuple[str, ...] = ("ok", "skipped", "oom", "failed", "timeout")
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class MetricResult(BaseModel):
+    """One metric of one case: the headline value (the median of the samples, unless the metric is
+    a single reading), its unit, statistics from the raw samples, and the samples themselves."""
+
+    model_config = ConfigDict(extra="allow")
+
+    value: float
+    unit: str
+    stats: dict[str, Any] | None = None
+    samples: list[float] | None = None
+    flags: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def from_samples(cls, name: str, samples: list[float], flags: list[str] | None = None) -> MetricResult:
+        stats = summarize(samples)
+        return cls(
+            value=float(stats["median"]),  # type: ignore[arg-type]
+            unit=metric(name).unit,
+            stats=stats,
+            samples=[float(s) for s in samples],
+            flags=flags or [],
+        )
+
+    @classmethod
+    def single(cls, name: str, value: float, flags: list[str] | None = None) -> MetricResult:
+        return cls(value=float(value), unit=metric(name).unit, flags=flags or [])
+
+
+class CaseResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    scenario: str
+    params: dict[str, Any]
+    status: Status
+    reason: str | None = None
+    metrics: dict[str, MetricResult] = Field(default_factory=dict)
+    timer: str | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    info: dict[str, Any] = Field(default_factory=dict)
+    traceback: str | None = None
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    kind: Literal["measured", "published", "projected"] = "measured"
+    citation: str | None = None
+    url: str | None = None
+    note: str | None = None
+
+
+class ResultSet(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+    suite: str
+    description: str | None = None
+    created_at: str = Field(default_factory=utc_now)
+    finished_at: str | None = None
+    llmbench: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, Any] = Field(default_factory=dict)
+    source: Source = Field(default_factory=Source)
+    warnings: list[str] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(default_factory=list)
+
+    def case(self, case_id: str) -> CaseResult | None:
+        return next((c for c in self.cases if c.id == case_id), None)
+
+    def upsert(self, result: CaseResult) -> None:
+        """Add a case, replacing an earlier result of the same id (a resumed or re-run case)."""
+        self.cases = [c for c in self.cases if c.id != result.id] + [result]
+
+    @property
+    def gpu_slug(self) -> str:
+        return str(self.env.get("gpu", {}).get("slug", "unknown"))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename: a reader (or a crash, or kill -9)
+    sees either the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(result_set: ResultSet, path: Path) -> None:
+    write_atomic(path, result_set.model_dump_json(indent=1, exclude_none=False) + "\n")
+
+
+def load(path: str | Path) -> ResultSet:
+    """Read a result set; a file from a newer schema is refused with a clear message."""
+    p = Path(path)
+    data = json.loads(p.read_text(encoding="utf-8"))
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{p}: schema_version {version!r} is not supported (this llmbench reads {SCHEMA_VERSION})")
+    return ResultSet.model_validate(data)

@@ -1,0 +1,85 @@
+"""bandwidth: memory and transfer ceilings — device copy (TB/s, bytes read + written), host<->device
+(GB/s, pinned and pageable), and a host memory copy that runs on any machine."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from llmbench.harness.timing import StopRule
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+
+Kind = Literal["d2d", "h2d", "d2h", "host"]
+GPU_KINDS = ("d2d", "h2d", "d2h")
+
+
+class BandwidthParams(ScenarioParams):
+    kind: Kind = "d2d"
+    size_mib: int = Field(1024, ge=1, le=1 << 20)
+    pinned: bool | None = None  # host memory page-locked: h2d/d2h only (default true there)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pinned_only_for_transfers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        kind = data.get("kind", "d2d")
+        if kind in ("h2d", "d2h"):
+            return {**data, "pinned": data.get("pinned", True)}
+        if data.get("pinned") is not None:
+            raise ValueError(f"pinned applies only to kind h2d or d2h, not {kind!r}")
+        return data
+
+
+@SCENARIOS.register("bandwidth")
+class Bandwidth(Scenario):
+    Params = BandwidthParams
+    headline = ("tb_per_s", "gb_per_s")
+    description = "Copy bandwidth: d2d (TB/s, read+write), h2d/d2h pinned or pageable (GB/s), host copy"
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        if params.kind in GPU_KINDS and not device.is_cuda:
+            return f"{params.kind} copies need a CUDA GPU; this machine has none (running on {device.name})"
+        return None
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        return rule.min_seconds + 1.0 + params.size_mib / 1024
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        import torch
+
+        n_bytes = params.size_mib * 2**20
+        numel = n_bytes // 4
+        cuda = torch.device(ctx.device.torch_device)
+        on_host = {"d2d": (False, False), "h2d": (True, False), "d2h": (False, True), "host": (True, True)}
+        src_host, dst_host = on_host[params.kind]
+        pin = bool(params.pinned)
+        src_dev = torch.device("cpu") if src_host else cuda
+        gen = torch.Generator(device=src_dev).manual_seed(0)
+        src = torch.rand(numel, generator=gen, dtype=torch.float32, device=src_dev)  # never zeros
+        if src_host and pin:
+            src = src.pin_memory()
+        dst = torch.empty(numel, dtype=torch.float32, pin_memory=dst_host and pin, device="cpu" if dst_host else cuda)
+        non_blocking = pin
+
+        def fn() -> Any:
+            return dst.copy_(src, non_blocking=non_blocking)
+
+        fn()
+        ctx.sync()
+        if not torch.equal(dst[:4096].cpu(), src[:4096].cpu()):
+            raise RuntimeError("copy check failed: destination differs from source")
+        meas = ctx.measure(fn)
+        if params.kind in ("d2d", "host"):
+            moved = 2 * n_bytes  # bytes read + bytes written
+        else:
+            moved = n_bytes  # bytes across the link
+        if params.kind == "d2d":
+            ctx.record("tb_per_s", [moved / t / 1e12 for t in meas.samples_s])
+        else:
+            ctx.record("gb_per_s", [moved / t / 1e9 for t in meas.samples_s])
+        ctx.record("time_ms", [t * 1e3 for t in meas.samples_s])
+        ctx.record_monitors(meas)
+        ctx.info["bytes_counted_per_iter"] = moved

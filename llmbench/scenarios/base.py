@@ -1,0 +1,140 @@
+"""The Scenario base class, its typed parameters, and the context a case runs in."""
+
+from __future__ import annotations
+
+import json
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from llmbench.harness.monitors import open_sampler
+from llmbench.harness.timing import Measurement, StopRule, measure, timer_for
+from llmbench.precision import DeviceInfo
+from llmbench.registry import Registry
+from llmbench.results import MetricResult
+
+PROGRESS_MARK = "@@llmbench-progress@@ "
+
+
+class ScenarioParams(BaseModel):
+    """Parameters of one case. Every field is part of the case id; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Skip(Exception):
+    """Raised inside a case that cannot run here; the message is the reason shown to the user."""
+
+
+class CaseContext:
+    """What a running case can use: its device, the stop rule, a timer, monitors, and a place to put
+    metrics. Timing code lives here once, not in each scenario."""
+
+    def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True) -> None:
+        self.device = device
+        self.rule = rule
+        self.timer = timer_for(device.kind)
+        self.metrics: dict[str, MetricResult] = {}
+        self.info: dict[str, Any] = {}
+        self._emit = emit_progress
+
+    # -- progress -----------------------------------------------------------------------------
+    def progress(self, fraction: float, text: str = "") -> None:
+        """Tell the parent how far this case is (0..1); it drives the per-case progress bar."""
+        if self._emit:
+            sys.stdout.write(PROGRESS_MARK + json.dumps({"f": round(fraction, 3), "t": text}) + "\n")
+            sys.stdout.flush()
+
+    # -- timing -------------------------------------------------------------------------------
+    def sync(self) -> None:
+        self.timer.sync()
+
+    def measure(self, fn: Callable[[], Any], rule: StopRule | None = None, monitor: bool = True) -> Measurement:
+        """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window."""
+        sampler = open_sampler(self.device.kind) if monitor else None
+        return measure(
+            fn,
+            rule or self.rule,
+            self.timer,
+            progress=self.progress,
+            on_window_start=sampler.start if sampler else None,
+            on_window_end=sampler.stop if sampler else None,
+        )
+
+    def reset_peak_memory(self) -> None:
+        if self.device.is_cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
+
+    # -- metrics ------------------------------------------------------------------------------
+    def record(self, name: str, samples: list[float], flags: list[str] | None = None) -> None:
+        self.metrics[name] = MetricResult.from_samples(name, samples, flags)
+
+    def record_value(self, name: str, value: float, flags: list[str] | None = None) -> None:
+        self.metrics[name] = MetricResult.single(name, value, flags)
+
+    def record_monitors(
+        self, m: Measurement, *, units_per_iter: float | None = None, energy_metric: str | None = None
+    ) -> None:
+        """Peak memory (torch), and the NVML readings of the timed window. With `units_per_iter`
+        (tokens, samples) and `energy_metric`, energy per unit is recorded too."""
+        if self.device.is_cuda:
+            import torch
+
+            self.record_value("peak_memory_gib", torch.cuda.max_memory_allocated() / 2**30)
+            self.record_value("peak_reserved_gib", torch.cuda.max_memory_reserved() / 2**30)
+        r = m.readings
+        if "energy_j" in r:
+            flags = [] if r.get("energy_trusted") else [
+                f"energy window {r['window_s']:.2f}s is under 1s: the NVML counter updates about every"
+                " 100 ms, so this reading is not trusted"
+            ]
+            self.record_value("energy_j", r["energy_j"], flags)
+            if r.get("avg_power_w") is not None:
+                self.record_value("avg_power_w", r["avg_power_w"], flags)
+            if units_per_iter and energy_metric and m.iters:
+                self.record_value(energy_metric, r["energy_j"] / (units_per_iter * m.iters), flags)
+        for key, name in (("sm_clock_mhz", "sm_clock_mhz"), ("gpu_util_pct", "gpu_util_pct")):
+            if r.get(key):
+                self.record(name, r[key])
+        if r.get("mem_used_gib"):
+            self.record_value("device_memory_used_gib", max(r["mem_used_gib"]))
+
+
+class Scenario(ABC):
+    """How to run one kind of benchmark. Subclasses set `Params`, and implement `run`.
+
+    `skip_reason` says, before anything heavy happens, why a case cannot run on this device
+    (capability, missing package); `estimate_s` feeds `--dry-run`'s time estimate."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[ScenarioParams]]
+    description: ClassVar[str] = ""
+    headline: ClassVar[tuple[str, ...]] = ()  # metrics shown in summaries, most important first
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        return None
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        return rule.min_seconds + 2.0
+
+    @abstractmethod
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        """Run the case, recording metrics on ctx. Raise Skip for a case that cannot run here."""
+
+    @staticmethod
+    def label(params: ScenarioParams) -> str:
+        return " ".join(f"{k}={_short(v)}" for k, v in params.model_dump().items() if v is not None)
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "x".join(str(x) for x in v)
+    return str(v)
+
+
+SCENARIOS: Registry[Scenario] = Registry("scenario", "llmbench.scenarios")

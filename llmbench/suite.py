@@ -1,0 +1,227 @@
+"""Suite files (scenarios/*.toml): read, validate every key before anything runs, expand the matrix.
+
+A suite says WHAT to run; scenario classes say HOW. Every problem is a `SuiteError` naming the
+file, the key, the bad value and the valid choices (the CLI exits 2 and writes nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from llmbench.errors import SuiteError, UserError
+from llmbench.harness.timing import StopRule
+from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SUITE_KEYS = {"name", "description", "defaults", "case"}
+CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params and StopRule settings
+SETTING_KEYS = set(StopRule.model_fields)
+SUITES_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def case_id(scenario: str, params: dict[str, Any]) -> str:
+    """Stable id of a case: a hash of its scenario and params, never of the machine, so the same
+    case measured on two GPUs joins for comparison."""
+    blob = json.dumps({"scenario": scenario, "params": params}, sort_keys=True, default=str)
+    return f"{scenario}/{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One expanded case: validated params, harness settings, and its id."""
+
+    scenario: str
+    params: ScenarioParams
+    settings: StopRule
+    origin: str = ""  # "case 2 of scenarios/x.toml", for messages
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return self.params.model_dump(mode="json")
+
+    @property
+    def id(self) -> str:
+        return case_id(self.scenario, self.params_dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario} {Scenario.label(self.params)}"
+
+    def scenario_obj(self) -> Scenario:
+        return SCENARIOS.get(self.scenario)()
+
+
+@dataclass
+class Suite:
+    name: str
+    description: str
+    path: Path
+    cases: list[CaseSpec] = field(default_factory=list)
+
+
+def available_suites(root: Path | None = None) -> dict[str, Path]:
+    d = root or SUITES_DIR
+    return {p.stem: p for p in sorted(d.glob("*.toml"))} if d.is_dir() else {}
+
+
+def resolve(name_or_path: str) -> Path:
+    """A suite name ('quickstart') or a path to a .toml file."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        if not p.is_file():
+            raise UserError(f"suite file {name_or_path!r} does not exist")
+        return p
+    suites = available_suites()
+    if name_or_path in suites:
+        return suites[name_or_path]
+    raise UserError(
+        f"unknown suite {name_or_path!r}; valid: {', '.join(suites) or '(none found)'} or a path to a .toml file"
+    )
+
+
+def load_suite(name_or_path: str) -> Suite:
+    path = resolve(name_or_path)
+    fname = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise SuiteError(fname, f"malformed TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SuiteError(fname, f"cannot read the file: {e}") from None
+    return parse_suite(data, fname, path)
+
+
+def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> Suite:
+    for key in data:
+        if key not in SUITE_KEYS:
+            raise SuiteError(fname, "unknown top-level key", key=key, choices=sorted(SUITE_KEYS))
+    name = data.get("name") or (path.stem if path else "suite")
+    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise SuiteError(fname, "the suite name must be letters, digits, '-', '_' or '.'", key="name", value=name)
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise SuiteError(fname, "must be a table", key="defaults", value=defaults)
+    raw_cases = data.get("case")
+    if not raw_cases or not isinstance(raw_cases, list):
+        raise SuiteError(fname, "a suite needs at least one [[case]] table", key="case")
+
+    cases: list[CaseSpec] = []
+    used_defaults: set[str] = set()
+    for i, raw in enumerate(raw_cases, start=1):
+        cases.extend(_expand_case(raw, defaults, fname, i, used_defaults))
+    unused = set(defaults) - used_defaults - SETTING_KEYS
+    if unused:
+        key = sorted(unused)[0]
+        valid = sorted({f for c in cases for f in type(c.params).model_fields} | SETTING_KEYS)
+        raise SuiteError(fname, "[defaults] key is not a parameter of any scenario in this suite",
+                         key=key, value=defaults[key], choices=valid)
+    seen: dict[str, str] = {}
+    for c in cases:
+        if c.id in seen:
+            raise SuiteError(fname, f"{c.origin} repeats {seen[c.id]} (same scenario and params)", key="case")
+        seen[c.id] = c.origin
+    return Suite(name=name, description=str(data.get("description", "")), path=path or Path(fname), cases=cases)
+
+
+def _expand_case(
+    raw: Any, defaults: dict[str, Any], fname: str, index: int, used_defaults: set[str]
+) -> list[CaseSpec]:
+    where = f"case {index}"
+    if not isinstance(raw, dict):
+        raise SuiteError(fname, f"{where} must be a table", key="case")
+    scen_name = raw.get("scenario", defaults.get("scenario"))
+    if scen_name is None:
+        raise SuiteError(fname, f"{where} has no scenario", key="scenario", choices=SCENARIOS.names())
+    if scen_name not in SCENARIOS:
+        raise SuiteError(fname, f"{where}: unknown scenario", key="scenario", value=scen_name,
+                         choices=SCENARIOS.names())
+    scen = SCENARIOS.get(scen_name)
+    fields = set(scen.Params.model_fields)
+    matrix = raw.get("matrix", {})
+    if not isinstance(matrix, dict):
+        raise SuiteError(fname, f"{where}: matrix must be a table of lists", key="matrix", value=matrix)
+    for k, v in matrix.items():
+        if not isinstance(v, list) or not v:
+            raise SuiteError(fname, f"{where}: matrix values must be non-empty lists", key=f"matrix.{k}", value=v)
+    fixed = {k: v for k, v in raw.items() if k not in CASE_KEYS}
+    for k in list(fixed) + list(matrix):
+        if k not in fields and k not in SETTING_KEYS:
+            raise SuiteError(fname, f"{where}: unknown key for scenario {scen_name!r}", key=k,
+                             choices=sorted(fields | SETTING_KEYS))
+    base = {k: v for k, v in defaults.items() if k in fields or k in SETTING_KEYS}
+    used_defaults.update(base)
+    out = []
+    keys = list(matrix)
+    for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
+        merged = {**base, **fixed, **dict(zip(keys, combo))}
+        settings = {k: v for k, v in merged.items() if k in SETTING_KEYS}
+        params = {k: v for k, v in merged.items() if k in fields}
+        out.append(CaseSpec(
+            scenario=scen_name,
+            params=_validate(scen.Params, params, fname, where),
+            settings=_validate(StopRule, settings, fname, where),
+            origin=where,
+        ))
+    return out
+
+
+def _validate(model: type[BaseModel], values: dict[str, Any], fname: str, where: str) -> Any:
+    try:
+        return model.model_validate(values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or None
+        choices = _choices_from(err)
+        value = err.get("input") if err["type"] != "missing" else None
+        msg = err["msg"] if not choices else "invalid value"
+        raise SuiteError(fname, f"{where}: {msg}", key=key, value=value, choices=choices) from None
+
+
+def _choices_from(err: Any) -> list[str] | None:
+    ctx = err.get("ctx") or {}
+    expected = ctx.get("expected")
+    if err["type"] == "literal_error" and expected:
+        return [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
+    if isinstance(ctx.get("choices"), (list, tuple)):
+        return [str(c) for c in ctx["choices"]]
+    return None
+
+
+def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
+    """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value; any other
+    text is a substring of the case label or id."""
+    out = cases
+    for f in filters:
+        if "=" in f:
+            key, _, vals = f.partition("=")
+            wanted = {v.strip() for v in vals.split(",")}
+            known = {"scenario", "id"} | {k for c in cases for k in c.params_dict}
+            if key not in known:
+                raise UserError(f"--filter {f!r}: unknown key {key!r}; valid: {', '.join(sorted(known))}")
+            out = [c for c in out if _value_of(c, key) in wanted]
+        else:
+            out = [c for c in out if f in c.label or f in c.id]
+    return out
+
+
+def _value_of(c: CaseSpec, key: str) -> str:
+    if key == "scenario":
+        return c.scenario
+    if key == "id":
+        return c.id
+    v = c.params_dict.get(key)
+    if isinstance(v, (list, tuple)):
+        return "x".join(str(x) for x in v)
+    return str(v)

@@ -1,0 +1,85 @@
+"""Terminal views of result sets and plans (rich tables): the run summary and `llmbench show`."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from llmbench.results import CaseResult, MetricResult, ResultSet
+from llmbench.scenarios.base import SCENARIOS
+
+STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
+
+
+def fmt_value(v: float) -> str:
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.3g}" if a < 10 else f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def fmt_metric(m: MetricResult) -> str:
+    text = f"{fmt_value(m.value)} {m.unit}"
+    ci = (m.stats or {}).get("ci95")
+    if ci and ci[0] != ci[1]:
+        text += f" [{fmt_value(ci[0])}, {fmt_value(ci[1])}]"
+    if m.flags:
+        text += " (!)"
+    return text
+
+
+def headline_metrics(case: CaseResult, all_metrics: bool = False) -> list[tuple[str, MetricResult]]:
+    if all_metrics:
+        return sorted(case.metrics.items())
+    names: tuple[str, ...] = ()
+    if case.scenario in SCENARIOS:
+        names = SCENARIOS.get(case.scenario).headline
+    picked = [(n, case.metrics[n]) for n in names if n in case.metrics]
+    return picked or sorted(case.metrics.items())[:2]
+
+
+def case_label(case: CaseResult) -> str:
+    return " ".join(f"{k}={_short(v)}" for k, v in case.params.items() if v is not None)
+
+
+def _short(v: object) -> str:
+    return "x".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+
+
+def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> Table:
+    source = "" if rs.source.kind == "measured" else f" [{rs.source.kind.upper()}]"
+    gpu = rs.env.get("gpu", {}).get("name", "?")
+    t = Table(title=title or f"{rs.suite}{source} — {gpu} — {rs.created_at}", show_lines=False)
+    for col in ("scenario", "case", "status", "metrics"):
+        t.add_column(col, overflow="fold")
+    for c in rs.cases:
+        style = STATUS_STYLE.get(c.status, "")
+        if c.status == "ok":
+            detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in headline_metrics(c, all_metrics))
+        else:
+            detail = c.reason or ""
+        t.add_row(c.scenario, case_label(c), f"[{style}]{c.status}[/{style}]", detail)
+    return t
+
+
+def status_counts(rs: ResultSet) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in rs.cases:
+        out[c.status] = out.get(c.status, 0) + 1
+    return out
+
+
+def flags_of(rs: ResultSet) -> list[str]:
+    """Every flag raised on a metric (an untrusted energy window, a run far under its roofline)."""
+    out = []
+    for c in rs.cases:
+        for name, m in c.metrics.items():
+            out.extend(f"{c.scenario} {case_label(c)}: {name}: {f}" for f in m.flags)
+    return out
+
+
