@@ -25,17 +25,23 @@ def _time_loop(fn, iters: int, warmup: int = 10) -> float:
     return start.elapsed_time(end) / 1e3 / iters
 
 
-def measure(repeats: int = 5) -> dict:
-    n = 8192
+def matmul_tflops(n: int = 8192) -> float:
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-    mm = [2 * n**3 / _time_loop(lambda: torch.matmul(a, b, out=c), 100) / 1e12 for _ in range(repeats)]
-    del a, b, c
-    numel = 4096 * 2**20 // 4
+    return 2 * n**3 / _time_loop(lambda: torch.matmul(a, b, out=c), 100) / 1e12
+
+
+def copy_tb_per_s(mib: int = 4096) -> float:
+    numel = mib * 2**20 // 4
     src = torch.rand(numel, device="cuda")
     dst = torch.empty_like(src)
-    cp = [2 * numel * 4 / _time_loop(lambda: dst.copy_(src), 50) / 1e12 for _ in range(repeats)]
+    return 2 * numel * 4 / _time_loop(lambda: dst.copy_(src), 50) / 1e12
+
+
+def measure(repeats: int = 5) -> dict:
+    mm = [matmul_tflops() for _ in range(repeats)]
+    cp = [copy_tb_per_s() for _ in range(repeats)]
     return {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
             "matmul_bf16_8192_tflops": sorted(mm)[len(mm) // 2], "matmul_runs": mm,
             "d2d_copy_4096mib_tb_per_s": sorted(cp)[len(cp) // 2], "copy_runs": cp}

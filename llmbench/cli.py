@@ -8,12 +8,21 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from llmbench import __version__
 from llmbench.errors import UserError
 from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
 from llmbench.views import flags_of, fmt_metric, headline_metrics, result_table, status_counts
@@ -47,14 +56,14 @@ class RichUI:
 
     def __init__(self, progress: Progress) -> None:
         self.p = progress
-        self.suite_task = None
-        self.case_task = None
+        self.suite_task = progress.add_task("suite", total=0, visible=False)
+        self.case_task = progress.add_task("", total=1.0, visible=False)
 
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
         note = f" ({skipped} already done, resumed)" if skipped else ""
         self.p.console.print(f"[bold]{suite.name}[/bold]: {len(cases)} case(s){note} -> {path}")
-        self.suite_task = self.p.add_task(f"suite {suite.name}", total=len(cases))
-        self.case_task = self.p.add_task("", total=1.0)
+        self.p.update(self.suite_task, description=f"suite {suite.name}", total=len(cases), visible=True)
+        self.p.update(self.case_task, visible=True)
 
     def case_start(self, case: CaseSpec, index: int) -> None:
         self.p.reset(self.case_task, total=1.0, description=f"  {case.label}"[:70])
@@ -68,10 +77,10 @@ class RichUI:
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
         detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in headline_metrics(result)) if result.status == "ok" \
             else (result.reason or "")
-        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {case.label}: {detail}")
+        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(case.label)}: {escape(detail)}")
 
     def warn(self, text: str) -> None:
-        self.p.console.print(f"[yellow]warning:[/yellow] {text}")
+        self.p.console.print(f"[yellow]warning:[/yellow] {escape(text)}")
 
     def suite_done(self, result_set: ResultSet, path: Path) -> None:
         self.p.update(self.case_task, visible=False)
@@ -92,7 +101,7 @@ def _plan_table(cases: list[CaseSpec]) -> tuple[Table, float]:
     for i, c in enumerate(cases, 1):
         est = c.scenario_obj().estimate_s(c.params, c.settings) + PROCESS_OVERHEAD_S
         total += est
-        t.add_row(str(i), c.id, c.label, f"{est:.0f}")
+        t.add_row(str(i), c.id, escape(c.label), f"{est:.0f}")
     return t, total
 
 
@@ -104,7 +113,9 @@ def run(
         "in the case label. Repeat to combine."),
     resume: bool = typer.Option(False, "--resume", help="Continue the newest result set of this suite on this GPU: "
                                 "cases already ok or skipped are not run again."),
-    out: Path = typer.Option(Path("results"), "--out", help="Root folder of result sets: OUT/<gpu-slug>/<suite>-<UTC>.json."),
+    out: Path = typer.Option(
+        Path("results"), "--out", help="Root folder of result sets: OUT/<gpu-slug>/<suite>-<UTC>.json."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded plan and an estimate; run nothing."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
                                        "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
@@ -135,7 +146,7 @@ def run(
     counts = status_counts(rs)
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" -> {path}")
     for w in rs.warnings + flags_of(rs):
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
 
 @app.command("list")
@@ -159,7 +170,7 @@ def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions,
         t.add_column(name)
         t.add_column("")
         for row in sections[name]():
-            t.add_row(*row)
+            t.add_row(*(escape(c) for c in row))
         console.print(t)
 
 
@@ -177,7 +188,7 @@ def show(
         raise UserError(str(e)) from None
     console.print(result_table(rs, all_metrics=all_metrics))
     for w in rs.warnings + flags_of(rs):
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
 
 @app.command()
@@ -191,16 +202,19 @@ def doctor(
     for check in run_checks(gpus):
         style = {"ok": "green", "warn": "yellow", "fail": "red"}[check.level]
         ok &= check.level != "fail"
-        console.print(f"[{style}]{check.level:4}[/{style}] {check.name}: {check.detail}")
+        console.print(f"[{style}]{check.level:4}[/{style}] {check.name}: {escape(check.detail)}")
     if not ok:
         raise typer.Exit(1)
+
+
+register_report_commands(app)
 
 
 def main() -> None:
     try:
         app()
     except UserError as e:
-        err_console.print(f"[red]error:[/red] {e}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted: finished cases are saved; run again with --resume to continue")

@@ -54,7 +54,8 @@ _DEFS = [
     MetricDef("rel_error_vs_fp32", "ratio", "lower", "||out - ref|| / ||ref|| against an fp32 reference"),
     MetricDef("roofline_ms", "ms", "neither", "the roofline bound time for this case"),
     MetricDef("tb_per_s", "TB/s", "higher", "device memory bandwidth, bytes read + bytes written"),
-    MetricDef("gb_per_s", "GB/s", "higher", "transfer bandwidth (host<->device: bytes moved; host copy: read + written)"),
+    MetricDef("gb_per_s", "GB/s", "higher",
+              "transfer bandwidth (host<->device: bytes moved; host copy: read + written)"),
     MetricDef("time_ms", "ms", "lower", "time of one iteration of the timed work"),
     # monitors
     MetricDef("energy_j", "J", "lower", "NVML energy over the timed window"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,7 +43,7 @@ class MetricResult(BaseModel):
             value=float(stats["median"]),  # type: ignore[arg-type]
             unit=metric(name).unit,
             stats=stats,
-            samples=[float(s) for s in samples],
+            samples=[float(f"{s:.6g}") for s in samples],
             flags=flags or [],
         )
 
@@ -119,8 +120,17 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+_NUMBER_LIST = re.compile(r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]")
+
+
+def to_json(result_set: ResultSet) -> str:
+    """Indented JSON with lists of numbers (raw samples) on one line each: readable and compact."""
+    text = result_set.model_dump_json(indent=1, exclude_none=False)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+
+
 def save(result_set: ResultSet, path: Path) -> None:
-    write_atomic(path, result_set.model_dump_json(indent=1, exclude_none=False) + "\n")
+    write_atomic(path, to_json(result_set))
 
 
 def load(path: str | Path) -> ResultSet:

@@ -6,9 +6,7 @@ file, the key, the bad value and the valid choices (the CLI exits 2 and writes n
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from llmbench.errors import SuiteError, UserError
 from llmbench.harness.timing import StopRule
+from llmbench.ids import case_id
 from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
 
 if sys.version_info >= (3, 11):
@@ -29,13 +28,6 @@ SUITE_KEYS = {"name", "description", "defaults", "case"}
 CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params and StopRule settings
 SETTING_KEYS = set(StopRule.model_fields)
 SUITES_DIR = Path(__file__).resolve().parent.parent / "scenarios"
-
-
-def case_id(scenario: str, params: dict[str, Any]) -> str:
-    """Stable id of a case: a hash of its scenario and params, never of the machine, so the same
-    case measured on two GPUs joins for comparison."""
-    blob = json.dumps({"scenario": scenario, "params": params}, sort_keys=True, default=str)
-    return f"{scenario}/{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
@@ -165,7 +157,7 @@ def _expand_case(
     out = []
     keys = list(matrix)
     for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
-        merged = {**base, **fixed, **dict(zip(keys, combo))}
+        merged = {**base, **fixed, **dict(zip(keys, combo, strict=True))}
         settings = {k: v for k, v in merged.items() if k in SETTING_KEYS}
         params = {k: v for k, v in merged.items() if k in fields}
         out.append(CaseSpec(

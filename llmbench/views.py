@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -63,7 +64,7 @@ def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None 
             detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in headline_metrics(c, all_metrics))
         else:
             detail = c.reason or ""
-        t.add_row(c.scenario, case_label(c), f"[{style}]{c.status}[/{style}]", detail)
+        t.add_row(c.scenario, escape(case_label(c)), f"[{style}]{c.status}[/{style}]", escape(detail))
     return t
 
 
@@ -76,7 +77,7 @@ def status_counts(rs: ResultSet) -> dict[str, int]:
 
 def flags_of(rs: ResultSet) -> list[str]:
     """Every flag raised on a metric (an untrusted energy window, a run far under its roofline)."""
-    out = []
+    out: list[str] = []
     for c in rs.cases:
         for name, m in c.metrics.items():
             out.extend(f"{c.scenario} {case_label(c)}: {name}: {f}" for f in m.flags)

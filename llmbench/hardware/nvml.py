@@ -3,7 +3,6 @@ a machine without an NVIDIA driver has no NVML readings, and that is not an erro
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 
@@ -94,11 +93,3 @@ def compute_processes(h: Any) -> list[dict[str, Any]]:
         used = getattr(p, "usedGpuMemory", None)
         out.append({"pid": int(p.pid), "used_gib": round(used / 2**30, 2) if used else None})
     return out
-
-
-@contextlib.contextmanager
-def suppressed() -> Any:
-    try:
-        yield
-    except Exception:
-        pass

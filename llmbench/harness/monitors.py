@@ -19,7 +19,9 @@ class NvmlSampler:
     def __init__(self, handle: Any, period_s: float = SAMPLE_PERIOD_S) -> None:
         self.h = handle
         self.period_s = period_s
-        self.samples: dict[str, list[float]] = {"power_w": [], "sm_clock_mhz": [], "gpu_util_pct": [], "mem_used_gib": []}
+        self.samples: dict[str, list[float]] = {
+            "power_w": [], "sm_clock_mhz": [], "gpu_util_pct": [], "mem_used_gib": []
+        }
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._e0: float | None = None

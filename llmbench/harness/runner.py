@@ -62,13 +62,13 @@ def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
     hs = nvml.handles()
     if not hs:
         return []
-    indices = range(len(hs))
+    indices: list[int] = list(range(len(hs)))
     if gpus and not gpus.startswith("MIG"):
         try:
             indices = [int(i) for i in gpus.split(",") if i.strip()]
         except ValueError:
             return []
-    out = []
+    out: list[dict[str, Any]] = []
     for i in indices:
         if 0 <= i < len(hs):
             out.extend({"gpu": i, **p} for p in nvml.compute_processes(hs[i]))

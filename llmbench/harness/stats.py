@@ -11,7 +11,7 @@ _SEED = 20261122  # fixed: the same samples always give the same interval
 
 
 def bootstrap_ci(
-    samples: Sequence[float],
+    samples: Sequence[float] | np.ndarray,
     statistic: Callable[[np.ndarray], float] = np.median,
     *,
     confidence: float = 0.95,
@@ -30,7 +30,7 @@ def bootstrap_ci(
 
 
 def bootstrap_distribution(
-    samples: Sequence[float],
+    samples: Sequence[float] | np.ndarray,
     statistic: Callable[[np.ndarray], float] = np.median,
     *,
     resamples: int = BOOTSTRAP_RESAMPLES,

@@ -1,9 +1,14 @@
 """Timers and the measurement loop: warm-up, then "at least N iterations AND at least S seconds".
 
-On a GPU every iteration is bracketed by CUDA events recorded back to back on the stream (no host
-synchronisation between iterations, so the GPU never idles between them); elsewhere perf_counter
-around each iteration. Iterations run in rounds; the host synchronises only between rounds to check
-the stop rule, and a round is sized to about a tenth of `min_seconds`, so overshoot stays small.
+A *sample* is one timed stretch of `inner` back-to-back calls, recorded as the time per call. `inner`
+is 1 for anything longer than `min_sample_s` (a generate() call, a big matmul); a call shorter than
+that is repeated within one sample (calibrated after warm-up, as pytest-benchmark does), so a 5 µs
+kernel is not drowned in timer overhead and a result set does not hold a million samples.
+
+On a GPU samples are bracketed by CUDA events recorded back to back on the stream (no host
+synchronisation between them, so the GPU never idles); elsewhere perf_counter around each sample.
+Samples run in rounds; the host synchronises only between rounds to check the stop rule, and a round
+is sized to about a tenth of `min_seconds`, so overshoot stays small.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ class StopRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     warmup_iters: int = Field(3, ge=0, description="untimed iterations first")
-    min_iters: int = Field(10, ge=1, description="at least this many timed iterations")
+    min_iters: int = Field(10, ge=1, description="at least this many timed samples")
     min_seconds: float = Field(1.0, ge=0.0, description="and at least this many seconds of them")
-    max_iters: int = Field(1_000_000, ge=1, description="hard cap on timed iterations")
+    max_iters: int = Field(100_000, ge=1, description="hard cap on timed samples")
+    min_sample_s: float = Field(1e-3, ge=0.0, description="calls shorter than this are repeated within a sample")
     timeout_s: float = Field(600.0, gt=0, description="the case process is killed after this")
 
     def done(self, iters: int, elapsed_s: float) -> bool:
@@ -37,8 +43,8 @@ class Timer(Protocol):
 
     def sync(self) -> None: ...
 
-    def time(self, fn: Callable[[], Any], n: int) -> list[float]:
-        """Run fn n times back to back; return each iteration's duration in seconds."""
+    def time(self, fn: Callable[[], Any], n: int, inner: int = 1) -> list[float]:
+        """Take n samples back to back, each of `inner` calls; return seconds per call of each."""
         ...
 
 
@@ -53,13 +59,14 @@ class PerfCounterTimer:
     def sync(self) -> None:
         self._sync()
 
-    def time(self, fn: Callable[[], Any], n: int) -> list[float]:
+    def time(self, fn: Callable[[], Any], n: int, inner: int = 1) -> list[float]:
         out = []
         for _ in range(n):
             t0 = time.perf_counter()
-            fn()
+            for _ in range(inner):
+                fn()
             self._sync()
-            out.append(time.perf_counter() - t0)
+            out.append((time.perf_counter() - t0) / inner)
         return out
 
 
@@ -76,14 +83,15 @@ class CudaEventTimer:
     def sync(self) -> None:
         self._torch.cuda.synchronize()
 
-    def time(self, fn: Callable[[], Any], n: int) -> list[float]:
+    def time(self, fn: Callable[[], Any], n: int, inner: int = 1) -> list[float]:
         ev = [self._torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
         ev[0].record()
         for i in range(n):
-            fn()
+            for _ in range(inner):
+                fn()
             ev[i + 1].record()
         ev[n].synchronize()
-        return [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(n)]
+        return [ev[i].elapsed_time(ev[i + 1]) / 1e3 / inner for i in range(n)]
 
 
 def timer_for(device_kind: str) -> Timer:
@@ -98,11 +106,13 @@ class Measurement:
     warmup_s: float
     elapsed_s: float  # wall time of the timed window (first round start to last sync)
     timer: str
+    inner: int = 1  # calls per sample
     readings: dict[str, Any] = field(default_factory=dict)  # monitors' readings over the window
 
     @property
     def iters(self) -> int:
-        return len(self.samples_s)
+        """Calls timed (samples x inner): what per-call quantities such as energy divide by."""
+        return len(self.samples_s) * self.inner
 
 
 ProgressFn = Callable[[float, str], None]
@@ -129,6 +139,7 @@ def measure(
         report(0.0, f"warm-up {i + 1}/{rule.warmup_iters}")
     timer.sync()
     warmup_s = clock() - t_w
+    inner = calibrate_inner(fn, timer, rule.min_sample_s)
 
     samples: list[float] = []
     round_n = 1
@@ -137,15 +148,32 @@ def measure(
     t0 = clock()
     elapsed = 0.0
     while not rule.done(len(samples), elapsed):
-        samples.extend(timer.time(fn, round_n))
+        samples.extend(timer.time(fn, round_n, inner))
         elapsed = clock() - t0
         n = len(samples)
         frac_iters = n / rule.min_iters
         frac_time = elapsed / rule.min_seconds if rule.min_seconds else 1.0
-        report(min(1.0, frac_iters, frac_time), f"{n} iterations, {elapsed:.1f}s")
+        report(min(1.0, frac_iters, frac_time), f"{n} samples, {elapsed:.1f}s")
         round_n = _next_round(rule, n, elapsed)
     readings = on_window_end() if on_window_end is not None else {}
-    return Measurement(samples_s=samples, warmup_s=warmup_s, elapsed_s=elapsed, timer=timer.name, readings=readings)
+    return Measurement(samples_s=samples, warmup_s=warmup_s, elapsed_s=elapsed, timer=timer.name, inner=inner,
+                       readings=readings)
+
+
+MAX_INNER = 10_000
+
+
+def calibrate_inner(fn: Callable[[], Any], timer: Timer, min_sample_s: float) -> int:
+    """Calls per sample so that a sample lasts at least `min_sample_s` (1 for anything slower)."""
+    if min_sample_s <= 0:
+        return 1
+    inner = 1
+    while inner < MAX_INNER:
+        t = sum(timer.time(fn, 3, inner)) / 3
+        if t * inner >= min_sample_s:
+            break
+        inner = min(MAX_INNER, max(inner * 2, math.ceil(min_sample_s / max(t, 1e-9))))
+    return inner
 
 
 def _next_round(rule: StopRule, n: int, elapsed: float) -> int:

@@ -80,6 +80,5 @@ class Bandwidth(Scenario):
             ctx.record("tb_per_s", [moved / t / 1e12 for t in meas.samples_s])
         else:
             ctx.record("gb_per_s", [moved / t / 1e9 for t in meas.samples_s])
-        ctx.record("time_ms", [t * 1e3 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["bytes_counted_per_iter"] = moved

@@ -55,7 +55,7 @@ class CaseContext:
     def measure(self, fn: Callable[[], Any], rule: StopRule | None = None, monitor: bool = True) -> Measurement:
         """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window."""
         sampler = open_sampler(self.device.kind) if monitor else None
-        return measure(
+        m = measure(
             fn,
             rule or self.rule,
             self.timer,
@@ -63,6 +63,8 @@ class CaseContext:
             on_window_start=sampler.start if sampler else None,
             on_window_end=sampler.stop if sampler else None,
         )
+        self.info["calls_per_sample"] = m.inner
+        return m
 
     def reset_peak_memory(self) -> None:
         if self.device.is_cuda:

@@ -1,0 +1,53 @@
+"""Sessions: `nox -s scenario` (run a suite; quickstart by default), `nox -s tests`, `nox -s lint`,
+`nox -s publish` (tables and the HTML report from the committed result sets)."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+# pyproject.toml keeps a torch range (users bring their own CUDA build); here we pin the build that
+# CI machines have on disk. Override with LLMBENCH_TORCH="torch==2.11.0" or LLMBENCH_TORCH="" (keep).
+TORCH = os.environ.get("LLMBENCH_TORCH", "torch==2.13.0")
+PYTHON = os.environ.get("LLMBENCH_PYTHON") or None  # None: the interpreter nox runs under
+
+
+def _install(session: nox.Session, *extras: str) -> None:
+    if TORCH:
+        session.install(TORCH)
+    spec = f".[{','.join(extras)}]" if extras else "."
+    session.install("-e", spec)
+
+
+@nox.session(python=PYTHON)
+def scenario(session: nox.Session) -> None:
+    """Run a suite (default: quickstart, seconds on a CPU). `nox -s scenario -- ceilings --gpus 0`."""
+    _install(session, "hf")
+    args = session.posargs or ["quickstart"]
+    session.run("llmbench", "run", *args)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite (CPU only; tiny random models through the same code paths as the GPU)."""
+    _install(session, "hf", "report", "dev")
+    session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff on everything, mypy on the package."""
+    _install(session, "hf", "report", "dev")
+    session.run("ruff", "check", "llmbench", "tests", "benchmarks", "noxfile.py")
+    session.run("mypy", "llmbench")
+
+
+@nox.session(python=PYTHON)
+def publish(session: nox.Session) -> None:
+    """Regenerate results/*.md and results/report.html from the committed result sets."""
+    _install(session, "report")
+    session.run("python", "-m", "llmbench.report.publish", "results")

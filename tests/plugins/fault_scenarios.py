@@ -1,0 +1,42 @@
+"""Scenarios that misbehave on purpose, loaded into case processes with LLMBENCH_PLUGINS to prove that
+the harness turns each misbehaviour into a status and the suite goes on."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any, Literal
+
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+
+
+class FaultParams(ScenarioParams):
+    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep"] = "ok"
+    seconds: float = 0.0
+
+
+@SCENARIOS.register("fault")
+class Fault(Scenario):
+    Params = FaultParams
+    description = "test-only: a case that succeeds, raises, segfaults, exits, hangs or runs out of memory"
+    headline = ("time_ms",)
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        kind = params.kind
+        if kind == "raise":
+            raise ValueError("planted failure")
+        if kind == "segfault":
+            ctypes.string_at(0)
+        if kind == "exit":
+            os._exit(3)
+        if kind == "hang":
+            time.sleep(3600)
+        if kind == "oom":
+            raise MemoryError("planted out of memory")
+        if kind == "skip":
+            raise Skip("planted: this case cannot run here")
+        if kind == "sleep":
+            time.sleep(params.seconds)
+        m = ctx.measure(lambda: sum(range(100)))
+        ctx.record("time_ms", [t * 1e3 for t in m.samples_s])

@@ -1,0 +1,115 @@
+"""Each case in its own process: failures become statuses, the suite goes on, nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmbench.harness.runner import RunOptions, latest_result, run_suite
+from llmbench.results import load
+from llmbench.suite import load_suite
+from tests.conftest import ROOT, write
+
+pytestmark = pytest.mark.slow
+
+FAULTS = """
+name = "faults"
+[defaults]
+min_iters = 3
+min_seconds = 0.0
+timeout_s = 30
+[[case]]
+scenario = "fault"
+matrix.kind = ["raise", "segfault", "exit", "oom", "skip", "ok"]
+[[case]]
+scenario = "fault"
+kind = "hang"
+timeout_s = 3
+"""
+
+
+def test_every_misbehaviour_becomes_a_status_and_the_suite_goes_on(tmp_path: Path, fault_plugin: str) -> None:
+    suite = load_suite(str(write(tmp_path, FAULTS)))
+    path = run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu"))
+    rs = load(path)
+    by_kind = {c.params["kind"]: c for c in rs.cases}
+    assert len(rs.cases) == 7
+    assert by_kind["raise"].status == "failed"
+    assert "ValueError: planted failure" in by_kind["raise"].reason
+    assert "planted failure" in by_kind["raise"].traceback
+    assert by_kind["segfault"].status == "failed"
+    assert "SIGSEGV" in by_kind["segfault"].reason
+    assert "Fatal Python error" in (by_kind["segfault"].traceback or "")  # faulthandler's stack
+    assert by_kind["exit"].status == "failed"
+    assert "exited with code 3" in by_kind["exit"].reason
+    assert by_kind["oom"].status == "oom"
+    assert by_kind["skip"].status == "skipped"
+    assert by_kind["skip"].reason == "planted: this case cannot run here"
+    assert by_kind["hang"].status == "timeout"
+    assert "timeout of 3s" in by_kind["hang"].reason
+    assert by_kind["hang"].duration_s < 20
+    ok = by_kind["ok"]
+    assert ok.status == "ok" and ok.timer == "perf_counter"
+    assert ok.metrics["time_ms"].stats["n"] >= 3
+    assert len(ok.metrics["time_ms"].samples) == ok.metrics["time_ms"].stats["n"]
+    assert rs.finished_at is not None
+    assert rs.env["gpu"]["slug"].startswith("cpu-")
+
+
+SLOW = """
+name = "slow"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "fault"
+kind = "sleep"
+matrix.seconds = [0.1, 0.2, 0.3, 60.0, 0.4]
+"""
+
+
+def _runner(suite: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "llmbench", "run", str(suite), "--out", str(out), "--cpu", *extra],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+
+
+def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, fault_plugin: str) -> None:
+    suite = write(tmp_path, SLOW)
+    out = tmp_path / "out"
+    proc = _runner(suite, out)
+    deadline = time.time() + 120
+    path = None
+    while time.time() < deadline:
+        files = list(out.glob("*/slow-*.json"))
+        if files:
+            path = files[0]
+            done = json.loads(path.read_text())["cases"]
+            if len(done) >= 3:
+                break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its current case, mid-suite
+    proc.wait()
+    assert path is not None
+    rs = load(path)  # still valid JSON, with every finished case
+    assert [c.params["seconds"] for c in rs.cases] == [0.1, 0.2, 0.3]
+    assert all(c.status == "ok" for c in rs.cases)
+    assert rs.finished_at is None
+    first_ids = {c.id: c.started_at for c in rs.cases}
+
+    # resume: the 60 s case is filtered out so the test stays short; finished cases are not rerun
+    proc = _runner(suite, out, "--resume", "--filter", "seconds=0.1,0.2,0.3,0.4")
+    assert proc.wait(timeout=120) == 0
+    assert latest_result(out, rs.gpu_slug, "slow") == path
+    rs2 = load(path)
+    assert [c.params["seconds"] for c in rs2.cases] == [0.1, 0.2, 0.3, 0.4]
+    assert {c.id: c.started_at for c in rs2.cases[:3]} == first_ids
+    assert rs2.finished_at is not None

@@ -1,0 +1,70 @@
+"""Result sets: schema round trip, atomic writes, refusal of other schema versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmbench.results import CaseResult, MetricResult, ResultSet, load, save, write_atomic
+
+
+def _rs() -> ResultSet:
+    m = MetricResult.from_samples("tflops", [100.0, 101.5, 99.25, 100.125])
+    return ResultSet(
+        suite="t", env={"gpu": {"name": "NVIDIA H100 80GB HBM3", "slug": "h100-sxm-80gb"}},
+        cases=[
+            CaseResult(id="gemm/abc", scenario="gemm", params={"precision": "bf16", "shape": [8, 8, 8]},
+                       status="ok", metrics={"tflops": m}, timer="cuda_event"),
+            CaseResult(id="gemm/def", scenario="gemm", params={"precision": "fp8"}, status="skipped",
+                       reason="fp8 needs compute capability >= 8.9; this GPU is 8.0 (A100)"),
+        ],
+    )
+
+
+def test_round_trip_keeps_everything(tmp_path: Path) -> None:
+    rs = _rs()
+    save(rs, tmp_path / "a.json")
+    back = load(tmp_path / "a.json")
+    assert back == rs
+    m = back.cases[0].metrics["tflops"]
+    assert m.unit == "TFLOP/s"
+    assert m.value == pytest.approx(100.0625)
+    assert m.samples == [100.0, 101.5, 99.25, 100.125]
+    assert back.gpu_slug == "h100-sxm-80gb"
+
+
+def test_samples_are_kept_on_one_line(tmp_path: Path) -> None:
+    save(_rs(), tmp_path / "a.json")
+    assert '"samples": [100.0, 101.5, 99.25, 100.125]' in (tmp_path / "a.json").read_text()
+
+
+def test_upsert_replaces_a_rerun_case() -> None:
+    rs = _rs()
+    rs.upsert(CaseResult(id="gemm/def", scenario="gemm", params={"precision": "fp8"}, status="failed", reason="x"))
+    assert [c.status for c in rs.cases] == ["ok", "failed"]
+
+
+def test_other_schema_versions_are_refused(tmp_path: Path) -> None:
+    p = tmp_path / "b.json"
+    data = json.loads(_rs().model_dump_json())
+    data["schema_version"] = 2
+    p.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="schema_version 2 is not supported"):
+        load(p)
+
+
+def test_atomic_write_leaves_the_old_file_on_failure(tmp_path: Path) -> None:
+    p = tmp_path / "c.json"
+    write_atomic(p, "old")
+
+    with pytest.raises(TypeError):
+        write_atomic(p, 123)  # type: ignore[arg-type]
+    assert p.read_text() == "old"
+    assert [f.name for f in tmp_path.iterdir()] == ["c.json"]  # no temporary left behind
+
+
+def test_unknown_metric_names_are_a_programming_error() -> None:
+    with pytest.raises(KeyError, match=r"not in llmbench\.metrics"):
+        MetricResult.from_samples("tokens_per_sec", [1.0])

@@ -1,0 +1,126 @@
+"""Suite files: validation errors name file, key, value and choices; matrix expansion; stable ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llmbench.errors import SuiteError, UserError
+from llmbench.ids import case_id
+from llmbench.suite import available_suites, filter_cases, load_suite
+from tests.conftest import write
+
+GOOD = """
+name = "s"
+[defaults]
+min_seconds = 0.1
+[[case]]
+scenario = "gemm"
+matrix.precision = ["fp32", "bf16"]
+matrix.shape = [[64, 64, 64], [128, 128, 128], [32, 32, 32]]
+"""
+
+
+def test_matrix_expands_as_a_cartesian_product_in_file_order(tmp_path: Path) -> None:
+    s = load_suite(str(write(tmp_path, GOOD)))
+    assert len(s.cases) == 6
+    assert [(c.params.precision, c.params.shape[0]) for c in s.cases] == [
+        ("fp32", 64), ("fp32", 128), ("fp32", 32), ("bf16", 64), ("bf16", 128), ("bf16", 32)]
+    assert all(c.settings.min_seconds == 0.1 for c in s.cases)
+
+
+def test_defaults_apply_only_where_the_scenario_has_the_key(tmp_path: Path) -> None:
+    text = """
+[defaults]
+size_mib = 8
+precision = "fp32"
+[[case]]
+scenario = "gemm"
+shape = [16, 16, 16]
+[[case]]
+scenario = "bandwidth"
+kind = "host"
+"""
+    s = load_suite(str(write(tmp_path, text)))
+    assert s.cases[0].params.precision == "fp32"
+    assert s.cases[1].params.size_mib == 8
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "needle"),
+    [
+        ('[[case]]\nscenario = "gemmm"\n', "scenario", "valid: bandwidth, "),
+        ('[[case]]\nscenario = "gemm"\nprecisoin = "bf16"\n', "precisoin", "valid:"),
+        ('[[case]]\nscenario = "gemm"\nmatrix.precision = ["bf16", "int3"]\n', "precision",
+         "fp32, tf32, fp16, bf16, fp8"),
+        ('[[case]]\nscenario = "gemm"\nshape = [0, 16, 16]\n', "shape", ">= 1"),
+        ('[[case]]\nscenario = "gemm"\nprecision = "fp8"\nshape = [17, 16, 16]\n', None, "multiple of 16"),
+        ('[[case]]\nscenario = "gemm"\nmatrix.shape = []\n', "matrix.shape", "non-empty"),
+        ('[[case]]\nscenario = "bandwidth"\nkind = "d2d"\npinned = false\n', None, "pinned applies only"),
+        ('[[case]]\nscenario = "gemm"\nmin_iters = 0\n', "min_iters", "greater than or equal to 1"),
+        ('[defaults]\nmodle = "x"\n[[case]]\nscenario = "gemm"\n', "modle", "not a parameter of any scenario"),
+        ('naem = "x"\n[[case]]\nscenario = "gemm"\n', "naem", "valid: case, defaults, description, name"),
+        ('name = "x"\n', "case", "at least one [[case]]"),
+        ('[[case]]\nscenario = "gemm"\n[[case]]\nscenario = "gemm"\n', "case", "repeats case 1"),
+    ],
+)
+def test_bad_suites_name_file_key_value_and_choices(tmp_path: Path, text: str, key: str | None, needle: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SuiteError) as e:
+        load_suite(str(path))
+    msg = str(e.value)
+    assert msg.startswith(str(path))
+    assert needle in msg
+    if key:
+        assert f"key {key!r}" in msg
+
+
+def test_bad_value_is_quoted_in_the_message(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError) as e:
+        load_suite(str(write(tmp_path, '[[case]]\nscenario = "gemm"\nprecision = "int3"\n')))
+    assert "'int3'" in str(e.value)
+    assert e.value.choices == ["fp32", "tf32", "fp16", "bf16", "fp8"]
+
+
+def test_malformed_toml_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="malformed TOML"):
+        load_suite(str(write(tmp_path, "[[case]\nscenario=")))
+    with pytest.raises(UserError, match="does not exist"):
+        load_suite(str(tmp_path / "nope.toml"))
+    with pytest.raises(UserError, match=r"unknown suite 'nope'; valid: .*quickstart"):
+        load_suite("nope")
+
+
+def test_case_ids_depend_on_scenario_and_params_only(tmp_path: Path) -> None:
+    a = load_suite(str(write(tmp_path, GOOD, "a.toml"))).cases
+    other = GOOD.replace("min_seconds = 0.1", "min_seconds = 5")
+    b = load_suite(str(write(tmp_path, other, "b.toml"))).cases
+    assert [c.id for c in a] == [c.id for c in b]
+    assert len({c.id for c in a}) == len(a)
+    # the definition is fixed: the same on every machine and every run (a literal, not recomputed)
+    assert case_id("gemm", {"precision": "bf16", "shape": [4096, 4096, 4096]}) == "gemm/3b7d3177710d"
+    assert case_id("gemm", {"shape": [4096, 4096, 4096], "precision": "bf16"}) == "gemm/3b7d3177710d"
+
+
+def test_explicit_default_and_implicit_default_give_the_same_id(tmp_path: Path) -> None:
+    s1 = load_suite(str(write(tmp_path, '[[case]]\nscenario = "gemm"\n', "1.toml")))
+    s2 = load_suite(str(write(tmp_path, '[[case]]\nscenario = "gemm"\nprecision = "bf16"\n', "2.toml")))
+    assert s1.cases[0].id == s2.cases[0].id
+
+
+def test_filters(tmp_path: Path) -> None:
+    cases = load_suite(str(write(tmp_path, GOOD))).cases
+    assert len(filter_cases(cases, ["precision=bf16"])) == 3
+    assert len(filter_cases(cases, ["precision=bf16,fp32", "shape=64x64x64"])) == 2
+    assert len(filter_cases(cases, ["shape=32x32x32"])) == 2
+    assert filter_cases(cases, [cases[0].id]) == [cases[0]]
+    with pytest.raises(UserError, match="unknown key 'precison'"):
+        filter_cases(cases, ["precison=bf16"])
+
+
+def test_shipped_suites_are_valid() -> None:
+    suites = available_suites()
+    assert {"quickstart", "ceilings"} <= set(suites)
+    for name in suites:
+        assert load_suite(name).cases
