@@ -1,0 +1,1 @@
+"""Turning result sets into comparisons, tables, plots, projections and the published pages."""

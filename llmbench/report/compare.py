@@ -1,0 +1,280 @@
+"""Joining result sets by case id and turning them into oriented ratios with confidence intervals.
+
+A ratio is oriented by the metric catalogue so that > 1 always means "better than the baseline"
+(higher-better: this/base; lower-better: base/this); `neither` metrics are shown, never ratioed.
+Its 95% CI is a bootstrap of the ratio of medians, each side resampled independently from its raw
+samples with a fixed seed; geometric means carry CIs the same way (the geomean of each bootstrap
+replicate). Nothing is dropped silently: cases on one side only, and cases that did not finish
+`ok`, are listed.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from llmbench.harness.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
+from llmbench.metrics import METRICS, Better
+from llmbench.report.caselabels import case_labels
+from llmbench.report.envdiff import env_differences
+from llmbench.report.inputs import SetRef
+from llmbench.report.labels import mixing_warning
+from llmbench.results import CaseResult, MetricResult
+
+CONFIDENCE = 0.95
+# Units of the speed metrics that enter a scenario's all-metric geometric mean (memory, quality,
+# energy and efficiency ratios get their own per-metric geomeans only).
+SPEED_UNITS = frozenset({"ms", "tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
+
+
+@dataclass
+class Ratio:
+    """An oriented ratio (> 1: better than the baseline) and its CI; `draws` are its bootstrap replicates."""
+
+    value: float
+    ci: tuple[float, float] | None = None
+    draws: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "ci95": list(self.ci) if self.ci else None}
+
+
+@dataclass
+class MetricRow:
+    case_id: str
+    scenario: str
+    case: str  # the case's label (the params that vary within its scenario)
+    metric: str
+    unit: str
+    better: Better
+    values: list[float | None]  # one per set, None where the set lacks it
+    ratios: list[Ratio | None]  # one per set; None for the baseline, `neither` metrics and gaps
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "scenario": self.scenario,
+            "case": self.case,
+            "metric": self.metric,
+            "unit": self.unit,
+            "better": self.better,
+            "values": self.values,
+            "ratios": [r.to_dict() if r else None for r in self.ratios],
+        }
+
+
+@dataclass
+class CaseNote:
+    """A case that cannot be compared in full: absent from some sets, or not `ok` in some."""
+
+    case_id: str
+    scenario: str
+    case: str
+    statuses: list[str | None]  # per set; None: the set does not have this case
+    reasons: list[str | None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "scenario": self.scenario,
+            "case": self.case,
+            "statuses": self.statuses,
+            "reasons": self.reasons,
+        }
+
+
+@dataclass
+class Geomean:
+    scenario: str  # or "overall"
+    metric: str  # a metric name, or "speed" for all speed metrics of the scenario
+    ratios: list[Ratio | None]  # per set
+    n: int  # ratioed cells that went in
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "metric": self.metric,
+            "n": self.n,
+            "ratios": [r.to_dict() if r else None for r in self.ratios],
+        }
+
+
+@dataclass
+class Comparison:
+    sets: list[SetRef]
+    baseline: int
+    rows: list[MetricRow]
+    one_sided: list[CaseNote]
+    not_ok: list[CaseNote]
+    geomeans: list[Geomean]
+    env_diffs: list[tuple[str, list[str]]]
+    warning: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sets": [
+                {
+                    "name": s.name,
+                    "label": s.label,
+                    "suite": s.rs.suite,
+                    "gpu": s.rs.gpu_slug,
+                    "source": s.rs.source.model_dump(),
+                    "created_at": s.rs.created_at,
+                }
+                for s in self.sets
+            ],
+            "baseline": self.sets[self.baseline].name,
+            "warning": self.warning,
+            "env_differences": [{"key": k, "values": v} for k, v in self.env_diffs],
+            "rows": [r.to_dict() for r in self.rows],
+            "geomeans": [g.to_dict() for g in self.geomeans],
+            "one_sided": [c.to_dict() for c in self.one_sided],
+            "not_ok": [c.to_dict() for c in self.not_ok],
+        }
+
+
+def orient(this: Any, base: Any, better: Better) -> Any:
+    """this/base for higher-better metrics, base/this for lower-better ones (scalars or arrays)."""
+    if better == "higher":
+        return this / base
+    if better == "lower":
+        return base / this
+    raise ValueError("metrics whose better direction is 'neither' have no ratio")
+
+
+def _ci(draws: np.ndarray) -> tuple[float, float]:
+    alpha = (1.0 - CONFIDENCE) / 2.0
+    lo, hi = np.quantile(draws, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def ratio(base: MetricResult, this: MetricResult, better: Better, stream: str = "") -> Ratio | None:
+    """The oriented ratio of two metric values with a bootstrap CI of the ratio of medians, or no CI
+    where either side has no raw samples. None where the ratio is undefined (a value <= 0).
+    `stream` (case id and metric) picks the fixed seeds, so cases resample independently."""
+    if better == "neither" or base.value <= 0 or this.value <= 0:
+        return None
+    point = float(orient(this.value, base.value, better))
+    if not base.samples or not this.samples:
+        return Ratio(point)
+    seed = zlib.crc32(stream.encode("utf-8")) * 2
+    b = bootstrap_distribution(base.samples, resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    t = bootstrap_distribution(this.samples, resamples=BOOTSTRAP_RESAMPLES, seed=seed + 1)
+    if (b <= 0).any() or (t <= 0).any():
+        return Ratio(point)
+    draws = orient(t, b, better)
+    return Ratio(point, _ci(draws), draws)
+
+
+def geomean(ratios: list[Ratio]) -> Ratio:
+    """Geometric mean of ratios; its CI is the geomean of each bootstrap replicate, given only when
+    every ratio has replicates (a partial interval would look tighter than it is)."""
+    if not ratios:
+        raise ValueError("geometric mean of no ratios")
+    point = float(np.exp(np.mean(np.log([r.value for r in ratios]))))
+    if any(r.draws is None for r in ratios):
+        return Ratio(point)
+    draws = np.exp(np.mean(np.log(np.stack([r.draws for r in ratios])), axis=0))  # type: ignore[misc]
+    return Ratio(point, _ci(draws), draws)
+
+
+def _all_cases(sets: list[SetRef]) -> tuple[list[str], dict[str, CaseResult]]:
+    """Case ids in first-seen order, and one representative case per id (for scenario and params)."""
+    order: list[str] = []
+    rep: dict[str, CaseResult] = {}
+    for s in sets:
+        for c in s.rs.cases:
+            if c.id not in rep:
+                order.append(c.id)
+                rep[c.id] = c
+    return order, rep
+
+
+def _note(cid: str, rep: CaseResult, label: str, found: list[CaseResult | None]) -> CaseNote:
+    return CaseNote(
+        cid,
+        rep.scenario,
+        label,
+        [c.status if c else None for c in found],
+        [c.reason if c else None for c in found],
+    )
+
+
+def compare(sets: list[SetRef], baseline: int = 0) -> Comparison:
+    """Join `sets` by case id and compare every other set with `sets[baseline]`."""
+    if len(sets) < 2:
+        raise ValueError("compare needs at least two result sets")
+    order, rep = _all_cases(sets)
+    labels = case_labels(list(rep.values()))
+    rows: list[MetricRow] = []
+    one_sided: list[CaseNote] = []
+    not_ok: list[CaseNote] = []
+    for cid in order:
+        found = [s.rs.case(cid) for s in sets]
+        if any(c is None for c in found):
+            one_sided.append(_note(cid, rep[cid], labels[cid], found))
+        elif any(c.status != "ok" for c in found if c is not None):
+            not_ok.append(_note(cid, rep[cid], labels[cid], found))
+        if any(c is None or c.status != "ok" for c in found):
+            continue
+        rows.extend(_metric_rows(cid, rep[cid].scenario, labels[cid], found, baseline))  # type: ignore[arg-type]
+    return Comparison(
+        sets,
+        baseline,
+        rows,
+        one_sided,
+        not_ok,
+        _geomeans(rows, len(sets)),
+        env_differences([s.rs for s in sets]),
+        mixing_warning([s.rs for s in sets]),
+    )
+
+
+def _metric_rows(
+    cid: str, scenario: str, label: str, cases: list[CaseResult], baseline: int
+) -> list[MetricRow]:
+    names: list[str] = []
+    for c in cases:
+        names += [m for m in c.metrics if m not in names]
+    rows = []
+    for name in names:
+        mdef = METRICS.get(name)
+        better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
+        got = [c.metrics.get(name) for c in cases]
+        base = got[baseline]
+        unit = next(m.unit for m in got if m is not None)
+        ratios = [
+            None if (i == baseline or m is None or base is None) else ratio(base, m, better, f"{cid}:{name}")
+            for i, m in enumerate(got)
+        ]
+        rows.append(
+            MetricRow(cid, scenario, label, name, unit, better, [m.value if m else None for m in got], ratios)
+        )
+    return rows
+
+
+def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
+    """Per scenario and metric, per scenario over its speed metrics, and overall over speed metrics."""
+    groups: dict[tuple[str, str], list[MetricRow]] = {}
+    for r in rows:
+        if r.better == "neither":
+            continue
+        groups.setdefault((r.scenario, r.metric), []).append(r)
+        if r.unit in SPEED_UNITS:
+            groups.setdefault((r.scenario, "speed"), []).append(r)
+            groups.setdefault(("overall", "speed"), []).append(r)
+    out = []
+    for (scenario, metric), members in groups.items():
+        per_set: list[Ratio | None] = []
+        n = 0
+        for i in range(nsets):
+            rs = [r.ratios[i] for r in members if r.ratios[i] is not None]
+            per_set.append(geomean(rs) if rs else None)  # type: ignore[arg-type]
+            n = max(n, len(rs))
+        if n:
+            out.append(Geomean(scenario, metric, per_set, n))
+    out.sort(key=lambda g: (g.scenario == "overall", g.scenario, g.metric != "speed", g.metric))
+    return out

@@ -1,0 +1,48 @@
+"""How a result set is named and labelled wherever it is shown: published and projected figures are
+never shown without saying so."""
+
+from __future__ import annotations
+
+from llmbench.results import ResultSet
+
+NOT_MEASURED = ("published", "projected")
+
+
+def kind(rs: ResultSet) -> str:
+    return rs.source.kind
+
+
+def is_measured(rs: ResultSet) -> bool:
+    return rs.source.kind not in NOT_MEASURED
+
+
+def tag(rs: ResultSet) -> str:
+    """'' for measured sets, ' [published]' or ' [projected]' otherwise: appended to every name."""
+    return "" if is_measured(rs) else f" [{rs.source.kind}]"
+
+
+def source_line(rs: ResultSet) -> str:
+    """One line saying where the figures come from."""
+    src = rs.source
+    if src.kind == "measured":
+        return "measured"
+    parts: list[str] = [src.kind]
+    if src.citation:
+        parts.append(src.citation)
+    if src.url:
+        parts.append(src.url)
+    if src.note:
+        parts.append(src.note)
+    return ": ".join(parts[:2]) + ("; " + "; ".join(parts[2:]) if len(parts) > 2 else "")
+
+
+def mixing_warning(sets: list[ResultSet]) -> str | None:
+    """A sentence for every output that puts measured and non-measured figures side by side."""
+    kinds = sorted({rs.source.kind for rs in sets})
+    if len(kinds) < 2 and kinds != ["projected"] and kinds != ["published"]:
+        return None
+    named = ", ".join(f"{rs.gpu_slug}{tag(rs)}" for rs in sets if not is_measured(rs))
+    return (
+        f"Not all figures here are measured: {named}. Published figures come from the cited source "
+        "(other software, settings and workloads); projected figures are estimates from spec-sheet ratios."
+    )

@@ -1,0 +1,292 @@
+"""Projecting a measured result set to another GPU of the spec table, by roofline decomposition.
+
+Each metric of a case is bound either by memory bandwidth or by the dense peak of the case's compute
+precision: bandwidth d2d copies, decode (TPOT, ITL, decode tok/s) -> memory; GEMMs, linear layers,
+training steps, prefill/TTFT -> compute. The bound part of a case's time scales with the spec ratio;
+where the case reports its `roofline_efficiency` e, only that share of the time is bound and the
+rest (host overhead, launches) stays as measured: time' = time * (e * ratio + 1 - e). Without it,
+e = 1 (all time scales). A projection is an estimate, never a measurement: the set is
+`source.kind = "projected"`, every metric is flagged "projected" and carries no samples, and
+`validate` measures how wrong the model was where a real run exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import mean, median
+from typing import Any, Literal
+
+from llmbench.errors import UserError, choices_text
+from llmbench.hardware.specs import GpuSpec, lookup, match_name, slugs
+from llmbench.report.labels import is_measured
+from llmbench.results import CaseResult, MetricResult, ResultSet, Source, utc_now
+
+Bound = Literal["memory", "compute"]
+PROJECTED_FLAG = "projected"
+
+# Which ceiling binds each metric, per scenario ("*": every metric of the scenario that scales).
+BOUNDS: dict[str, dict[str, Bound]] = {
+    "generate": {
+        "ttft_ms": "compute",
+        "prefill_tokens_per_s": "compute",
+        "tpot_ms": "memory",
+        "itl_ms": "memory",
+        "decode_tokens_per_s": "memory",
+        "roofline_efficiency": "memory",
+    },
+    "bandwidth": {"*": "memory"},
+    "gemm": {"*": "compute"},
+    "linear_fp8": {"*": "compute"},
+    "trainer": {"*": "compute"},
+    "qlora": {"*": "compute"},
+    "vision": {"*": "compute"},
+}
+TIME_UNITS = frozenset({"ms", "s"})
+RATE_UNITS = frozenset({"tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
+EFFICIENCIES = frozenset({"roofline_efficiency", "mfu"})  # achieved / bound: value * ratio / time factor
+# Properties of the model and its numerics, not of the GPU's speed: carried over unchanged.
+INVARIANT = frozenset(
+    {
+        "peak_memory_gib",
+        "peak_reserved_gib",
+        "device_memory_used_gib",
+        "logits_rel_error",
+        "kl_divergence",
+        "top1_agreement",
+        "rel_error_vs_fp32",
+        "train_loss",
+    }
+)
+NOT_SCALED = frozenset({"compile_s"})  # one-off costs: not a roofline quantity
+# The matrix math a precision of the precision axis runs on (weight-only formats compute in bf16).
+COMPUTE_PRECISION = {
+    "fp8-wo": "bf16",
+    "int8": "bf16",
+    "int4": "bf16",
+    "nf4": "bf16",
+    "fp4": "bf16",
+    "llm-int8": "fp16",
+}
+HOST_BANDWIDTH_KINDS = frozenset({"h2d", "d2h", "h2h"})
+
+
+def spec_or_error(slug: str) -> GpuSpec:
+    spec = lookup(slug)
+    if spec is None:
+        raise UserError(f"unknown GPU slug {slug!r}; valid: {choices_text(slugs())}")
+    return spec
+
+
+def source_spec(rs: ResultSet) -> GpuSpec:
+    gpu = rs.env.get("gpu", {})
+    spec = lookup(rs.gpu_slug) or match_name(str(gpu.get("name", "")), gpu.get("memory_gib"))
+    if spec is None:
+        raise UserError(
+            f"the result set's GPU {rs.gpu_slug!r} is not in the spec table; valid: {choices_text(slugs())}"
+        )
+    return spec
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Time multipliers of the bound parts (< 1: the target is faster) and the bound share e."""
+
+    memory: float
+    compute: float | None  # None: the target has no math for the case's precision
+    efficiency: float
+
+    def time_factor(self, bound: Bound) -> float:
+        s = self.memory if bound == "memory" else self.compute
+        assert s is not None
+        return self.efficiency * s + (1.0 - self.efficiency)
+
+
+def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
+    precision = str(case.params.get("precision", "bf16"))
+    compute_prec = COMPUTE_PRECISION.get(precision, precision)
+    p_src, p_dst = src.peak(compute_prec), dst.peak(compute_prec)
+    eff_metric = case.metrics.get("roofline_efficiency")
+    eff = min(max(eff_metric.value, 0.0), 1.0) if eff_metric else 1.0
+    compute = p_src / p_dst if p_src and p_dst else None
+    return Scales(src.bandwidth_tb_s / dst.bandwidth_tb_s, compute, eff), compute_prec
+
+
+def _bound(scenario: str, metric: str) -> Bound | None:
+    rules = BOUNDS.get(scenario, {})
+    return rules.get(metric) or rules.get("*")
+
+
+def _project_metric(name: str, m: MetricResult, bound: Bound, sc: Scales) -> float | None:
+    tf = sc.time_factor(bound)
+    if name in EFFICIENCIES:
+        s = sc.memory if bound == "memory" else sc.compute
+        return m.value * s / tf  # type: ignore[operator]
+    if m.unit in TIME_UNITS:
+        return m.value * tf
+    if m.unit in RATE_UNITS:
+        return m.value / tf
+    return None
+
+
+def _projected(value: float, m: MetricResult) -> MetricResult:
+    return MetricResult(value=value, unit=m.unit, flags=[PROJECTED_FLAG])
+
+
+def _generate_composites(case: CaseResult, sc: Scales, out: dict[str, MetricResult]) -> None:
+    """E2E = TTFT + decode time: each part scales with its own bound; output tok/s follows E2E."""
+    e2e, ttft = case.metrics.get("e2e_ms"), case.metrics.get("ttft_ms")
+    if e2e is None or ttft is None:
+        return
+    new_e2e = ttft.value * sc.time_factor("compute") + (e2e.value - ttft.value) * sc.time_factor("memory")
+    out["e2e_ms"] = _projected(new_e2e, e2e)
+    tps = case.metrics.get("output_tokens_per_s")
+    if tps is not None and new_e2e > 0:
+        out["output_tokens_per_s"] = _projected(tps.value * e2e.value / new_e2e, tps)
+
+
+def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
+    """The case as it would run on `dst`; metrics the model cannot scale are dropped and listed."""
+    base: dict[str, Any] = {"id": case.id, "scenario": case.scenario, "params": case.params}
+    if case.status != "ok":
+        reason = f"not projected: {case.status} on {src.slug}" + (f" ({case.reason})" if case.reason else "")
+        return CaseResult(**base, status="skipped", reason=reason)
+    if case.scenario == "bandwidth" and case.params.get("kind") in HOST_BANDWIDTH_KINDS:
+        return CaseResult(
+            **base,
+            status="skipped",
+            reason="projection: host transfers depend on PCIe and the "
+            "host, which the spec table does not describe",
+        )
+    sc, prec = _scales(case, src, dst)
+    if sc.compute is None and "precision" in case.params:
+        return CaseResult(
+            **base, status="skipped", reason=f"projection: {dst.slug} has no {prec} math in the spec table"
+        )
+    metrics: dict[str, MetricResult] = {}
+    if case.scenario == "generate" and sc.compute is not None:
+        _generate_composites(case, sc, metrics)
+    skipped: list[str] = []
+    for name, m in case.metrics.items():
+        if name in metrics:
+            continue
+        bound = _bound(case.scenario, name)
+        if name in INVARIANT:
+            metrics[name] = _projected(m.value, m)
+            continue
+        if bound is None or name in NOT_SCALED or (bound == "compute" and sc.compute is None):
+            skipped.append(name)
+            continue
+        value = _project_metric(name, m, bound, sc)
+        if value is None:
+            skipped.append(name)
+        else:
+            metrics[name] = _projected(value, m)
+    info = {
+        "projection": {
+            "from": src.slug,
+            "to": dst.slug,
+            "memory_time_scale": sc.memory,
+            "compute_time_scale": sc.compute,
+            "compute_precision": prec,
+            "bound_share": sc.efficiency,
+            "not_projected": skipped,
+        }
+    }
+    return CaseResult(**base, status="ok", metrics=metrics, info=info)
+
+
+def project(rs: ResultSet, to_slug: str) -> ResultSet:
+    """Project a measured result set to the GPU `to_slug` (a slug of the spec table)."""
+    if not is_measured(rs):
+        raise UserError(f"only measured result sets can be projected; this one is {rs.source.kind}")
+    dst = spec_or_error(to_slug)
+    src = source_spec(rs)
+    note = (
+        f"projected from {src.slug} (measured {rs.created_at}) to {dst.slug} by roofline scaling: "
+        f"memory-bound parts x{src.bandwidth_tb_s:g}/{dst.bandwidth_tb_s:g} TB/s, compute-bound parts by "
+        "the dense peak TFLOP/s ratio of the case's precision (spec sheets); an estimate, not a measurement"
+    )
+    gpu = rs.env.get("gpu", {})
+    env = {
+        "gpu": {
+            "name": dst.name,
+            "slug": dst.slug,
+            "count": gpu.get("count", 1),
+            "compute_capability": f"{dst.cc[0]}.{dst.cc[1]}",
+            "memory_gib": dst.memory_gib,
+        },
+        "projected_from": {k: rs.env[k] for k in ("gpu", "cuda", "packages", "cpu") if k in rs.env},
+    }
+    return ResultSet(
+        suite=rs.suite,
+        description=rs.description,
+        created_at=utc_now(),
+        llmbench=rs.llmbench,
+        env=env,
+        source=Source(kind="projected", note=note),
+        warnings=[f"projected figures ({src.slug} -> {dst.slug}), not measured"],
+        cases=[project_case(c, src, dst) for c in rs.cases],
+    )
+
+
+@dataclass
+class ErrorRow:
+    scenario: str
+    metric: str
+    n: int
+    median_abs_pct: float
+    mean_pct: float  # signed: > 0 the projection was too high
+    max_abs_pct: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Validation:
+    rows: list[ErrorRow]
+    per_case: list[dict[str, Any]]  # case id, scenario, metric, projected, measured, error_pct
+    unmatched: list[str]  # projected case ids with no ok measured counterpart (or vice versa)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "per_case": self.per_case,
+            "unmatched": self.unmatched,
+        }
+
+
+def validate(projected: ResultSet, measured: ResultSet) -> Validation:
+    """Error % of each projected figure against a measurement on the target GPU, per scenario and metric."""
+    if projected.source.kind != "projected" or not is_measured(measured):
+        raise UserError("validate needs a projected result set and a measured one")
+    per_case: list[dict[str, Any]] = []
+    unmatched: list[str] = []
+    for p in projected.cases:
+        m = measured.case(p.id)
+        if m is None or p.status != "ok" or m.status != "ok":
+            unmatched.append(p.id)
+            continue
+        for name, pm in p.metrics.items():
+            mm = m.metrics.get(name)
+            if mm is None or mm.value == 0 or name in INVARIANT:
+                continue
+            per_case.append(
+                {
+                    "case_id": p.id,
+                    "scenario": p.scenario,
+                    "metric": name,
+                    "projected": pm.value,
+                    "measured": mm.value,
+                    "error_pct": (pm.value / mm.value - 1.0) * 100.0,
+                }
+            )
+    unmatched += [c.id for c in measured.cases if projected.case(c.id) is None]
+    groups: dict[tuple[str, str], list[float]] = {}
+    for row in per_case:
+        groups.setdefault((row["scenario"], row["metric"]), []).append(row["error_pct"])
+    rows = [
+        ErrorRow(sc, met, len(e), median(abs(x) for x in e), mean(e), max(abs(x) for x in e))
+        for (sc, met), e in sorted(groups.items())
+    ]
+    return Validation(rows, per_case, unmatched)

@@ -1,0 +1,102 @@
+"""`nox -s publish`: regenerate the published pages under results/ from the committed result sets.
+
+- results/h100-vs-h200.md: for every suite with a measured result set on both machines, the newest
+  H100 set against the newest H200 set (H100 is the baseline), with CIs;
+- results/report.html: the same comparisons as an HTML page with charts, plus the published reference
+  figures under results/published/ (each labelled as published).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from llmbench.report.compare import compare
+from llmbench.report.html import Section, render_html
+from llmbench.report.inputs import SetRef, load_checked, name_sets
+from llmbench.report.labels import is_measured
+from llmbench.report.tables import Table, to_markdown
+from llmbench.report.views import comparison_tables
+from llmbench.results import write_atomic
+
+H100_SLUG = "h100-sxm-80gb"
+H200_SLUG = "h200-sxm-141gb"
+PUBLISHED_DIR = "published"
+MARKDOWN_NAME = "h100-vs-h200.md"
+HTML_NAME = "report.html"
+
+
+def newest_by_suite(folder: Path, measured: bool = True) -> dict[str, tuple[Path, SetRef]]:
+    """The newest result set of each suite in `folder` (measured ones, or the others)."""
+    out: dict[str, tuple[Path, SetRef]] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        rs = load_checked(path)
+        if is_measured(rs) != measured:
+            continue
+        old = out.get(rs.suite)
+        if old is None or (rs.created_at, path.name) > (old[1].rs.created_at, old[0].name):
+            out[rs.suite] = (path, SetRef(name="", rs=rs, stem=path.stem))
+    return out
+
+
+def _published_sections(folder: Path) -> list[Section]:
+    """Published reference sets grouped by suite (one section per suite, every GPU side by side)."""
+    groups: dict[str, list[SetRef]] = {}
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        for suite, (_path, ref) in newest_by_suite(sub, measured=False).items():
+            groups.setdefault(suite, []).append(ref)
+    return [
+        Section(f"Published reference: {suite}", name_sets(refs)) for suite, refs in sorted(groups.items())
+    ]
+
+
+def publish(results_dir: Path) -> list[Path]:
+    """Write the Markdown comparison and the HTML report under `results_dir`; return their paths."""
+    h100 = newest_by_suite(results_dir / H100_SLUG)
+    h200 = newest_by_suite(results_dir / H200_SLUG)
+    common = sorted(set(h100) & set(h200))
+    sections = [
+        Section(f"{suite}: H100 vs H200", name_sets([h100[suite][1], h200[suite][1]])) for suite in common
+    ]
+    one_side = sorted(set(h100) ^ set(h200))
+    tables: list[Table] = [
+        Table(
+            "Inputs",
+            ["suite", "H100 result set (baseline)", "H200 result set"],
+            [
+                [s, str(h100[s][0].relative_to(results_dir)), str(h200[s][0].relative_to(results_dir))]
+                for s in common
+            ],
+            caption=("suites measured on one machine only: " + ", ".join(one_side)) if one_side else "",
+        )
+    ]
+    for sec in sections:
+        cmp = compare(sec.sets, 0)
+        tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp)]
+    md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
+    if not common:
+        md += "\nNo suite has a measured result set on both machines yet.\n"
+    md_path, html_path = results_dir / MARKDOWN_NAME, results_dir / HTML_NAME
+    write_atomic(md_path, md)
+    write_atomic(
+        html_path,
+        render_html(
+            sections + _published_sections(results_dir / PUBLISHED_DIR),
+            "llmbench: H100 vs H200 and published references",
+        ),
+    )
+    return [md_path, html_path]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0] if args else "results")
+    for p in publish(folder):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""One table model, four outputs: terminal (rich), Markdown, CSV and JSON.
+
+Views (views.py, specs_view.py) build `Table`s; this module only formats them, so every command
+prints every format the same way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+Format = Literal["terminal", "markdown", "csv", "json"]
+FORMATS: tuple[str, ...] = ("terminal", "markdown", "csv", "json")
+MISSING = "—"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    notes: list[str] = field(default_factory=list)  # printed above the table: warnings, sources
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "notes": self.notes,
+            "caption": self.caption,
+            "rows": [dict(zip(self.columns, r, strict=False)) for r in self.rows],
+        }
+
+
+def fmt_num(v: float | None) -> str:
+    """Readable magnitude-dependent precision: 27,911 / 312.5 / 4.80 / 0.0123."""
+    if v is None:
+        return MISSING
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def fmt_ratio(value: float, ci: tuple[float, float] | None) -> str:
+    text = f"{value:.2f}x"
+    return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else text
+
+
+def fmt_pct(v: float | None) -> str:
+    return MISSING if v is None else f"{v:+.1f}%"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(tables: list[Table], title: str | None = None) -> str:
+    parts = [f"# {title}\n"] if title else []
+    for t in tables:
+        parts.append(f"## {t.title}\n")
+        parts += [f"> {n}\n" for n in t.notes]
+        if t.rows:
+            parts.append("| " + " | ".join(_md_cell(c) for c in t.columns) + " |")
+            parts.append("|" + "|".join("---" for _ in t.columns) + "|")
+            parts += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in t.rows]
+            parts.append("")
+        else:
+            parts.append("(none)\n")
+        if t.caption:
+            parts.append(f"{t.caption}\n")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def to_csv(tables: list[Table]) -> str:
+    """Each table as a CSV block: a '# title' line, its header, its rows, a blank line."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for t in tables:
+        w.writerow([f"# {t.title}"])
+        for n in t.notes:
+            w.writerow([f"# {n}"])
+        w.writerow(t.columns)
+        w.writerows(t.rows)
+        w.writerow([])
+    return buf.getvalue()
+
+
+def to_rich(t: Table) -> RichTable:
+    """A rich table; every text is escaped, since '[projected]' would otherwise be read as markup."""
+    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
+    for c in t.columns:
+        rt.add_column(escape(c), overflow="fold")
+    for r in t.rows:
+        rt.add_row(*(escape(c) for c in r))
+    return rt
+
+
+def print_terminal(tables: list[Table], console: Console) -> None:
+    for t in tables:
+        for n in t.notes:
+            console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
+        console.print(to_rich(t))
+        console.print()
+
+
+def to_terminal_text(tables: list[Table], width: int = 160) -> str:
+    """What the terminal format prints, as plain text (for --out FILE)."""
+    buf = io.StringIO()
+    print_terminal(tables, Console(file=buf, width=width, color_system=None, force_terminal=False))
+    return buf.getvalue()
+
+
+def render(
+    tables: list[Table], fmt: str, *, data: dict[str, Any] | None = None, title: str | None = None
+) -> str:
+    """Text of `tables` in `fmt`; JSON prints `data` (the structured object) where given, else the tables."""
+    if fmt == "markdown":
+        return to_markdown(tables, title)
+    if fmt == "csv":
+        return to_csv(tables)
+    if fmt == "json":
+        return json.dumps(data if data is not None else [t.to_dict() for t in tables], indent=1) + "\n"
+    if fmt == "terminal":
+        return to_terminal_text(tables)
+    raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")

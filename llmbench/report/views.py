@@ -1,0 +1,222 @@
+"""Tables for comparisons, within-set diffs and single result sets (formatted by tables.py).
+
+Every column of a non-measured set carries its '[published]' / '[projected]' tag, and every view
+that holds one starts with a note saying where its figures come from.
+"""
+
+from __future__ import annotations
+
+from llmbench.report.basediff import BaseDiff
+from llmbench.report.caselabels import case_labels, constant_params, params_text
+from llmbench.report.compare import Comparison, Ratio
+from llmbench.report.inputs import SetRef
+from llmbench.report.labels import is_measured, mixing_warning, source_line
+from llmbench.report.project import Validation
+from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
+
+RATIO_CAPTION = (
+    "ratio > 1: better than {base} (throughput up or latency down); [95% CI]: bootstrap of the "
+    "ratio of medians from the raw samples (absent where a side has no samples); "
+    "metrics with no better direction are shown, not ratioed."
+)
+
+
+def source_notes(sets: list[SetRef]) -> list[str]:
+    notes = [f"{s.label}: {source_line(s.rs)}" for s in sets if not is_measured(s.rs)]
+    warning = mixing_warning([s.rs for s in sets])
+    return ([warning] if warning else []) + notes
+
+
+def short_note(sets: list[SetRef]) -> list[str]:
+    """The one-line reminder on every table after the first that holds non-measured figures."""
+    named = [s.label for s in sets if not is_measured(s.rs)]
+    return [f"Not measured here: {', '.join(named)} (see 'Result sets' for the source)."] if named else []
+
+
+def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
+    rows = []
+    for i, s in enumerate(sets):
+        ok = sum(c.status == "ok" for c in s.rs.cases)
+        name = s.label + (" (baseline)" if i == baseline else "")
+        rows.append(
+            [
+                name,
+                s.rs.suite,
+                str(s.rs.env.get("gpu", {}).get("name", MISSING)),
+                source_line(s.rs),
+                s.rs.created_at,
+                f"{ok}/{len(s.rs.cases)}",
+            ]
+        )
+    return Table(
+        "Result sets",
+        ["set", "suite", "GPU", "source", "created", "cases ok"],
+        rows,
+        notes=source_notes(sets),
+    )
+
+
+def _ratio_text(r: Ratio | None) -> str:
+    return fmt_ratio(r.value, r.ci) if r else MISSING
+
+
+def comparison_tables(cmp: Comparison) -> list[Table]:
+    sets, b = cmp.sets, cmp.baseline
+    others = [i for i in range(len(sets)) if i != b]
+    base_name = sets[b].label
+    tables = [sets_table(sets, b)]
+    if cmp.env_diffs:
+        tables.append(
+            Table(
+                "Environment differences",
+                ["key", *[s.label for s in sets]],
+                [[k, *v] for k, v in cmp.env_diffs],
+            )
+        )
+    scenarios = list(dict.fromkeys(r.scenario for r in cmp.rows))
+    for sc in scenarios:
+        rows = [r for r in cmp.rows if r.scenario == sc]
+        cases = [c for c in (sets[b].rs.case(cid) for cid in dict.fromkeys(r.case_id for r in rows)) if c]
+        const = params_text(constant_params(cases)) if len(cases) > 1 else ""
+        cols = [
+            "case",
+            "metric",
+            "unit",
+            *[s.label for s in sets],
+            *[f"{sets[i].label} vs {sets[b].name}" for i in others],
+        ]
+        body = [
+            [
+                r.case,
+                r.metric,
+                r.unit,
+                *[fmt_num(v) for v in r.values],
+                *[_ratio_text(r.ratios[i]) if r.better != "neither" else "(not ratioed)" for i in others],
+            ]
+            for r in rows
+        ]
+        caption = (f"common params: {const}. " if const else "") + RATIO_CAPTION.format(base=base_name)
+        tables.append(Table(f"Scenario {sc}", cols, body, caption=caption, notes=short_note(sets)))
+    if cmp.geomeans:
+        tables.append(
+            Table(
+                "Geometric means of ratios",
+                ["scenario", "metric", "cells", *[f"{sets[i].label} vs {sets[b].name}" for i in others]],
+                [
+                    [g.scenario, g.metric, str(g.n), *[_ratio_text(g.ratios[i]) for i in others]]
+                    for g in cmp.geomeans
+                ],
+                notes=short_note(sets),
+                caption="'speed' = every latency and throughput metric of the scenario. "
+                + RATIO_CAPTION.format(base=base_name),
+            )
+        )
+    tables.append(
+        Table(
+            "Cases not in every result set",
+            ["scenario", "case", *[s.label for s in sets]],
+            [[n.scenario, n.case, *[st or "absent" for st in n.statuses]] for n in cmp.one_sided],
+        )
+    )
+    tables.append(
+        Table(
+            "Cases that did not run ok everywhere",
+            ["scenario", "case", *[s.label for s in sets], "reason"],
+            [
+                [
+                    n.scenario,
+                    n.case,
+                    *[st or "absent" for st in n.statuses],
+                    "; ".join(f"{sets[i].name}: {r}" for i, r in enumerate(n.reasons) if r),
+                ]
+                for n in cmp.not_ok
+            ],
+        )
+    )
+    return tables
+
+
+def basediff_tables(bd: BaseDiff) -> list[Table]:
+    base = params_text({bd.key: bd.value})
+    rows = [
+        [
+            r.scenario,
+            r.case,
+            r.metric,
+            r.unit,
+            fmt_num(r.base_value),
+            fmt_num(r.value),
+            fmt_pct(r.diff_pct),
+            MISSING if r.improved is None else ("better" if r.improved else "worse"),
+        ]
+        for r in bd.rows
+    ]
+    return [
+        Table(
+            f"{bd.set.label}: each case against {base}",
+            ["scenario", "case", "metric", "unit", base, "value", "diff %", "vs base"],
+            rows,
+            notes=source_notes([bd.set]),
+            caption="diff % = value / base - 1 (raw sign); 'vs base' says whether that is better or worse.",
+        ),
+        Table(
+            f"{bd.set.label}: cases with no {base} counterpart",
+            ["case id", "case", "why"],
+            [list(u) for u in bd.unmatched],
+        ),
+    ]
+
+
+def set_tables(ref: SetRef) -> list[Table]:
+    """One result set on its own: per scenario, each case's status and metric values."""
+    tables = [sets_table([ref])]
+    labels = case_labels(ref.rs.cases)
+    for sc in dict.fromkeys(c.scenario for c in ref.rs.cases):
+        cases = [c for c in ref.rs.cases if c.scenario == sc]
+        metrics = list(dict.fromkeys(m for c in cases for m in c.metrics))
+        units = {m: next(c.metrics[m].unit for c in cases if m in c.metrics) for m in metrics}
+        rows = [
+            [
+                labels[c.id],
+                c.status,
+                *[fmt_num(c.metrics[m].value) if m in c.metrics else MISSING for m in metrics],
+            ]
+            for c in cases
+        ]
+        const = params_text(constant_params(cases)) if len(cases) > 1 else ""
+        tables.append(
+            Table(
+                f"{ref.label}: scenario {sc}",
+                ["case", "status", *[f"{m} ({units[m]})" for m in metrics]],
+                rows,
+                caption=f"common params: {const}" if const else "",
+                notes=short_note([ref]),
+            )
+        )
+    return tables
+
+
+def validation_tables(v: Validation, projected: SetRef, measured: SetRef) -> list[Table]:
+    """How far a projection was from a real run on the target GPU, per scenario and metric."""
+    rows = [
+        [
+            r.scenario,
+            r.metric,
+            str(r.n),
+            fmt_pct(r.mean_pct),
+            f"{r.median_abs_pct:.1f}%",
+            f"{r.max_abs_pct:.1f}%",
+        ]
+        for r in v.rows
+    ]
+    return [
+        Table(
+            f"Projection error: {projected.label} against {measured.label}",
+            ["scenario", "metric", "cases", "mean error", "median |error|", "max |error|"],
+            rows,
+            notes=source_notes([projected]),
+            caption="error = projected / measured - 1; > 0: the projection was too optimistic for "
+            "rates (too pessimistic for latencies).",
+        ),
+        Table("Cases not validated (absent or not ok on one side)", ["case id"], [[c] for c in v.unmatched]),
+    ]

@@ -1,0 +1,155 @@
+"""compare: ratio orientation, bootstrap CIs, joins with missing and failed cases, geomeans, labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_compare_support import H100_ENV, case, h100_set, h200_set, refs, result_set
+
+from llmbench.errors import UserError
+from llmbench.metrics import METRICS
+from llmbench.report.basediff import base_diff, parse_base
+from llmbench.report.compare import Ratio, compare, geomean, orient, ratio
+from llmbench.report.inputs import resolve_baseline
+from llmbench.results import MetricResult, Source
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_every_catalogue_metric_is_oriented_so_above_one_is_better(name: str) -> None:
+    better = METRICS[name].better
+    base, improved = (
+        MetricResult.single(name, 10.0),
+        MetricResult.single(name, 20.0 if better == "higher" else 5.0),
+    )
+    r = ratio(base, improved, better)
+    if better == "neither":
+        assert r is None
+    else:
+        assert r is not None and r.value == pytest.approx(2.0) and r.ci is None
+
+
+def test_orient_arrays_and_neither() -> None:
+    assert orient(np.array([2.0]), np.array([1.0]), "higher")[0] == 2.0
+    assert orient(np.array([2.0]), np.array([1.0]), "lower")[0] == 0.5
+    with pytest.raises(ValueError):
+        orient(1.0, 1.0, "neither")
+
+
+def test_ci_of_known_samples_brackets_the_ratio_of_medians_and_is_reproducible() -> None:
+    base = MetricResult.from_samples("decode_tokens_per_s", [100.0, 101.0, 99.0, 100.5, 99.5] * 4)
+    this = MetricResult.from_samples("decode_tokens_per_s", [150.0, 151.5, 148.5, 150.75, 149.25] * 4)
+    r = ratio(base, this, "higher", "case:m")
+    assert r is not None and r.ci is not None
+    assert r.value == pytest.approx(1.5)
+    assert r.ci[0] <= 1.5 <= r.ci[1]
+    assert r.ci[0] > 1.45 and r.ci[1] < 1.55  # ±1% noise: the interval is tight
+    again = ratio(base, this, "higher", "case:m")
+    assert again is not None and again.ci == r.ci
+    # identical constant samples: a degenerate interval at the point value
+    flat = MetricResult.from_samples("ttft_ms", [10.0] * 8)
+    r2 = ratio(flat, MetricResult.from_samples("ttft_ms", [5.0] * 8), "lower")
+    assert r2 is not None and r2.ci == (2.0, 2.0)
+
+
+def test_no_ci_without_samples_on_either_side() -> None:
+    with_samples = MetricResult.from_samples("tflops", [1.0, 2.0, 3.0])
+    r = ratio(MetricResult.single("tflops", 2.0), with_samples, "higher")
+    assert r is not None and r.ci is None and r.value == 1.0
+
+
+def test_geomean_point_and_ci() -> None:
+    g = geomean([Ratio(2.0), Ratio(8.0)])
+    assert g.value == pytest.approx(4.0) and g.ci is None
+    draws = np.full(10, 2.0)
+    g2 = geomean([Ratio(2.0, (2.0, 2.0), draws), Ratio(2.0, (2.0, 2.0), draws)])
+    assert g2.ci == (pytest.approx(2.0), pytest.approx(2.0))
+
+
+def test_join_lists_one_sided_and_failed_cases_and_never_drops_them() -> None:
+    a, b = refs(h100_set(), h200_set())
+    cmp = compare([a, b], 0)
+    one = {n.case: n.statuses for n in cmp.one_sided}
+    assert one == {"kind=h2d": ["ok", None], "precision=tf32": [None, "ok"]}
+    bad = {n.case: (n.statuses, n.reasons) for n in cmp.not_ok}
+    assert bad["precision=fp32"][0] == ["oom", "ok"]
+    assert bad["precision=nf4"] == (
+        ["skipped", "failed"],
+        ["bitsandbytes is not installed", "RuntimeError: boom"],
+    )
+    every = {c.id for c in a.rs.cases} | {c.id for c in b.rs.cases}
+    shown = {r.case_id for r in cmp.rows} | {n.case_id for n in cmp.one_sided + cmp.not_ok}
+    assert shown == every
+    tpot = next(r for r in cmp.rows if r.metric == "tpot_ms" and r.case == "precision=bf16")
+    assert (
+        tpot.ratios[0] is None and tpot.ratios[1] is not None and tpot.ratios[1].value > 1
+    )  # faster = better
+
+
+def test_geomeans_per_scenario_and_overall() -> None:
+    cmp = compare(refs(h100_set(), h200_set()), 0)
+    keys = {(g.scenario, g.metric) for g in cmp.geomeans}
+    assert {("gemm", "speed"), ("generate", "speed"), ("bandwidth", "speed"), ("overall", "speed")} <= keys
+    assert ("generate", "peak_memory_gib") in keys and ("generate", "speed") in keys
+    bw = next(g for g in cmp.geomeans if g.scenario == "bandwidth" and g.metric == "tb_per_s")
+    assert bw.ratios[1] is not None and bw.ratios[1].value == pytest.approx(4.1 / 2.9, rel=0.02)
+    assert bw.ratios[1].ci is not None
+
+
+def test_environment_differences_shown() -> None:
+    cmp = compare(refs(h100_set(), h200_set()), 0)
+    diffs = dict(cmp.env_diffs)
+    assert diffs["gpu.name"] == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+    assert diffs["cpu.model"] == ["Intel Xeon Platinum 8480+", "AMD EPYC 9654"]
+    assert diffs["packages.transformers"] == ["5.17.0", "5.18.0"]
+    assert "gpu.driver" not in diffs and "packages.torch" not in diffs
+
+
+def test_published_sets_are_labelled_and_the_mix_is_announced() -> None:
+    pub = h200_set(source=Source(kind="published", citation="Vendor table X"))
+    cmp = compare(refs(h100_set(), pub), 0)
+    assert cmp.sets[1].label.endswith("[published]")
+    assert cmp.warning is not None and "published" in cmp.warning
+    assert compare(refs(h100_set(), h200_set()), 0).warning is None
+
+
+def test_baseline_by_slug_or_stem_and_clear_errors() -> None:
+    sets = refs(h100_set(), h200_set())
+    assert resolve_baseline(sets, "h200-sxm-141gb") == 1
+    assert resolve_baseline(sets, sets[0].stem) == 0
+    with pytest.raises(UserError, match=r"'a100'.*valid: .*h100-sxm-80gb"):
+        resolve_baseline(sets, "a100")
+    same = refs(h100_set(), h100_set())
+    with pytest.raises(UserError, match="ambiguous"):
+        resolve_baseline(same, "h100-sxm-80gb")
+
+
+def test_within_set_diff_against_a_base_variation() -> None:
+    ref = refs(h100_set())[0]
+    bd = base_diff(ref, *parse_base("precision=bf16"))
+    tflops = next(r for r in bd.rows if r.scenario == "gemm" and r.metric == "tflops")
+    assert tflops.diff_pct == pytest.approx((tflops.value / tflops.base_value - 1) * 100)
+    assert tflops.improved is True
+    ttft = next(r for r in bd.rows if r.scenario == "generate" and r.metric == "ttft_ms")
+    assert ttft.diff_pct is not None and ttft.diff_pct < 0 and ttft.improved is True  # lower latency = better
+    why = {label: text for _, label, text in bd.unmatched}
+    assert why["precision=fp32"].startswith("status oom")
+    assert any("no param 'precision'" in t for t in why.values())  # bandwidth cases have no precision
+    with pytest.raises(UserError, match="valid: bf16, fp32, fp8, nf4"):
+        base_diff(ref, "precision", "int4")
+    with pytest.raises(UserError, match=r"valid: .*batch_size"):
+        base_diff(ref, "nope", 1)
+    with pytest.raises(UserError, match="KEY=VALUE"):
+        parse_base("precision")
+    assert parse_base("batch_size=8") == ("batch_size", 8)
+
+
+def test_a_case_without_counterpart_is_listed() -> None:
+    rs = result_set(
+        H100_ENV,
+        [
+            case("gemm", {"precision": "fp8"}, {"tflops": MetricResult.single("tflops", 1.0)}),
+            case("gemm", {"precision": "bf16", "shape": [1, 2, 3]}),
+        ],
+    )
+    bd = base_diff(refs(rs)[0], "precision", "bf16")
+    assert bd.rows == [] and bd.unmatched[0][2].startswith("no case differing only in precision")

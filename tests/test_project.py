@@ -1,0 +1,118 @@
+"""Projection: the roofline arithmetic, the labels, and validation against a measured set."""
+
+from __future__ import annotations
+
+import pytest
+from test_compare_support import (
+    H100_ENV,
+    bandwidth_case,
+    case,
+    gemm_case,
+    generate_case,
+    h100_set,
+    h200_set,
+    result_set,
+)
+
+from llmbench.errors import UserError
+from llmbench.hardware.specs import lookup
+from llmbench.report.project import PROJECTED_FLAG, project, validate
+from llmbench.results import MetricResult, Source
+
+H100, H200, A100 = lookup("h100-sxm-80gb"), lookup("a100-sxm-80gb"), lookup("a100-sxm-80gb")
+BW = 3.35 / 4.8  # H100 SXM -> H200 time scale of memory-bound parts
+
+
+def _one(c, to: str = "h200-sxm-141gb"):  # type: ignore[no-untyped-def]
+    return project(result_set(H100_ENV, [c]), to).cases[0]
+
+
+def test_bandwidth_scales_with_the_bandwidth_ratio() -> None:
+    p = _one(bandwidth_case("d2d", 3.0, seed=1))
+    src = bandwidth_case("d2d", 3.0, seed=1).metrics["tb_per_s"].value
+    assert p.metrics["tb_per_s"].value == pytest.approx(src * 4.8 / 3.35)
+    assert p.metrics["tb_per_s"].flags == [PROJECTED_FLAG] and p.metrics["tb_per_s"].samples is None
+
+
+def test_host_transfers_are_not_projected() -> None:
+    p = _one(bandwidth_case("h2d", 50.0))
+    assert p.status == "skipped" and "PCIe" in (p.reason or "")
+
+
+def test_gemm_scales_with_the_precision_peak() -> None:
+    c = gemm_case("bf16", 700.0, samples=False)
+    p = _one(c, "a100-sxm-80gb")
+    assert p.metrics["tflops"].value == pytest.approx(700.0 * 312 / 989.5)
+    assert p.metrics["time_ms"].value == pytest.approx(c.metrics["time_ms"].value * 989.5 / 312)
+    fp8 = _one(gemm_case("fp8", 1300.0), "a100-sxm-80gb")
+    assert fp8.status == "skipped" and "no fp8 math" in (fp8.reason or "")
+
+
+def test_generate_decode_is_memory_bound_and_prefill_compute_bound() -> None:
+    c = generate_case("bf16", 1, 60.0, 20.0, samples=False)
+    p = _one(c)
+    m = c.metrics
+    assert p.metrics["ttft_ms"].value == pytest.approx(m["ttft_ms"].value)  # same bf16 peak on H200
+    assert p.metrics["tpot_ms"].value == pytest.approx(m["tpot_ms"].value * BW)
+    assert p.metrics["decode_tokens_per_s"].value == pytest.approx(60.0 / BW)
+    e2e = m["ttft_ms"].value + (m["e2e_ms"].value - m["ttft_ms"].value) * BW
+    assert p.metrics["e2e_ms"].value == pytest.approx(e2e)
+    assert p.metrics["output_tokens_per_s"].value == pytest.approx(
+        m["output_tokens_per_s"].value * m["e2e_ms"].value / e2e
+    )
+    assert p.metrics["peak_memory_gib"].value == 16.5  # a property of the model, carried over
+
+
+def test_roofline_efficiency_limits_the_scaled_share() -> None:
+    c = generate_case("bf16", 1, 60.0, 20.0, samples=False, efficiency=0.4)
+    p = _one(c)
+    factor = 0.4 * BW + 0.6
+    assert p.metrics["tpot_ms"].value == pytest.approx(c.metrics["tpot_ms"].value * factor)
+    assert p.metrics["roofline_efficiency"].value == pytest.approx(0.4 * BW / factor)
+    assert p.info["projection"]["bound_share"] == 0.4
+
+
+def test_unscalable_metrics_are_dropped_and_listed() -> None:
+    c = case(
+        "gemm",
+        {"precision": "bf16"},
+        {
+            "tflops": MetricResult.single("tflops", 500.0),
+            "avg_power_w": MetricResult.single("avg_power_w", 650.0),
+        },
+    )
+    p = _one(c)
+    assert "avg_power_w" not in p.metrics and p.info["projection"]["not_projected"] == ["avg_power_w"]
+
+
+def test_projected_set_is_labelled_and_keeps_case_ids() -> None:
+    src = h100_set()
+    p = project(src, "h200-sxm-141gb")
+    assert p.source.kind == "projected" and "not a measurement" in (p.source.note or "")
+    assert (
+        p.env["gpu"]["slug"] == "h200-sxm-141gb" and p.env["projected_from"]["gpu"]["slug"] == "h100-sxm-80gb"
+    )
+    assert [c.id for c in p.cases] == [c.id for c in src.cases]
+    oom = next(c for c in p.cases if c.params.get("precision") == "fp32")
+    assert oom.status == "skipped" and "oom on h100-sxm-80gb" in (oom.reason or "")
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(UserError, match="valid: "):
+        project(h100_set(), "h300")
+    with pytest.raises(UserError, match="only measured"):
+        project(h100_set(source=Source(kind="published", citation="x")), "h200-sxm-141gb")
+
+
+def test_validate_reports_error_per_scenario_and_metric() -> None:
+    p = project(h100_set(), "h200-sxm-141gb")
+    v = validate(p, h200_set())
+    rows = {(r.scenario, r.metric): r for r in v.rows}
+    bw = rows[("bandwidth", "tb_per_s")]
+    proj = next(c for c in p.cases if c.params.get("kind") == "d2d").metrics["tb_per_s"].value
+    meas = next(c for c in h200_set().cases if c.params.get("kind") == "d2d").metrics["tb_per_s"].value
+    assert bw.n == 1 and bw.mean_pct == pytest.approx((proj / meas - 1) * 100)
+    assert ("generate", "peak_memory_gib") not in rows  # carried-over figures are not validated
+    assert set(v.unmatched) >= {c.id for c in h200_set().cases if c.params.get("precision") == "tf32"}
+    with pytest.raises(UserError):
+        validate(h200_set(), h100_set())

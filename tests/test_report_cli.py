@@ -1,0 +1,104 @@
+"""The compare/report/specs/project commands through typer, as the lead's cli.py registers them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from test_compare_support import h100_set, h200_set
+from typer.testing import CliRunner
+
+from llmbench.errors import UserError
+from llmbench.report.commands import register
+from llmbench.results import load, save
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    a = typer.Typer()
+    register(a)
+    return a
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    a, b = tmp_path / "h100" / "quickstart-1.json", tmp_path / "h200" / "quickstart-2.json"
+    save(h100_set(), a)
+    save(h200_set(), b)
+    return a, b
+
+
+def test_compare_formats(app: typer.Typer, files: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = files
+    res = runner.invoke(app, ["compare", str(a), str(b), "--format", "markdown"])
+    assert res.exit_code == 0, res.output
+    assert "## Scenario gemm" in res.output
+    out = tmp_path / "c.json"
+    res = runner.invoke(
+        app, ["compare", str(a), str(b), "--baseline", "h200-sxm-141gb", "-f", "json", "-o", str(out)]
+    )
+    assert res.exit_code == 0 and json.loads(out.read_text())["comparison"]["baseline"] == "h200-sxm-141gb"
+    res = runner.invoke(app, ["compare", str(a), "--base", "precision=bf16", "-f", "csv"])
+    assert res.exit_code == 0 and "diff %" in res.output
+    res = runner.invoke(app, ["compare", str(a.parent), str(b.parent)])  # folders: newest set in each
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "missing.json", "x.json"], "missing.json: no such file"),
+        (["compare", "{a}"], "two or more result sets"),
+        (["compare", "{a}", "{b}", "--baseline", "a100"], "valid: "),
+        (["compare", "{a}", "--base", "precision=int4"], "valid: bf16"),
+        (["project", "{a}", "--to", "h300"], "valid: h100-sxm-80gb"),
+        (["specs", "rtx-9090"], "'rtx-9090'"),
+    ],
+)
+def test_bad_inputs_raise_user_errors(
+    app: typer.Typer, files: tuple[Path, Path], args: list[str], message: str
+) -> None:
+    a, b = files
+    res = runner.invoke(app, [x.format(a=a, b=b) for x in args])
+    assert isinstance(res.exception, UserError), res.output
+    assert message in str(res.exception) and res.exception.exit_code == 2
+
+
+def test_bad_format_is_a_usage_error(app: typer.Typer, files: tuple[Path, Path]) -> None:
+    res = runner.invoke(app, ["compare", str(files[0]), str(files[1]), "--format", "yaml"])
+    assert res.exit_code == 2
+
+
+def test_report_specs_project(app: typer.Typer, files: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = files
+    html = tmp_path / "r.html"
+    assert runner.invoke(app, ["report", str(a), str(b), "-o", str(html)]).exit_code == 0
+    assert "<table" in html.read_text()
+    res = runner.invoke(app, ["specs", "-f", "markdown"])
+    assert res.exit_code == 0 and "h200-sxm-141gb" in res.output and "datasheet" in res.output
+    proj = tmp_path / "p.json"
+    res = runner.invoke(
+        app,
+        [
+            "project",
+            str(a),
+            "--to",
+            "h200-sxm-141gb",
+            "-o",
+            str(proj),
+            "--validate",
+            str(b),
+            "-f",
+            "markdown",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert (
+        load(proj).source.kind == "projected"
+        and "Projection error" in res.output
+        and "[projected]" in res.output
+    )

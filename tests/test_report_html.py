@@ -1,0 +1,84 @@
+"""The HTML report: self-contained, and loads in a real headless browser without console messages."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_compare_support import h100_set, h200_set, refs
+
+from llmbench.report.html import Section, render_html
+from llmbench.report.project import project
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and os.environ.get("LLMBENCH_REQUIRE_BROWSER"):
+    raise RuntimeError("LLMBENCH_REQUIRE_BROWSER is set (CI) but chromium is not installed")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--enable-logging=stderr",
+    "--v=0",
+]
+
+
+def _page() -> str:
+    a, b = h100_set(), h200_set()
+    return render_html(
+        [
+            Section("H100 vs H200 (+ projection)", refs(a, b, project(a, "h200-sxm-141gb"))),
+            Section("single set", refs(a)),
+        ],
+        "test report",
+    )
+
+
+def test_page_is_self_contained() -> None:
+    page = _page()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<script" not in page and "Content-Security-Policy" in page
+    assert page.count("<svg") >= 5 and page.count("<table") >= 8
+    assert 'class="tag projected"' in page
+
+
+def _load(path: Path, tmp: Path) -> tuple[str, list[str]]:
+    """DOM after load and the console lines chromium logged (any console line is a failure for a page
+    with no scripts: a blocked load, a CSP violation, an error)."""
+    assert CHROMIUM is not None
+    proc = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--dump-dom", path.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout, [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_report_loads_in_headless_chromium(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(_page(), encoding="utf-8")
+    dom, console = _load(page, tmp_path)
+    assert console == []
+    assert dom.count("<table") >= 8 and "Scenario generate" in dom and "Geometric means of ratios" in dom
+    assert "precision=bf16" in dom and "projected" in dom
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_console_check_does_catch_problems(tmp_path: Path) -> None:
+    """Negative control: the same check flags a page that tries an external load."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        _page().replace("</body>", '<img src="http://example.invalid/x.png"></body>'), encoding="utf-8"
+    )
+    _, console = _load(page, tmp_path)
+    assert console, "an external image under the page's CSP must produce a console message"

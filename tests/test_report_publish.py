@@ -1,0 +1,55 @@
+"""publish(): the H100-vs-H200 page and the HTML report from result sets in a folder; published figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_compare_support import h100_set, h200_set
+
+from llmbench.ids import case_id
+from llmbench.report.publish import publish
+from llmbench.report.published import published_sets
+from llmbench.results import load, save
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def test_publish_compares_newest_sets_of_common_suites(tmp_path: Path) -> None:
+    save(h100_set(created_at="2026-11-01T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-old.json")
+    save(h100_set(created_at="2026-11-22T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-new.json")
+    save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
+    save(h100_set(suite="only-h100"), tmp_path / "h100-sxm-80gb" / "only-h100-1.json")
+    save(h200_set(source=None), tmp_path / "published" / "h200-sxm-141gb" / "x.json")
+    pub = load(tmp_path / "published" / "h200-sxm-141gb" / "x.json")
+    pub.source.kind, pub.source.citation = "published", "a vendor table"
+    save(pub, tmp_path / "published" / "h200-sxm-141gb" / "x.json")
+    md, html = publish(tmp_path)
+    text = md.read_text()
+    assert "h100-sxm-80gb/quickstart-new.json" in text and "quickstart-old" not in text
+    assert "measured on one machine only: only-h100" in text
+    assert "Geometric means of ratios" in text and "[" in text  # CIs
+    page = html.read_text()
+    assert "Published reference: quickstart" in page and 'class="tag published"' in page
+
+
+def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
+    md, html = publish(tmp_path)
+    assert "No suite has a measured result set on both machines" in md.read_text() and html.exists()
+
+
+def test_committed_published_sets_match_their_sources() -> None:
+    for rel, rs in published_sets().items():
+        committed = load(RESULTS / "published" / rel)
+        assert committed.model_dump() == rs.model_dump(), f"regenerate {rel} with llmbench.report.published"
+        assert committed.source.kind == "published" and committed.source.citation
+        for c in committed.cases:
+            assert c.id == case_id(c.scenario, c.params)
+
+
+def test_case_id_matches_the_harness_when_available() -> None:
+    try:
+        from llmbench.suite import case_id as harness_case_id
+    except ImportError:
+        return
+    params = {"precision": "bf16", "shape": [1, 2, 3]}
+    assert harness_case_id("gemm", params) == case_id("gemm", params)
