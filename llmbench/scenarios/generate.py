@@ -1,0 +1,389 @@
+"""generate: latency and throughput of text generation (TTFT, TPOT, ITL, E2E, tokens/s), memory,
+energy per token, roofline efficiency, and accuracy against the bf16 reference of the same weights.
+
+Each timed iteration is one full generate() of batch_size x output_len tokens (synthetic ids of
+exactly input_len, EOS masked until output_len). Per-token times come from a timestamp taken when
+each token's logits are ready: a CUDA event recorded on the stream (no host synchronisation added
+inside the loop) or perf_counter on the CPU. This module imports no torch at import time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from llmbench import precision as prec
+from llmbench.engines.base import ENGINES
+from llmbench.hardware import roofline
+from llmbench.hardware.specs import GpuSpec, match_name
+from llmbench.harness.timing import StopRule
+from llmbench.models.presets import PRESETS
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+
+REFERENCE = "bf16"
+PROBE_SHAPE = (2, 64)  # the fixed batch the accuracy metrics are computed on
+SEED = 0
+
+
+class GenerateParams(ScenarioParams):
+    model: str | None = Field(None, description="architecture preset (llmbench.models.presets)")
+    pretrained: str | None = Field(None, description="hub id or local path, instead of a preset")
+    weights: Literal["random", "pretrained"] = Field(
+        "random", description="random: exact shapes, no download; pretrained: from_pretrained(pretrained)"
+    )
+    engine: str = "hf"
+    precision: str = "bf16"
+    batch_size: int = Field(1, ge=1)
+    input_len: int = Field(128, ge=1)
+    output_len: int = Field(128, ge=2, description=">= 2: TPOT = (E2E - TTFT) / (N - 1)")
+    mode: Literal["eager", "compiled"] = "eager"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pretrained_implies_weights(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("pretrained") and "weights" not in data:
+            data = {**data, "weights": "pretrained"}
+        return data
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str | None) -> str | None:
+        if v is not None and v not in PRESETS:
+            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
+        return v
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precision(cls, v: str) -> str:
+        if v not in prec.PRECISIONS:
+            raise ValueError(f"unknown precision {v!r}; valid: {', '.join(prec.PRECISIONS)}")
+        return v
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        if v not in ENGINES:
+            raise ValueError(f"unknown engine {v!r}; valid: {', '.join(ENGINES.names())}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GenerateParams:
+        if (self.model is None) == (self.pretrained is None):
+            raise ValueError(
+                "give exactly one of model (a preset: " + ", ".join(PRESETS) + ") or pretrained (a hub id or path)"
+            )
+        if self.weights == "pretrained" and self.pretrained is None:
+            raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>'")
+        if self.model is not None:
+            limit = PRESETS[self.model].max_positions
+            if self.input_len + self.output_len > limit:
+                raise ValueError(
+                    f"input_len + output_len = {self.input_len + self.output_len} exceeds {self.model}'s "
+                    f"{limit} positions"
+                )
+        return self
+
+
+# -- per-token timing -------------------------------------------------------------------------------
+
+
+@dataclass
+class TokenMetrics:
+    ttft_ms: float
+    tpot_ms: float
+    e2e_ms: float
+    itl_ms: list[float]
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    output_tokens_per_s: float
+
+
+def token_metrics(start: float, tokens: Sequence[float], end: float, *, batch: int, input_len: int) -> TokenMetrics:
+    """Metrics of one generate() from its timestamps (seconds): `start` before the call, `tokens[i]`
+    when token i's logits were ready, `end` after the call returned.
+
+    TTFT = t1 - start; E2E = end - start; TPOT = (E2E - TTFT) / (N - 1); ITL = each t(i+1) - t(i);
+    prefill tok/s = batch * input_len / TTFT; decode tok/s = batch * (N - 1) / (E2E - TTFT);
+    output tok/s = batch * N / E2E."""
+    n = len(tokens)
+    if n < 2:
+        raise ValueError(f"need at least 2 token timestamps for TPOT, got {n}")
+    ttft = tokens[0] - start
+    e2e = end - start
+    decode = e2e - ttft
+    if ttft <= 0 or decode <= 0:
+        raise ValueError(f"timestamps out of order: TTFT {ttft}, E2E {e2e}")
+    return TokenMetrics(
+        ttft_ms=ttft * 1e3,
+        tpot_ms=decode / (n - 1) * 1e3,
+        e2e_ms=e2e * 1e3,
+        itl_ms=[(b - a) * 1e3 for a, b in itertools.pairwise(tokens)],
+        prefill_tokens_per_s=batch * input_len / ttft,
+        decode_tokens_per_s=batch * (n - 1) / decode,
+        output_tokens_per_s=batch * n / e2e,
+    )
+
+
+@dataclass
+class TokenClock:
+    """Timestamps of each generate(): begin, one per token, end. On a GPU each is a CUDA event
+    recorded on the current stream (resolved after the timed window, one sync); else perf_counter."""
+
+    cuda: bool
+    runs: list[list[Any]] = field(default_factory=list)
+
+    def _now(self) -> Any:
+        if not self.cuda:
+            return time.perf_counter()
+        import torch
+
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def begin(self) -> None:
+        self.runs.append([self._now()])
+
+    def stamp(self) -> None:
+        self.runs[-1].append(self._now())
+
+    def end(self) -> None:
+        self.stamp()
+
+    def seconds(self, last: int) -> list[list[float]]:
+        """The last `last` runs as seconds since each run's begin: [0, t1, ..., tN, end]."""
+        runs = self.runs[-last:] if last else []
+        if not self.cuda:
+            return [[t - r[0] for t in r] for r in runs]
+        if runs:
+            runs[-1][-1].synchronize()
+        return [[0.0] + [r[0].elapsed_time(e) / 1e3 for e in r[1:]] for r in runs]
+
+
+# -- the scenario ---------------------------------------------------------------------------------
+
+
+@SCENARIOS.register("generate")
+class GenerateScenario(Scenario):
+    Params = GenerateParams
+    description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
+
+    def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
+        engine = ENGINES.get(params.engine)
+        missing = engine.missing_reason()
+        if missing:
+            return missing
+        if not hasattr(engine, "load"):
+            return f"engine {params.engine!r} is installed, but llmbench does not drive it for generate yet"
+        modes = getattr(engine, "modes", ("eager",))
+        if params.mode not in modes:
+            return f"engine {params.engine!r} has no mode {params.mode!r}; valid: {', '.join(modes)}"
+        why = prec.unsupported_reason(params.precision, device)
+        if why:
+            return why
+        return _memory_reason(params, device)
+
+    def estimate_s(self, params: GenerateParams, rule: StopRule) -> float:
+        """Build + compile + warm-up and timed iterations, from the roofline of a typical
+        data-centre GPU (2 TB/s, 400 TFLOP/s): a rough guide for --dry-run, not a prediction."""
+        if params.model is None:
+            return 60.0 + rule.min_seconds
+        shape = PRESETS[params.model].shape()
+        p = prec.get(params.precision)
+        bound = roofline.generation_bound(
+            shape,
+            roofline.Ceiling(2.0, 400.0, "typical"),
+            batch=params.batch_size,
+            input_len=params.input_len,
+            output_len=params.output_len,
+            weight_bits=p.bits,
+            elem_bytes=roofline.act_bytes(params.precision),
+        )
+        per_iter = 2.0 * (bound.prefill_s + bound.decode_step_s * params.output_len) + 0.005 * params.output_len
+        build = 3.0 + shape.params / 2e9
+        compile_s = 60.0 if params.mode == "compiled" else 0.0
+        timed = max(rule.min_seconds, rule.min_iters * per_iter)
+        return build + compile_s + (rule.warmup_iters + 1) * per_iter + timed
+
+    def run(self, params: GenerateParams, ctx: CaseContext) -> None:
+        dev = ctx.device
+        ctx.progress(0.0, "building the model")
+        t0 = time.perf_counter()
+        session = ENGINES.get(params.engine)().load(  # type: ignore[attr-defined]
+            model=params.model,
+            pretrained=params.pretrained,
+            weights=params.weights,
+            device=dev.torch_device,
+            seed=SEED,
+        )
+        ctx.info["build_s"] = round(time.perf_counter() - t0, 3)
+        limit = session.max_positions()
+        if limit is not None and params.input_len + params.output_len > limit:
+            raise Skip(
+                f"input_len + output_len = {params.input_len + params.output_len} exceeds the model's {limit} positions"
+            )
+        shape = session.shape()
+        ctx.info["params"] = shape.params
+        self._precision_and_accuracy(params, ctx, session)
+
+        from llmbench.models.build import synthetic_ids
+
+        ids = synthetic_ids(session.vocab_size, params.batch_size, params.input_len, dev.torch_device, SEED)
+        session.prepare(params.output_len, params.mode)
+        ctx.progress(0.0, "compiling" if params.mode == "compiled" else "first call")
+        t0 = time.perf_counter()
+        session.generate(ids)
+        ctx.sync()
+        ctx.record_value("compile_s", time.perf_counter() - t0)
+        if params.mode == "compiled" and not session.compiled():
+            raise RuntimeError("mode=compiled, but the engine did not compile the forward pass")
+
+        clock = TokenClock(cuda=dev.is_cuda)
+        cpu_s: list[float] = []
+
+        def one_generate() -> None:
+            c0 = time.thread_time()
+            clock.begin()
+            session.generate(ids, on_token=clock.stamp)
+            clock.end()
+            cpu_s.append(time.thread_time() - c0)
+
+        ctx.reset_peak_memory()
+        m = ctx.measure(one_generate)
+        per_iter = self._record_tokens(params, ctx, clock.seconds(m.iters))
+        ctx.record_monitors(m, units_per_iter=params.batch_size * params.output_len, energy_metric="energy_j_per_token")
+        cpu_step = statistics.median(cpu_s[-m.iters :]) / params.output_len
+        gpu_step = None
+        if dev.is_cuda:
+            try:  # a diagnosis only: a profiler problem must not cost the case its measurements
+                gpu_step = _gpu_busy_per_step(lambda: session.generate(ids), per_iter, params.output_len)
+            except Exception as e:
+                ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
+        ctx.info["cpu_ms_per_step"] = cpu_step * 1e3
+        if gpu_step is not None:
+            ctx.info["gpu_busy_ms_per_step"] = gpu_step * 1e3
+        self._roofline(params, ctx, shape, per_iter, cpu_step, gpu_step)
+
+    # -- parts of run ----------------------------------------------------------------------------
+    def _precision_and_accuracy(self, params: GenerateParams, ctx: CaseContext, session: Any) -> None:
+        """Reference logits in bf16 on a fixed batch BEFORE converting, then the same batch again."""
+        from llmbench.models.accuracy import logits_agreement
+        from llmbench.models.build import synthetic_ids
+
+        ref = None
+        if params.precision != REFERENCE:
+            ctx.progress(0.0, "bf16 reference logits")
+            length = min(PROBE_SHAPE[1], session.max_positions() or PROBE_SHAPE[1])
+            probe = synthetic_ids(session.vocab_size, PROBE_SHAPE[0], length, ctx.device.torch_device, SEED + 1)
+            ref = session.logits(probe)
+        ctx.progress(0.0, f"applying {params.precision}")
+        session.apply_precision(params.precision)
+        if ref is not None:
+            for name, value in logits_agreement(ref, session.logits(probe)).items():
+                ctx.record_value(name, value)
+            ctx.info["accuracy_reference"] = (
+                f"{REFERENCE} logits of the same weights on a fixed {PROBE_SHAPE[0]}x{length} synthetic batch"
+                + ("; random weights: numeric error, not task quality" if params.weights == "random" else "")
+            )
+            del ref
+
+    def _record_tokens(self, params: GenerateParams, ctx: CaseContext, runs: list[list[float]]) -> list[TokenMetrics]:
+        per_iter = []
+        for r in runs:
+            if len(r) != params.output_len + 2:
+                raise RuntimeError(f"{len(r) - 2} token timestamps for {params.output_len} tokens: a token was missed")
+            per_iter.append(token_metrics(r[0], r[1:-1], r[-1], batch=params.batch_size, input_len=params.input_len))
+        for name in (
+            "ttft_ms",
+            "tpot_ms",
+            "e2e_ms",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
+            "output_tokens_per_s",
+        ):
+            ctx.record(name, [getattr(t, name) for t in per_iter])
+        ctx.record("itl_ms", [gap for t in per_iter for gap in t.itl_ms])
+        return per_iter
+
+    def _roofline(
+        self,
+        params: GenerateParams,
+        ctx: CaseContext,
+        shape: roofline.ModelShape,
+        per_iter: list[TokenMetrics],
+        cpu_step: float,
+        gpu_step: float | None,
+    ) -> None:
+        spec = _spec_for(ctx.device)
+        if spec is None:
+            ctx.info["roofline"] = f"no spec for {ctx.device.name}: roofline_efficiency not recorded"
+            return
+        ceiling = roofline.ceiling_for(spec, params.precision, roofline.measured_bandwidth_tb_s(spec.slug))
+        bound = roofline.generation_bound(
+            shape,
+            ceiling,
+            batch=params.batch_size,
+            input_len=params.input_len,
+            output_len=params.output_len,
+            weight_bits=prec.get(params.precision).bits,
+            elem_bytes=roofline.act_bytes(params.precision),
+        )
+        eff = [bound.decode_step_s / (t.tpot_ms / 1e3) for t in per_iter]
+        tpot_s = statistics.median(t.tpot_ms for t in per_iter) / 1e3
+        flags = roofline.diagnose(
+            statistics.median(eff),
+            tpot_s=tpot_s,
+            bound_s=bound.decode_step_s,
+            cpu_step_s=cpu_step,
+            gpu_step_s=gpu_step,
+            batch=params.batch_size,
+        )
+        ctx.record("roofline_efficiency", eff, flags)
+        ctx.info.update(bound.as_info(), gpu_spec=spec.slug)
+        if flags:
+            ctx.info["roofline_flag"] = flags[0]
+
+
+def _spec_for(device: DeviceInfo) -> GpuSpec | None:
+    return match_name(device.name, device.memory_gib) if device.is_cuda else None
+
+
+def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
+    """A preset whose bf16 build cannot fit this GPU (the model is built in bf16, the reference
+    logits taken, then it is converted; fp32/tf32 need 4 bytes per parameter)."""
+    if params.model is None or not device.is_cuda or not device.memory_gib:
+        return None
+    per_param = 4 if roofline.act_bytes(params.precision) == 4 else 2
+    need = PRESETS[params.model].shape().params * per_param / 2**30
+    if need > 0.95 * device.memory_gib:
+        return (
+            f"{params.model} needs about {need:.0f} GiB for its weights before conversion to "
+            f"{params.precision} "
+            f"(built in {'fp32' if per_param == 4 else 'bf16'}); this GPU has {device.memory_gib:.0f} GiB"
+        )
+    return None
+
+
+def _gpu_busy_per_step(generate: Callable[[], Any], per_iter: list[TokenMetrics], output_len: int) -> float | None:
+    """GPU busy time per decode step: kernel time of one profiled generate() (outside the timed
+    window), less the prefill (about TTFT), over the N - 1 decode steps. None if no kernels seen."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        generate()
+        torch.cuda.synchronize()
+    spans = [(e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA]
+    if not spans:
+        return None
+    busy_s = roofline.busy_time(spans) / 1e6
+    ttft_s = statistics.median(t.ttft_ms for t in per_iter) / 1e3
+    return max(busy_s - ttft_s, 0.0) / (output_len - 1)

@@ -1,0 +1,168 @@
+"""generate: parameters and their errors, per-token arithmetic on known timestamps, skip reasons."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from llmbench.engines.base import ENGINES
+from llmbench.harness.timing import StopRule
+from llmbench.models.presets import PRESETS
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.generate import GenerateParams, GenerateScenario, TokenClock, token_metrics
+
+CPU = DeviceInfo("cpu", "CPU test")
+H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), 79.2)
+A100 = DeviceInfo("cuda", "NVIDIA A100-SXM4-80GB", (8, 0), 79.2)
+
+
+def P(**kw: object) -> GenerateParams:
+    return GenerateParams.model_validate({"model": "tiny-llama", **kw})
+
+
+# -- per-token arithmetic ---------------------------------------------------------------------
+
+
+def test_token_metrics_on_known_timestamps() -> None:
+    t = token_metrics(0.0, [0.100, 0.120, 0.140, 0.160], 0.165, batch=2, input_len=10)
+    assert t.ttft_ms == pytest.approx(100.0)
+    assert t.e2e_ms == pytest.approx(165.0)
+    assert t.tpot_ms == pytest.approx((165.0 - 100.0) / 3)
+    assert t.itl_ms == pytest.approx([20.0, 20.0, 20.0])
+    assert t.prefill_tokens_per_s == pytest.approx(2 * 10 / 0.1)
+    assert t.decode_tokens_per_s == pytest.approx(2 * 3 / 0.065)
+    assert t.output_tokens_per_s == pytest.approx(2 * 4 / 0.165)
+
+
+def test_token_metrics_offset_start_and_uneven_gaps() -> None:
+    t = token_metrics(5.0, [5.5, 5.6, 5.9], 6.0, batch=1, input_len=4)
+    assert t.ttft_ms == pytest.approx(500.0)
+    assert t.itl_ms == pytest.approx([100.0, 300.0])
+    assert t.tpot_ms == pytest.approx(250.0)
+
+
+def test_token_metrics_refuses_what_it_cannot_define() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        token_metrics(0.0, [0.1], 0.2, batch=1, input_len=1)
+    with pytest.raises(ValueError, match="out of order"):
+        token_metrics(1.0, [0.5, 0.6], 0.7, batch=1, input_len=1)
+
+
+def test_cpu_token_clock_gives_seconds_since_each_begin() -> None:
+    clock = TokenClock(cuda=False)
+    for _ in range(3):
+        clock.begin()
+        clock.stamp()
+        clock.stamp()
+        clock.end()
+    runs = clock.seconds(2)
+    assert len(runs) == 2
+    for r in runs:
+        assert len(r) == 4 and r[0] == 0.0 and r == sorted(r)
+    assert clock.seconds(0) == []
+
+
+# -- parameters ---------------------------------------------------------------------------------
+
+
+def test_defaults_and_pretrained_implies_pretrained_weights() -> None:
+    p = P()
+    assert (p.engine, p.precision, p.mode, p.weights) == ("hf", "bf16", "eager", "random")
+    q = GenerateParams.model_validate({"pretrained": "org/model"})
+    assert q.weights == "pretrained"
+    r = GenerateParams.model_validate({"pretrained": "org/model", "weights": "random"})
+    assert r.weights == "random"
+
+
+def _error(**kw: object) -> str:
+    with pytest.raises(ValidationError) as e:
+        GenerateParams.model_validate(kw)
+    return str(e.value)
+
+
+def test_unknown_model_names_the_valid_presets() -> None:
+    msg = _error(model="llama-4-1t")
+    assert "llama-4-1t" in msg
+    assert all(name in msg for name in PRESETS)
+
+
+def test_unknown_precision_engine_mode_and_keys_are_errors() -> None:
+    assert "nf4" in _error(model="tiny-llama", precision="int3")
+    msg = _error(model="tiny-llama", engine="tgi")
+    assert all(name in msg for name in ("hf", "vllm", "trtllm"))
+    assert "compiled" in _error(model="tiny-llama", mode="graph")
+    assert "extra" in _error(model="tiny-llama", temperature=0.7).lower()
+
+
+def test_impossible_combinations_are_errors() -> None:
+    assert "exactly one" in _error()
+    assert "exactly one" in _error(model="tiny-llama", pretrained="org/model")
+    assert "needs pretrained" in _error(model="tiny-llama", weights="pretrained")
+    assert "greater than or equal to 2" in _error(model="tiny-llama", output_len=1)
+    assert "1024 positions" in _error(model="gpt2-medium", input_len=1000, output_len=128)
+    assert "batch_size" in _error(model="tiny-llama", batch_size=0)
+
+
+# -- skip reasons and estimates ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp8", "fp8-wo", "int4", "nf4", "fp4", "llm-int8"])
+def test_gpu_only_precisions_are_skipped_on_the_cpu(precision: str) -> None:
+    reason = GenerateScenario().skip_reason(P(precision=precision), CPU)
+    assert reason is not None and "no CUDA GPU" in reason
+
+
+def test_fp8_needs_hopper_or_ada() -> None:
+    reason = GenerateScenario().skip_reason(P(precision="fp8"), A100)
+    assert reason is not None and "8.9" in reason and "8.0" in reason
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_absent_engines_are_skipped_with_the_install_command(engine: str) -> None:
+    cls = ENGINES.get(engine)
+    reason = GenerateScenario().skip_reason(P(engine=engine), H100)
+    assert reason is not None
+    if cls.missing_reason() is not None:
+        assert "pip install" in reason and engine in reason
+    else:  # installed: still no numbers from an engine llmbench does not drive
+        assert "does not drive" in reason
+
+
+def test_a_model_too_big_for_the_gpu_is_skipped_with_sizes() -> None:
+    reason = GenerateScenario().skip_reason(P(model="llama-3-70b"), H100)
+    assert reason is not None and "131 GiB" in reason and "79 GiB" in reason
+    assert GenerateScenario().skip_reason(P(model="llama-3-8b"), H100) is None
+    fp32 = GenerateScenario().skip_reason(P(model="llama-3-8b", precision="fp32"), H100)
+    assert fp32 is None  # 30 GiB
+
+
+def test_torchao_precisions_need_torchao() -> None:
+    reason = GenerateScenario().skip_reason(P(precision="int8"), CPU)
+    if importlib.util.find_spec("torchao") is None:
+        assert reason is not None and "pip install torchao" in reason
+    else:
+        assert reason is None
+
+
+def test_estimate_grows_with_model_and_compilation() -> None:
+    s, rule = GenerateScenario(), StopRule()
+    tiny = s.estimate_s(P(), rule)
+    big = s.estimate_s(P(model="llama-3-70b", batch_size=32, input_len=2048), rule)
+    compiled = s.estimate_s(P(mode="compiled"), rule)
+    assert 0 < tiny < big and compiled > tiny
+
+
+def test_importing_the_scenario_and_engines_does_not_import_torch() -> None:
+    code = (
+        "import sys\n"
+        "import llmbench.scenarios.generate, llmbench.engines.hf, llmbench.engines.hf_quant\n"
+        "import llmbench.engines.vllm, llmbench.engines.trtllm, llmbench.hardware.roofline\n"
+        "from llmbench.engines.base import ENGINES; ENGINES.names()\n"
+        "bad = [m for m in ('torch', 'transformers', 'torchao', 'bitsandbytes') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

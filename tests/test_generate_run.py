@@ -1,0 +1,130 @@
+"""generate end to end on the CPU, through the case worker and the same code path as on a GPU:
+a tiny random Llama, every precision that runs on a CPU, eager and compiled."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+import torch
+
+from llmbench.engines.hf import HFEngine
+from llmbench.hardware.specs import lookup
+from llmbench.harness.worker import run_case
+from llmbench.models.build import synthetic_ids
+from llmbench.precision import PRECISIONS, unsupported_reason
+from llmbench.scenarios import generate as gen
+
+CPU_DEV = gen.DeviceInfo("cpu", "CPU test")
+CPU_PRECISIONS = [p for p in PRECISIONS if unsupported_reason(p, CPU_DEV) is None or p == "int8"]
+SETTINGS = {"warmup_iters": 1, "min_iters": 2, "min_seconds": 0.0}
+TIMING = (
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "prefill_tokens_per_s",
+    "decode_tokens_per_s",
+    "output_tokens_per_s",
+)
+ACCURACY = ("logits_rel_error", "kl_divergence", "top1_agreement")
+
+
+def run(**params: Any) -> dict[str, Any]:
+    spec = {
+        "scenario": "generate",
+        "params": {"model": "tiny-llama", **params},
+        "settings": SETTINGS,
+        "device": "cpu",
+    }
+    return run_case(spec)
+
+
+@pytest.mark.parametrize("precision", CPU_PRECISIONS)
+def test_every_cpu_precision_runs_eager(precision: str) -> None:
+    r = run(precision=precision, batch_size=2, input_len=6, output_len=4)
+    if precision == "int8" and importlib.util.find_spec("torchao") is None:
+        assert r["status"] == "skipped" and "pip install torchao" in r["reason"]
+        return
+    assert r["status"] == "ok", r.get("traceback")
+    m = r["metrics"]
+    n = len(m["e2e_ms"]["samples"])
+    assert n >= SETTINGS["min_iters"]
+    for name in TIMING:
+        assert len(m[name]["samples"]) == n and m[name]["value"] > 0
+    assert len(m["itl_ms"]["samples"]) == n * (4 - 1)
+    # TPOT is (E2E - TTFT) / (N - 1) sample by sample
+    for e2e, ttft, tpot in zip(m["e2e_ms"]["samples"], m["ttft_ms"]["samples"], m["tpot_ms"]["samples"], strict=True):
+        assert tpot == pytest.approx((e2e - ttft) / 3, rel=1e-4)  # samples are stored rounded
+    assert m["compile_s"]["value"] > 0
+    if precision == gen.REFERENCE:
+        assert not set(ACCURACY) & set(m)
+    else:
+        assert 0.0 <= m["top1_agreement"]["value"] <= 1.0
+        assert 0.0 <= m["logits_rel_error"]["value"] < 0.5  # a real comparison, not a mismatch of weights
+        assert m["kl_divergence"]["value"] >= 0.0
+    assert r["info"]["params"] == 4456448
+
+
+@pytest.mark.parametrize("precision", [p for p in PRECISIONS if p not in CPU_PRECISIONS])
+def test_gpu_precisions_are_skipped_on_the_cpu_worker(precision: str) -> None:
+    r = run(precision=precision)
+    assert r["status"] == "skipped" and r["reason"]
+
+
+def test_compiled_mode_compiles_and_measures() -> None:
+    r = run(precision="bf16", mode="compiled", batch_size=1, input_len=4, output_len=3)
+    assert r["status"] == "ok", r.get("traceback")
+    assert r["metrics"]["compile_s"]["value"] > 0
+    assert len(r["metrics"]["itl_ms"]["samples"]) == 2 * len(r["metrics"]["e2e_ms"]["samples"])
+
+
+def test_roofline_path_records_efficiency_and_flags_far_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CPU has no spec; give it an H100's so the GPU-side roofline code runs here. A tiny model
+    # on a CPU is far below an H100 bound, so the flag must appear (GPU busy time: unknown).
+    monkeypatch.setattr(gen, "_spec_for", lambda device: lookup("h100-sxm-80gb"))
+    r = run(precision="bf16", batch_size=1, input_len=4, output_len=3)
+    assert r["status"] == "ok", r.get("traceback")
+    eff = r["metrics"]["roofline_efficiency"]
+    assert len(eff["samples"]) == len(r["metrics"]["e2e_ms"]["samples"])
+    assert 0 < eff["value"] < 0.5 and "roofline bound" in eff["flags"][0]
+    assert r["info"]["decode_bound_by"] == "memory" and r["info"]["gpu_spec"] == "h100-sxm-80gb"
+    assert r["info"]["cpu_ms_per_step"] > 0
+
+
+def test_generation_is_forced_to_the_requested_length_even_past_eos() -> None:
+    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+    ids = synthetic_ids(session.vocab_size, 1, 5, "cpu")
+    first = int(session.logits(ids)[0, -1].argmax())
+    session.model.config.eos_token_id = first  # greedy decoding would stop at once on this EOS
+    session.model.generation_config.eos_token_id = first
+    session.prepare(6, "eager")
+    stamps: list[int] = []
+    assert session.generate(ids, on_token=lambda: stamps.append(1)) == 6
+    assert len(stamps) == 6  # one timestamp per generated token
+
+
+def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+    session.prepare(5, "eager")
+    ids = synthetic_ids(session.vocab_size, 1, 3, "cpu")
+    monkeypatch.setattr(session.model, "generate", lambda input_ids, **kw: torch.cat([input_ids, input_ids], 1))
+    with pytest.raises(RuntimeError, match="generated 3 tokens per sequence; 5 were requested"):
+        session.generate(ids)
+
+
+def test_quantization_leaves_lm_head_at_activation_precision() -> None:
+    from llmbench.engines.hf_quant import APPLY, apply_precision
+
+    assert set(APPLY) == set(PRECISIONS)
+    with pytest.raises(KeyError, match="valid"):
+        apply_precision(torch.nn.Linear(2, 2), "int3")
+    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+    session.apply_precision("fp16")
+    assert session.model.lm_head.weight.dtype == torch.float16
+    if importlib.util.find_spec("torchao") is not None:
+        session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+        session.apply_precision("int8")
+        q = session.model.model.layers[0].self_attn.q_proj.weight
+        assert "Int8" in type(q).__name__
+        assert type(session.model.lm_head.weight) is torch.nn.Parameter

@@ -1,0 +1,141 @@
+"""Roofline arithmetic (pure), the measured-ceiling lookup, and the far-below-bound diagnosis."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmbench import precision
+from llmbench.hardware import roofline as rf
+from llmbench.hardware.specs import lookup
+from llmbench.models.presets import get_preset
+
+TOY = rf.ModelShape(
+    layers=2,
+    hidden=8,
+    heads=2,
+    kv_heads=1,
+    head_dim=4,
+    linear_params=1000,
+    lm_head_params=100,
+    embedding_params=100,
+)
+
+
+def test_every_precision_has_a_peak_key_and_activation_width() -> None:
+    assert set(rf.PEAK_KEY) == set(precision.PRECISIONS)
+    assert rf.act_bytes("fp32") == 4 and rf.act_bytes("bf16") == 2 and rf.act_bytes("int4") == 2
+
+
+def test_decode_bytes_weights_at_stored_bits_plus_kv_cache() -> None:
+    assert TOY.kv_bytes_per_token(2) == 2 * 2 * 1 * 4 * 2  # K and V, layers, kv heads, head dim, bytes
+    # int4-like: 1000 params at 4 bits, lm_head at 2 bytes, 3 sequences x 10 cached tokens
+    assert rf.decode_step_bytes(TOY, 3, 10, 4.0, 2) == 500 + 200 + 3 * 10 * 32
+
+
+def test_flops_of_decode_and_prefill() -> None:
+    assert rf.decode_step_flops(TOY, 2, 5) == 2 * (2 * 1100 + 4 * 2 * 2 * 4 * 5)
+    assert rf.prefill_flops(TOY, 1, 6) == 2 * 1000 * 6 + 2 * 2 * 2 * 4 * 36 + 2 * 100
+
+
+def test_llama3_8b_bs1_decode_is_memory_bound_near_weights_over_bandwidth() -> None:
+    shape = get_preset("llama-3-8b").shape()
+    h100 = lookup("h100-sxm-80gb")
+    assert h100 is not None
+    b = rf.generation_bound(
+        shape,
+        rf.ceiling_for(h100, "bf16"),
+        batch=1,
+        input_len=128,
+        output_len=128,
+        weight_bits=16,
+        elem_bytes=2,
+    )
+    weights_s = (shape.linear_params + shape.lm_head_params) * 2 / 3.35e12
+    assert b.decode_kind == "memory"
+    assert weights_s < b.decode_step_s < weights_s * 1.01  # the KV cache of ~200 tokens adds < 1%
+    int4 = rf.generation_bound(
+        shape,
+        rf.ceiling_for(h100, "int4"),
+        batch=1,
+        input_len=128,
+        output_len=128,
+        weight_bits=4.25,
+        elem_bytes=2,
+    )
+    assert int4.decode_step_s < b.decode_step_s / 2.5  # 4-bit weights: much less to read
+    big = rf.generation_bound(
+        shape,
+        rf.ceiling_for(h100, "bf16"),
+        batch=2048,
+        input_len=128,
+        output_len=8,
+        weight_bits=16,
+        elem_bytes=2,
+    )
+    assert big.decode_kind == "compute"
+    # a 128-token prefill still reads every weight once: memory bound; 2048 tokens: compute bound
+    assert b.prefill_s == pytest.approx(rf.weight_bytes(shape, 16, 2) / 3.35e12)
+    long = rf.generation_bound(
+        shape,
+        rf.ceiling_for(h100, "bf16"),
+        batch=1,
+        input_len=2048,
+        output_len=2,
+        weight_bits=16,
+        elem_bytes=2,
+    )
+    assert long.prefill_s == pytest.approx(rf.prefill_flops(shape, 1, 2048) / 989.5e12)
+
+
+def test_ceiling_prefers_a_measured_bandwidth() -> None:
+    h100 = lookup("h100-sxm-80gb")
+    assert h100 is not None
+    assert rf.ceiling_for(h100, "fp8").peak_tflops == h100.tflops["fp8"]
+    assert rf.ceiling_for(h100, "int4").peak_tflops == h100.tflops["bf16"]
+    c = rf.ceiling_for(h100, "bf16", measured_tb_s=2.9)
+    assert c.bandwidth_tb_s == 2.9 and "measured" in c.bandwidth_source
+    assert "datasheet" in rf.ceiling_for(h100, "bf16").bandwidth_source
+
+
+def _ceilings(path, tb: float, kind: str = "d2d", status: str = "ok") -> None:
+    case = {
+        "id": "bandwidth/x",
+        "scenario": "bandwidth",
+        "params": {"kind": kind, "size_mib": 1024},
+        "status": status,
+        "metrics": {"tb_per_s": {"value": tb, "unit": "TB/s"}},
+    }
+    path.write_text(json.dumps({"schema_version": 1, "suite": "ceilings", "cases": [case]}))
+
+
+def test_measured_bandwidth_comes_from_the_newest_ceilings_with_a_d2d_case(tmp_path) -> None:
+    assert rf.measured_bandwidth_tb_s("h100-sxm-80gb", tmp_path) is None
+    d = tmp_path / "h100-sxm-80gb"
+    d.mkdir()
+    _ceilings(d / "ceilings-2026-01-01T00-00-00Z.json", 2.8)
+    _ceilings(d / "ceilings-2026-02-01T00-00-00Z.json", 3.0)
+    _ceilings(d / "ceilings-2026-03-01T00-00-00Z.json", 9.9, kind="h2d")  # newest, but no d2d case
+    _ceilings(d / "ceilings-2026-04-01T00-00-00Z.json", 9.9, status="failed")
+    (d / "quickstart-2026-05-01T00-00-00Z.json").write_text("{}")
+    assert rf.measured_bandwidth_tb_s("h100-sxm-80gb", tmp_path) == 3.0
+
+
+def test_diagnose_says_host_bound_with_cpu_and_gpu_times() -> None:
+    flags = rf.diagnose(0.2, tpot_s=0.025, bound_s=0.005, cpu_step_s=0.024, gpu_step_s=0.006, batch=1)
+    assert len(flags) == 1
+    assert "host-bound: CPU time per step 24.00 ms vs GPU 6.00 ms" in flags[0]
+
+
+def test_diagnose_kernel_bound_unknown_and_fine() -> None:
+    kernel = rf.diagnose(0.3, tpot_s=0.01, bound_s=0.003, cpu_step_s=0.01, gpu_step_s=0.0095, batch=8)
+    assert "kernel-bound" in kernel[0]
+    unknown = rf.diagnose(0.3, tpot_s=0.01, bound_s=0.003, cpu_step_s=None, gpu_step_s=None, batch=1)
+    assert "unknown" in unknown[0]
+    assert rf.diagnose(0.8, tpot_s=0.01, bound_s=0.008, cpu_step_s=0.01, gpu_step_s=0.001, batch=1) == []
+
+
+def test_busy_time_is_the_union_of_kernel_intervals() -> None:
+    assert rf.busy_time([]) == 0.0
+    assert rf.busy_time([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
