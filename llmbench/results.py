@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llmbench.harness.stats import summarize
+from llmbench.harness.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
 
 SCHEMA_VERSION = 1
@@ -39,12 +39,21 @@ class MetricResult(BaseModel):
     @classmethod
     def from_samples(cls, name: str, samples: list[float], flags: list[str] | None = None) -> MetricResult:
         stats = summarize(samples)
+        flags = list(flags or [])
+        d = drift(samples)
+        if d is not None:
+            stats["drift"] = d
+            if abs(d) > DRIFT_THRESHOLD and metric(name).better != "neither":
+                flags.append(
+                    f"drifted {d:+.0%} from the first to the last tenth of the timed window (clock or power"
+                    " throttling, thermal state, caching): the median is a sustained figure, not a burst one"
+                )
         return cls(
             value=float(stats["median"]),  # type: ignore[arg-type]
             unit=metric(name).unit,
             stats=stats,
             samples=[float(f"{s:.6g}") for s in samples],
-            flags=flags or [],
+            flags=flags,
         )
 
     @classmethod

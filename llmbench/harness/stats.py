@@ -46,6 +46,20 @@ def bootstrap_distribution(
     return np.apply_along_axis(statistic, 1, x[idx])
 
 
+DRIFT_THRESHOLD = 0.05
+
+
+def drift(samples: Sequence[float] | np.ndarray) -> float | None:
+    """Relative change from the first tenth of the (time-ordered) samples to the last tenth, by median;
+    None with fewer than 20 samples."""
+    x = np.asarray(samples, dtype=np.float64)
+    if x.size < 20:
+        return None
+    k = max(2, x.size // 10)
+    first, last = float(np.median(x[:k])), float(np.median(x[-k:]))
+    return last / first - 1.0 if first else None
+
+
 def summarize(samples: Sequence[float]) -> dict[str, object]:
     """median, mean, p90, p99, min, max, stdev, cv, ci95 (bootstrap of the median) and n."""
     x = np.asarray(samples, dtype=np.float64)
