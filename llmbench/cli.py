@@ -120,12 +120,17 @@ def run(
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
                                        "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
     cpu: bool = typer.Option(False, "--cpu", help="Run on the CPU even when a GPU is present."),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases "
                              "without asking."),
 ) -> None:
     """Run a suite: every case in its own process, results written after each case."""
     s = load_suite(suite)
     cases = filter_cases(s.cases, filter or [])
+    if timeout is not None:
+        cases = [c.with_settings(timeout_s=timeout) for c in cases]
     if not cases:
         raise UserError(f"no case of suite {s.name!r} matches --filter {filter}; the suite has {len(s.cases)} case(s)")
     if dry_run:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,10 @@ class CaseSpec:
     @property
     def label(self) -> str:
         return f"{self.scenario} {Scenario.label(self.params)}"
+
+    def with_settings(self, **changes: Any) -> CaseSpec:
+        """The same case (same id) with other harness settings."""
+        return replace(self, settings=self.settings.model_copy(update=changes))
 
     def scenario_obj(self) -> Scenario:
         return SCENARIOS.get(self.scenario)()

@@ -102,6 +102,10 @@ def test_generation_is_forced_to_the_requested_length_even_past_eos() -> None:
     stamps: list[int] = []
     assert session.generate(ids, on_token=lambda: stamps.append(1)) == 6
     assert len(stamps) == 6  # one timestamp per generated token
+    stamps.clear()
+    assert session.generate(ids, on_token=lambda: stamps.append(1), tokens=3) == 3  # a short diagnostic run
+    assert len(stamps) == 3
+    assert session.generate(ids) == 6  # the prepared length is untouched
 
 
 def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -126,24 +126,34 @@ class HFSession:
             cc._compile_all_devices = True  # type: ignore[assignment]
         return cc
 
-    def generate(self, ids: torch.Tensor, on_token: Callable[[], None] | None = None) -> int:
-        """One generate() of the batch; returns the number of new tokens, which must be output_len."""
+    def generate(
+        self, ids: torch.Tensor, on_token: Callable[[], None] | None = None, tokens: int | None = None
+    ) -> int:
+        """One generate() of the batch; returns the number of new tokens, which must be output_len
+        (or `tokens`, for a shorter diagnostic run with the same prepared settings)."""
+        import copy
+
         import torch
 
         if self._gen_config is None:
             raise RuntimeError("call prepare() before generate()")
         from transformers import LogitsProcessorList
 
+        want = self._output_len if tokens is None else min(tokens, self._output_len)
+        cfg = self._gen_config
+        if want != self._output_len:
+            cfg = copy.deepcopy(cfg)
+            cfg.max_new_tokens = cfg.min_new_tokens = want
         hooks = LogitsProcessorList([_token_hook_class()(on_token)] if on_token else [])
         out = self.model.generate(
             input_ids=ids,
             attention_mask=torch.ones_like(ids),
-            generation_config=self._gen_config,
+            generation_config=cfg,
             logits_processor=hooks,
         )
         n = int(out.shape[1] - ids.shape[1])
-        if n != self._output_len:
-            raise RuntimeError(f"the engine generated {n} tokens per sequence; {self._output_len} were requested")
+        if n != want:
+            raise RuntimeError(f"the engine generated {n} tokens per sequence; {want} were requested")
         return n
 
     def compiled(self) -> bool:

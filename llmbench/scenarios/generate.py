@@ -29,6 +29,7 @@ from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioPa
 
 REFERENCE = "bf16"
 PROBE_SHAPE = (2, 64)  # the fixed batch the accuracy metrics are computed on
+PROFILE_TOKENS = 16  # the profiled diagnostic generate() is short: profiling every kernel is slow
 SEED = 0
 
 
@@ -263,7 +264,8 @@ class GenerateScenario(Scenario):
         gpu_step = None
         if dev.is_cuda:
             try:  # a diagnosis only: a profiler problem must not cost the case its measurements
-                gpu_step = _gpu_busy_per_step(lambda: session.generate(ids), per_iter, params.output_len)
+                n_prof = min(params.output_len, PROFILE_TOKENS)
+                gpu_step = _gpu_busy_per_step(lambda: session.generate(ids, tokens=n_prof), per_iter, n_prof)
             except Exception as e:
                 ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
         ctx.info["cpu_ms_per_step"] = cpu_step * 1e3
@@ -372,8 +374,9 @@ def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
 
 
 def _gpu_busy_per_step(generate: Callable[[], Any], per_iter: list[TokenMetrics], output_len: int) -> float | None:
-    """GPU busy time per decode step: kernel time of one profiled generate() (outside the timed
-    window), less the prefill (about TTFT), over the N - 1 decode steps. None if no kernels seen."""
+    """GPU busy time per decode step: kernel time of one short profiled generate() of `output_len`
+    tokens (outside the timed window), less the prefill (about TTFT), over its N - 1 decode steps.
+    None if no kernels were seen."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
