@@ -113,6 +113,8 @@ def run(
         "in the case label. Repeat to combine."),
     resume: bool = typer.Option(False, "--resume", help="Continue the newest result set of this suite on this GPU: "
                                 "cases already ok or skipped are not run again."),
+    force: bool = typer.Option(False, "--force", help="With --resume: measure the selected cases again, "
+                               "replacing their earlier results in the same result set."),
     out: Path = typer.Option(
         Path("results"), "--out", help="Root folder of result sets: OUT/<gpu-slug>/<suite>-<UTC>.json."
     ),
@@ -143,7 +145,9 @@ def run(
             raise UserError(f"the plan has {len(cases)} cases (more than {CONFIRM_ABOVE_CASES}); narrow it with "
                             "--filter, check it with --dry-run, or pass --yes to start it")
         typer.confirm(f"The plan has {len(cases)} cases. Start it?", abort=True)
-    opts = RunOptions(out_dir=out, resume=resume, gpus=gpus, device="cpu" if cpu else "auto")
+    if force and not resume:
+        raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
+    opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto")
     with _progress() as p:
         path = run_suite(s, cases, opts, RichUI(p))
     rs = load(path)

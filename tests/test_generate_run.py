@@ -108,6 +108,22 @@ def test_generation_is_forced_to_the_requested_length_even_past_eos() -> None:
     assert session.generate(ids) == 6  # the prepared length is untouched
 
 
+def test_compiled_static_loop_generates_what_generate_would() -> None:
+    """The compiled mode's own greedy loop (static cache, compiled step) must emit exactly the tokens
+    transformers' generate() emits for the same model and prompt."""
+    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+    ids = synthetic_ids(session.vocab_size, 2, 7, "cpu")
+    session.prepare(6, "eager")
+    ref = session.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                 generation_config=session._gen_config)[:, 7:]
+    session.prepare(6, "compiled")
+    assert session.generate(ids) == 6
+    assert session.compiled()
+    assert torch.equal(session._static.last_tokens, ref)
+    assert session.generate(ids, tokens=4) == 4  # a shorter run reuses the cache and graphs
+    assert torch.equal(session._static.last_tokens, ref[:, :4])
+
+
 def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
     session.prepare(5, "eager")

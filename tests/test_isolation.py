@@ -113,3 +113,14 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
     assert [c.params["seconds"] for c in rs2.cases] == [0.1, 0.2, 0.3, 0.4]
     assert {c.id: c.started_at for c in rs2.cases[:3]} == first_ids
     assert rs2.finished_at is not None
+    assert all(c.info["llmbench_commit"] == rs2.llmbench["git_commit"] for c in rs2.cases)
+
+    # --force re-measures the selected cases in place; the others stay as they were
+    proc = _runner(suite, out, "--resume", "--force", "--filter", "seconds=0.1")
+    assert proc.wait(timeout=120) == 0
+    rs3 = load(path)
+    assert len(rs3.cases) == 4
+    redone = next(c for c in rs3.cases if c.params["seconds"] == 0.1)
+    assert redone.started_at > first_ids[redone.id]
+    assert {c.id: c.started_at for c in rs3.cases if c.params["seconds"] != 0.1} == {
+        c.id: c.started_at for c in rs2.cases if c.params["seconds"] != 0.1}

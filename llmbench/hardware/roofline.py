@@ -148,7 +148,8 @@ def ceiling_for(spec: GpuSpec, precision: str, measured_tb_s: float | None = Non
 
 def measured_bandwidth_tb_s(slug: str, results_dir: Path = Path("results")) -> float | None:
     """Device-copy bandwidth from the newest `results/<slug>/ceilings-*.json` that has an ok
-    `bandwidth` case of kind d2d; None when there is none (the datasheet figure is used then)."""
+    `bandwidth` case of kind d2d (the best of its buffer sizes: the ceiling); None when there is none
+    (the datasheet figure is used then)."""
     folder = results_dir / slug
     if not folder.is_dir():
         return None
@@ -157,14 +158,16 @@ def measured_bandwidth_tb_s(slug: str, results_dir: Path = Path("results")) -> f
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        for case in data.get("cases", []):
-            if (
-                case.get("scenario") == "bandwidth"
-                and case.get("status") == "ok"
-                and case.get("params", {}).get("kind") == "d2d"
-                and "tb_per_s" in case.get("metrics", {})
-            ):
-                return float(case["metrics"]["tb_per_s"]["value"])
+        found = [
+            float(case["metrics"]["tb_per_s"]["value"])
+            for case in data.get("cases", [])
+            if case.get("scenario") == "bandwidth"
+            and case.get("status") == "ok"
+            and case.get("params", {}).get("kind") == "d2d"
+            and "tb_per_s" in case.get("metrics", {})
+        ]
+        if found:
+            return max(found)
     return None
 
 

@@ -41,6 +41,7 @@ class SilentUI:
 class RunOptions:
     out_dir: Path = Path("results")
     resume: bool = False
+    force: bool = False  # with resume: run the selected cases again even if they are done
     gpus: str | None = None  # "0,1" or "MIG-<uuid>": becomes CUDA_VISIBLE_DEVICES of each case
     device: str = "auto"  # "auto" (a GPU when there is one) or "cpu"
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -79,6 +80,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     ui = ui or SilentUI()
     env = child_env(opts.gpus, opts.extra_env)
     fp = fingerprint(env)
+    commit = llmbench_info().get("git_commit")
     if opts.device == "cpu":
         fp["gpu"] = {"name": "none (CPU forced)", "slug": f"cpu-{fp.get('cpu', {}).get('arch', 'unknown')}",
                      "count": 0}
@@ -98,7 +100,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
                        llmbench={**llmbench_info(), "version": __version__}, env=fp,
                        warnings=environment_warnings(fp))
     rs.finished_at = None
-    done = {c.id for c in rs.cases if c.status in DONE_STATUSES}
+    done = set() if opts.force else {c.id for c in rs.cases if c.status in DONE_STATUSES}
     todo = [c for c in cases if c.id not in done]
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
@@ -112,6 +114,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
             ui.warn(msg)
         ui.case_start(case, i)
         result = run_one(case, env, opts.device, ui)
+        result.info["llmbench_commit"] = commit  # a resumed result set can span commits
         if others:
             result.info["other_gpu_processes"] = others
         rs.upsert(result)

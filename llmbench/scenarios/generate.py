@@ -174,6 +174,7 @@ class TokenClock:
 @SCENARIOS.register("generate")
 class GenerateScenario(Scenario):
     Params = GenerateParams
+    headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
     description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
 
     def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
