@@ -57,6 +57,8 @@ def llmbench_info() -> dict[str, Any]:
                                         capture_output=True, text=True, timeout=5).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
+    if commit is None and os.environ.get("LLMBENCH_GIT_COMMIT"):  # a copied tree without .git (a rented box)
+        commit = os.environ["LLMBENCH_GIT_COMMIT"]
     return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
 
 

@@ -266,7 +266,10 @@ class GenerateScenario(Scenario):
         if dev.is_cuda:
             try:  # a diagnosis only: a profiler problem must not cost the case its measurements
                 n_prof = min(params.output_len, PROFILE_TOKENS)
-                gpu_step = _gpu_busy_per_step(lambda: session.generate(ids, tokens=n_prof), per_iter, n_prof)
+                gpu_step, kernels = _gpu_busy_per_step(
+                    lambda: session.generate(ids, tokens=n_prof), per_iter, n_prof
+                )
+                ctx.info["gpu_kernels_per_step"] = kernels
             except Exception as e:
                 ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
         ctx.info["cpu_ms_per_step"] = cpu_step * 1e3
@@ -374,10 +377,13 @@ def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
     return None
 
 
-def _gpu_busy_per_step(generate: Callable[[], Any], per_iter: list[TokenMetrics], output_len: int) -> float | None:
+def _gpu_busy_per_step(
+    generate: Callable[[], Any], per_iter: list[TokenMetrics], output_len: int
+) -> tuple[float | None, float | None]:
     """GPU busy time per decode step: kernel time of one short profiled generate() of `output_len`
     tokens (outside the timed window), less the prefill (about TTFT), over its N - 1 decode steps.
-    None if no kernels were seen."""
+    None if no kernels were seen. Also the kernels per step: many small kernels leave idle gaps
+    between them even inside a CUDA graph."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -387,7 +393,7 @@ def _gpu_busy_per_step(generate: Callable[[], Any], per_iter: list[TokenMetrics]
         torch.cuda.synchronize()
     spans = [(e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA]
     if not spans:
-        return None
+        return None, None
     busy_s = roofline.busy_time(spans) / 1e6
     ttft_s = statistics.median(t.ttft_ms for t in per_iter) / 1e3
-    return max(busy_s - ttft_s, 0.0) / (output_len - 1)
+    return max(busy_s - ttft_s, 0.0) / (output_len - 1), len(spans) / output_len
