@@ -118,6 +118,7 @@ def write_atomic(path: Path, text: str) -> None:
     sees either the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result set is for sharing
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -136,6 +137,12 @@ def to_json(result_set: ResultSet) -> str:
     """Indented JSON with lists of numbers (raw samples) on one line each: readable and compact."""
     text = result_set.model_dump_json(indent=1, exclude_none=False)
     return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save(result_set: ResultSet, path: Path) -> None:

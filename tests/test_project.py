@@ -116,3 +116,20 @@ def test_validate_reports_error_per_scenario_and_metric() -> None:
     assert set(v.unmatched) >= {c.id for c in h200_set().cases if c.params.get("precision") == "tf32"}
     with pytest.raises(UserError):
         validate(h200_set(), h100_set())
+
+
+def test_skinny_gemms_project_as_memory_bound_and_square_ones_as_compute_bound() -> None:
+    from llmbench.hardware.specs import lookup
+    from llmbench.report.project import gemm_bound
+    from llmbench.results import CaseResult
+
+    h100 = lookup("h100-sxm-80gb")
+    assert h100 is not None
+
+    def case(shape: list[int], precision: str = "bf16") -> CaseResult:
+        return CaseResult(id="gemm/x", scenario="gemm", params={"precision": precision, "shape": shape}, status="ok")
+
+    assert gemm_bound(case([16, 14336, 4096]), h100) == "memory"  # intensity ~16 FLOP/B, ridge ~295
+    assert gemm_bound(case([8192, 8192, 8192]), h100) == "compute"
+    assert gemm_bound(case([16, 14336, 4096], "fp8"), h100) == "memory"
+    assert gemm_bound(case([1024, 1024, 1024], "fp8"), h100) == "compute"  # under the ridge, but fits in L2

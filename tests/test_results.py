@@ -35,6 +35,18 @@ def test_round_trip_keeps_everything(tmp_path: Path) -> None:
     assert back.gpu_slug == "h100-sxm-80gb"
 
 
+def test_result_files_are_readable_by_others(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        save(_rs(), tmp_path / "a.json")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
+
+
 def test_samples_are_kept_on_one_line(tmp_path: Path) -> None:
     save(_rs(), tmp_path / "a.json")
     assert '"samples": [100.0, 101.5, 99.25, 100.125]' in (tmp_path / "a.json").read_text()

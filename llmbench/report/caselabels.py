@@ -15,7 +15,7 @@ def fmt_param(value: Any) -> str:
 
 def params_text(params: dict[str, Any], keys: list[str] | None = None) -> str:
     keys = list(params) if keys is None else keys
-    return " ".join(f"{k}={fmt_param(params[k])}" for k in keys if k in params)
+    return " ".join(f"{k}={fmt_param(params[k])}" for k in keys if params.get(k) is not None)
 
 
 def case_labels(cases: list[CaseResult]) -> dict[str, str]:

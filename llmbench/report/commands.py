@@ -12,7 +12,7 @@ from rich.console import Console
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import SPECS, lookup
 from llmbench.report.basediff import base_diff, parse_base
-from llmbench.report.compare import compare
+from llmbench.report.compare import compare, headline_metrics
 from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, load_sets, name_sets, resolve_baseline
 from llmbench.report.project import project, spec_or_error, validate
@@ -64,6 +64,9 @@ def compare_cmd(
     ),
     fmt: Fmt = FORMAT_OPT,
     out: Optional[Path] = OUT_OPT,
+    headline: bool = typer.Option(
+        False, "--headline", help="Only each scenario's headline metrics, peak memory and energy per unit."
+    ),
 ) -> None:
     """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
     95% bootstrap CIs, geometric means, and every missing or failed case listed."""
@@ -73,7 +76,7 @@ def compare_cmd(
     tables: list[Table] = []
     data: dict[str, Any] = {}
     if len(sets) >= 2:
-        cmp = compare(sets, resolve_baseline(sets, baseline))
+        cmp = compare(sets, resolve_baseline(sets, baseline), headline_metrics() if headline else None)
         tables += comparison_tables(cmp)
         data["comparison"] = cmp.to_dict()
     elif baseline is not None:

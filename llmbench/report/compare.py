@@ -11,6 +11,7 @@ replicate). Nothing is dropped silently: cases on one side only, and cases that 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,8 +204,18 @@ def _note(cid: str, rep: CaseResult, label: str, found: list[CaseResult | None])
     )
 
 
-def compare(sets: list[SetRef], baseline: int = 0) -> Comparison:
-    """Join `sets` by case id and compare every other set with `sets[baseline]`."""
+def headline_metrics() -> set[str]:
+    """Each registered scenario's headline metrics, plus peak memory and energy per unit: what a
+    published comparison shows (`llmbench compare` shows every metric unless asked otherwise)."""
+    from llmbench.scenarios.base import SCENARIOS
+
+    names = {m for _, cls in SCENARIOS for m in cls.headline}
+    return names | {"peak_memory_gib", "energy_j_per_token", "energy_j_per_sample"}
+
+
+def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | None = None) -> Comparison:
+    """Join `sets` by case id and compare every other set with `sets[baseline]` (on `metrics` only,
+    when given)."""
     if len(sets) < 2:
         raise ValueError("compare needs at least two result sets")
     order, rep = _all_cases(sets)
@@ -220,7 +231,11 @@ def compare(sets: list[SetRef], baseline: int = 0) -> Comparison:
             not_ok.append(_note(cid, rep[cid], labels[cid], found))
         if any(c is None or c.status != "ok" for c in found):
             continue
-        rows.extend(_metric_rows(cid, rep[cid].scenario, labels[cid], found, baseline))  # type: ignore[arg-type]
+        rows.extend(
+            r
+            for r in _metric_rows(cid, rep[cid].scenario, labels[cid], found, baseline)  # type: ignore[arg-type]
+            if metrics is None or r.metric in metrics
+        )
     return Comparison(
         sets,
         baseline,

@@ -1,13 +1,17 @@
 """Projecting a measured result set to another GPU of the spec table, by roofline decomposition.
 
 Each metric of a case is bound either by memory bandwidth or by the dense peak of the case's compute
-precision: bandwidth d2d copies, decode (TPOT, ITL, decode tok/s) -> memory; GEMMs, linear layers,
-training steps, prefill/TTFT -> compute. The bound part of a case's time scales with the spec ratio;
-where the case reports its `roofline_efficiency` e, only that share of the time is bound and the
-rest (host overhead, launches) stays as measured: time' = time * (e * ratio + 1 - e). Without it,
-e = 1 (all time scales). A projection is an estimate, never a measurement: the set is
-`source.kind = "projected"`, every metric is flagged "projected" and carries no samples, and
-`validate` measures how wrong the model was where a real run exists.
+precision: bandwidth d2d copies, decode (TPOT, ITL, decode tok/s) -> memory; GEMMs under the GPU's
+ridge point (skinny, decode-shaped) -> memory; other GEMMs, linear layers, training steps,
+prefill/TTFT -> compute. Host-bound work (eager decoding at batch 1, host copies) depends on the host
+CPU, which no spec table describes: validation against a real run shows how much.
+
+The bound part of a case's time scales with the spec ratio; where the case reports its
+`roofline_efficiency` e, only that share of the time is bound and the rest (host overhead, launches)
+stays as measured: time' = time * (e * ratio + 1 - e). Without it, e = 1 (all time scales). A
+projection is an estimate, never a measurement: the set is `source.kind = "projected"`, every metric
+is flagged "projected" and carries no samples, and `validate` measures how wrong the model was where
+a real run exists.
 """
 
 from __future__ import annotations
@@ -67,7 +71,29 @@ COMPUTE_PRECISION = {
     "fp4": "bf16",
     "llm-int8": "fp16",
 }
-HOST_BANDWIDTH_KINDS = frozenset({"h2d", "d2h", "h2h"})
+HOST_BANDWIDTH_KINDS = frozenset({"h2d", "d2h", "host"})
+L2_SCALE_BYTES = 50_000_000  # about the L2 of Hopper GPUs (H100 50 MB, H200 60 MB)
+GEMM_OPERAND_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+
+def gemm_bound(case: CaseResult, spec: GpuSpec) -> Bound:
+    """A GEMM is memory-bound when its arithmetic intensity (2MNK FLOPs over the bytes of A, B and C)
+    is under the GPU's ridge point (peak FLOP/s over bandwidth) and its operands do not fit in L2:
+    decode-shaped skinny products against a weight matrix are."""
+    shape = case.params.get("shape")
+    precision = str(case.params.get("precision", "bf16"))
+    peak = spec.peak(precision)
+    if not shape or len(shape) != 3 or not peak:
+        return "compute"
+    m, n, k = (int(d) for d in shape)
+    elem = GEMM_OPERAND_BYTES.get(precision, 2)
+    out_elem = 2 if precision == "fp8" else elem  # fp8 products are written in bf16
+    bytes_moved = (m * k + k * n) * elem + m * n * out_elem
+    intensity = 2.0 * m * n * k / bytes_moved
+    ridge = peak * 1e12 / (spec.bandwidth_tb_s * 1e12)
+    # operands that fit in the L2 cache are not limited by device memory (a 1024^3 product is
+    # latency-bound, not bandwidth-bound): only larger ones under the ridge scale with bandwidth
+    return "memory" if intensity < ridge and bytes_moved > L2_SCALE_BYTES else "compute"
 
 
 def spec_or_error(slug: str) -> GpuSpec:
@@ -111,8 +137,10 @@ def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
     return Scales(src.bandwidth_tb_s / dst.bandwidth_tb_s, compute, eff), compute_prec
 
 
-def _bound(scenario: str, metric: str) -> Bound | None:
-    rules = BOUNDS.get(scenario, {})
+def _bound(case: CaseResult, metric: str, src: GpuSpec) -> Bound | None:
+    if case.scenario == "gemm" and metric == "tflops":
+        return gemm_bound(case, src)
+    rules = BOUNDS.get(case.scenario, {})
     return rules.get(metric) or rules.get("*")
 
 
@@ -154,7 +182,7 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
         return CaseResult(
             **base,
             status="skipped",
-            reason="projection: host transfers depend on PCIe and the "
+            reason="projection: host transfers and host memory copies depend on PCIe and the "
             "host, which the spec table does not describe",
         )
     sc, prec = _scales(case, src, dst)
@@ -169,7 +197,7 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
     for name, m in case.metrics.items():
         if name in metrics:
             continue
-        bound = _bound(case.scenario, name)
+        bound = _bound(case, name, src)
         if name in INVARIANT:
             metrics[name] = _projected(m.value, m)
             continue

@@ -1,7 +1,9 @@
 """`nox -s publish`: regenerate the published pages under results/ from the committed result sets.
 
 - results/h100-vs-h200.md: for every suite with a measured result set on both machines, the newest
-  H100 set against the newest H200 set (H100 is the baseline), with CIs;
+  H100 set against the newest H200 set (H100 is the baseline), with CIs on each scenario's headline
+  metrics; then the projection check: the H100 set projected to the H200 by roofline scaling, and its
+  error against the measured H200 set, per scenario and metric;
 - results/report.html: the same comparisons as an HTML page with charts, plus the published reference
   figures under results/published/ (each labelled as published).
 """
@@ -11,12 +13,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from llmbench.report.compare import compare
+from llmbench.report.compare import compare, headline_metrics
 from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, name_sets
 from llmbench.report.labels import is_measured
+from llmbench.report.project import project, validate
 from llmbench.report.tables import Table, to_markdown
-from llmbench.report.views import comparison_tables
+from llmbench.report.views import comparison_tables, validation_tables
 from llmbench.results import write_atomic
 
 H100_SLUG = "h100-sxm-80gb"
@@ -50,6 +53,23 @@ def _published_sections(folder: Path) -> list[Section]:
     ]
 
 
+def projection_check(
+    h100: dict[str, tuple[Path, SetRef]], h200: dict[str, tuple[Path, SetRef]], suites: list[str]
+) -> list[Table]:
+    """Project each H100 set to the H200 by roofline scaling and measure the error against the real
+    H200 set: how far `llmbench project` can be trusted, per scenario and metric."""
+    out: list[Table] = []
+    for suite in suites:
+        measured = replace(h200[suite][1], name=H200_SLUG)
+        projected = SetRef(name=H200_SLUG, rs=project(h100[suite][1].rs, H200_SLUG))
+        v = validate(projected.rs, measured.rs)
+        out += [
+            replace(t, title=f"Projection check, {suite}: H100 projected to H200 — {t.title}")
+            for t in validation_tables(v, projected, measured)
+        ]
+    return out
+
+
 def publish(results_dir: Path) -> list[Path]:
     """Write the Markdown comparison and the HTML report under `results_dir`; return their paths."""
     h100 = newest_by_suite(results_dir / H100_SLUG)
@@ -71,8 +91,9 @@ def publish(results_dir: Path) -> list[Path]:
         )
     ]
     for sec in sections:
-        cmp = compare(sec.sets, 0)
+        cmp = compare(sec.sets, 0, headline_metrics())
         tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp)]
+    tables += projection_check(h100, h200, common)
     md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
     if not common:
         md += "\nNo suite has a measured result set on both machines yet.\n"
