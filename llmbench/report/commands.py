@@ -96,11 +96,19 @@ def report_cmd(
     ),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="The HTML file to write."),
     title: str = typer.Option("llmbench report", help="Page title."),
+    all_metrics: bool = typer.Option(
+        False, "--all-metrics", help="Every metric (default: each scenario's headline metrics, memory, energy)."
+    ),
 ) -> None:
     """Write a self-contained HTML page (tables and charts, no external resources) for one result set
     or a comparison of several."""
     sets = load_sets(files)
-    section = Section(title if len(sets) == 1 else "Comparison", sets, resolve_baseline(sets, baseline))
+    section = Section(
+        title if len(sets) == 1 else "Comparison",
+        sets,
+        resolve_baseline(sets, baseline),
+        None if all_metrics else frozenset(headline_metrics()),
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html([section], title), encoding="utf-8")
     typer.echo(f"wrote {out}", err=True)

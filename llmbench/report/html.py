@@ -41,6 +41,7 @@ class Section:
     title: str
     sets: list[SetRef]
     baseline: int = 0
+    metrics: frozenset[str] | None = None  # only these metrics (None: all)
 
 
 def _cell(text: str) -> str:
@@ -71,7 +72,7 @@ def chart_html(c: Chart) -> str:
 def section_html(sec: Section) -> str:
     """Tables, then charts: throughput and latency bars, speed-ups, percentiles, roofline efficiency."""
     if len(sec.sets) > 1:
-        cmp = compare(sec.sets, sec.baseline)
+        cmp = compare(sec.sets, sec.baseline, sec.metrics)
         tables = comparison_tables(cmp)
         speed = speedup_chart(cmp)
         charts = [speed] if speed else []

@@ -75,8 +75,10 @@ def publish(results_dir: Path) -> list[Path]:
     h100 = newest_by_suite(results_dir / H100_SLUG)
     h200 = newest_by_suite(results_dir / H200_SLUG)
     common = sorted(set(h100) & set(h200))
+    headline = frozenset(headline_metrics())
     sections = [
-        Section(f"{suite}: H100 vs H200", name_sets([h100[suite][1], h200[suite][1]])) for suite in common
+        Section(f"{suite}: H100 vs H200", name_sets([h100[suite][1], h200[suite][1]]), metrics=headline)
+        for suite in common
     ]
     one_side = sorted(set(h100) ^ set(h200))
     tables: list[Table] = [
@@ -91,7 +93,7 @@ def publish(results_dir: Path) -> list[Path]:
         )
     ]
     for sec in sections:
-        cmp = compare(sec.sets, 0, headline_metrics())
+        cmp = compare(sec.sets, 0, sec.metrics)
         tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp)]
     tables += projection_check(h100, h200, common)
     md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
