@@ -21,7 +21,7 @@ from rich.table import Table
 
 from llmbench import __version__
 from llmbench.errors import UserError
-from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.harness.runner import RunOptions, RunUI, run_suite
 from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
@@ -51,7 +51,7 @@ def _root(
     """Benchmark LLM workloads across GPUs, precisions and engines, and compare the results."""
 
 
-class RichUI:
+class RichUI(RunUI):
     """Progress bars (suite and case, with ETA) and a summary table at the end."""
 
     def __init__(self, progress: Progress) -> None:
@@ -159,9 +159,10 @@ def run(
 
 
 @app.command("list")
-def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions, engines or all")) -> None:
-    """List suites, scenarios, precisions and engines."""
+def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions, engines, metrics or all")) -> None:
+    """List suites, scenarios, precisions, engines and metrics (with units and which way is better)."""
     from llmbench.engines.base import ENGINES
+    from llmbench.metrics import METRICS
     from llmbench.precision import PRECISIONS
     from llmbench.scenarios.base import SCENARIOS
 
@@ -171,6 +172,8 @@ def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions,
         "precisions": lambda: [(p.name, p.description) for p in PRECISIONS.values()],
         "engines": lambda: [(n, c.description + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))
                             for n, c in ENGINES],
+        "metrics": lambda: [(m.name, f"{m.unit}, {m.better} is better: {m.description}"
+                             if m.better != "neither" else f"{m.unit}: {m.description}") for m in METRICS.values()],
     }
     if what != "all" and what not in sections:
         raise UserError(f"unknown list {what!r}; valid: {', '.join(sections)}, all")

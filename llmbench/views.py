@@ -5,30 +5,18 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
 
 
-def fmt_value(v: float) -> str:
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a >= 1:
-        return f"{v:.3g}" if a < 10 else f"{v:.2f}"
-    return f"{v:.3g}"
-
-
 def fmt_metric(m: MetricResult) -> str:
-    text = f"{fmt_value(m.value)} {m.unit}"
+    text = f"{fmt_num(m.value)} {m.unit}"
     ci = (m.stats or {}).get("ci95")
     if ci and ci[0] != ci[1]:
-        text += f" [{fmt_value(ci[0])}, {fmt_value(ci[1])}]"
+        text += f" [{fmt_num(ci[0])}, {fmt_num(ci[1])}]"
     if m.flags:
         text += " (!)"
     return text

@@ -120,8 +120,12 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
     assert session.generate(ids) == 6
     assert session.compiled()
     assert torch.equal(session._static.last_tokens, ref)
-    assert session.generate(ids, tokens=4) == 4  # a shorter run reuses the cache and graphs
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
+    assert session.generate(ids, tokens=4) == 4  # a shorter run reuses the cache and the compiled graph
     assert torch.equal(session._static.last_tokens, ref[:, :4])
+    assert counters["stats"]["unique_graphs"] == graphs  # no recompilation
 
 
 def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

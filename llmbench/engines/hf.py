@@ -195,7 +195,9 @@ class StaticGreedy:
             raise ValueError(f"{n} new tokens requested; the static cache was prepared for {self.max_new}")
         cache = self._cache_for(batch, length + self.max_new)
         dev = ids.device
-        out = torch.empty(batch, n, dtype=torch.long, device=dev)
+        # sized for the prepared capacity, not this run: the step's input is a view of it, and a view
+        # with other strides would make torch.compile build (and capture) the graph again
+        out = torch.empty(batch, self.max_new, dtype=torch.long, device=dev)
         positions = torch.arange(length, length + self.max_new, device=dev)
         with torch.no_grad():
             prefill_pos = torch.arange(length, device=dev)
@@ -215,5 +217,5 @@ class StaticGreedy:
                 if on_token:
                     on_token()
                 self.compiled_steps += 1
-        self.last_tokens = out
-        return int(out.shape[1])
+        self.last_tokens = out[:, :n]
+        return n

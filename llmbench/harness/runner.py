@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from llmbench import __version__
 from llmbench.hardware import nvml
@@ -19,16 +19,10 @@ from llmbench.suite import CaseSpec, Suite
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
 
 
-class RunUI(Protocol):
-    def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None: ...
-    def case_start(self, case: CaseSpec, index: int) -> None: ...
-    def case_progress(self, fraction: float, text: str) -> None: ...
-    def case_done(self, case: CaseSpec, result: CaseResult) -> None: ...
-    def warn(self, text: str) -> None: ...
-    def suite_done(self, result_set: ResultSet, path: Path) -> None: ...
+class RunUI:
+    """What a run tells the person watching it. This base says nothing (tests, library use);
+    the CLI's subclass draws progress bars and a summary."""
 
-
-class SilentUI:
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None: ...
     def case_start(self, case: CaseSpec, index: int) -> None: ...
     def case_progress(self, fraction: float, text: str) -> None: ...
@@ -77,7 +71,7 @@ def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
 
 
 def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI | None = None) -> Path:
-    ui = ui or SilentUI()
+    ui = ui or RunUI()
     env = child_env(opts.gpus, opts.extra_env)
     fp = fingerprint(env)
     commit = llmbench_info().get("git_commit")

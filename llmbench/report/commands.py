@@ -13,7 +13,6 @@ from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import SPECS, lookup
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import compare, headline_metrics
-from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, load_sets, name_sets, resolve_baseline
 from llmbench.report.project import project, spec_or_error, validate
 from llmbench.report.specs_view import specs_tables
@@ -103,6 +102,12 @@ def report_cmd(
     """Write a self-contained HTML page (tables and charts, no external resources) for one result set
     or a comparison of several."""
     sets = load_sets(files)
+    try:  # plots need matplotlib, an optional extra: the other commands work without it
+        from llmbench.report.html import Section, render_html
+    except ModuleNotFoundError as e:
+        raise UserError(
+            f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
+        ) from None
     section = Section(
         title if len(sets) == 1 else "Comparison",
         sets,
