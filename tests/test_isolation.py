@@ -124,3 +124,44 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
     assert redone.started_at > first_ids[redone.id]
     assert {c.id: c.started_at for c in rs3.cases if c.params["seconds"] != 0.1} == {
         c.id: c.started_at for c in rs2.cases if c.params["seconds"] != 0.1}
+
+
+def test_gpu_selection_reaches_the_case_process_before_torch(tmp_path: Path, fault_plugin: str) -> None:
+    suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nkind = "env"\nmin_iters = 1\n'
+                                             'min_seconds = 0.0\n')))
+    path = run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="MIG-1a2b-3c"))
+    env = load(path).cases[0].info["env"]
+    assert env == {"CUDA_VISIBLE_DEVICES": "MIG-1a2b-3c", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+@pytest.mark.parametrize("bad", ["a,b", "0;1", "MIG", "-1", ""])
+def test_bad_gpu_selections_are_refused(bad: str) -> None:
+    from llmbench.errors import UserError
+    from llmbench.harness.isolation import check_gpus
+
+    with pytest.raises(UserError, match="--gpus"):
+        check_gpus(bad)
+    assert check_gpus("0, 1") == "0,1"
+    assert check_gpus("GPU-8f2e-11aa") == "GPU-8f2e-11aa"
+
+
+def test_other_processes_on_the_gpu_are_recorded_and_warned(
+    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML is simulated: a foreign process holds the GPU when the case starts."""
+    from llmbench.harness import runner
+
+    monkeypatch.setattr(runner.nvml, "handles", lambda: ["gpu0"])
+    monkeypatch.setattr(runner.nvml, "compute_processes", lambda h: [{"pid": 4242, "used_gib": 1.5}])
+    warned: list[str] = []
+
+    class UI(runner.RunUI):
+        def warn(self, text: str) -> None:
+            warned.append(text)
+
+    suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nmin_iters = 1\nmin_seconds = 0.0\n')))
+    path = run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="auto", gpus="0"), UI())
+    rs = load(path)
+    assert rs.cases[0].info["other_gpu_processes"] == [{"gpu": 0, "pid": 4242, "used_gib": 1.5}]
+    assert any("4242" in w and "falsify timings" in w for w in rs.warnings)
+    assert warned and "4242" in warned[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmbench.errors import UserError
 from llmbench.scenarios.base import PROGRESS_MARK
 
 STDERR_TAIL = 4000
@@ -32,13 +34,23 @@ class ChildOutcome:
     duration_s: float = 0.0
 
 
+GPU_SELECTION = re.compile(r"^(\d+(,\d+)*|((MIG|GPU)-[0-9A-Za-z/-]+)(,(MIG|GPU)-[0-9A-Za-z/-]+)*)$")
+
+
+def check_gpus(gpus: str) -> str:
+    """A --gpus value: device indices ('0' or '0,1') or GPU/MIG UUIDs, as CUDA_VISIBLE_DEVICES takes."""
+    if not GPU_SELECTION.match(gpus.replace(" ", "")):
+        raise UserError(f"--gpus {gpus!r}: give device indices (0 or 0,1) or UUIDs (GPU-<uuid>, MIG-<uuid>)")
+    return gpus.replace(" ", "")
+
+
 def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a case process: GPU selection is set here, before torch is imported there.
     CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA's indices the same as nvidia-smi's and NVML's."""
     env = dict(os.environ)
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     if gpus is not None:
-        env["CUDA_VISIBLE_DEVICES"] = gpus
+        env["CUDA_VISIBLE_DEVICES"] = check_gpus(gpus)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra or {})

@@ -12,7 +12,7 @@ from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioPa
 
 
 class FaultParams(ScenarioParams):
-    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep"] = "ok"
+    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep", "env"] = "ok"
     seconds: float = 0.0
 
 
@@ -38,5 +38,7 @@ class Fault(Scenario):
             raise Skip("planted: this case cannot run here")
         if kind == "sleep":
             time.sleep(params.seconds)
+        if kind == "env":  # what the case process was started with
+            ctx.info["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
