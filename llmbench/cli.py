@@ -25,7 +25,7 @@ from llmbench.harness.runner import RunOptions, RunUI, run_suite
 from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
-from llmbench.views import flags_of, fmt_metric, headline_metrics, result_table, status_counts
+from llmbench.summary import flags_of, fmt_metric, headline_metrics, result_table, status_counts
 
 app = typer.Typer(
     help="Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.",

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmbench.ids import fmt_param, params_text
 from llmbench.results import CaseResult
 
-
-def fmt_param(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return "x".join(str(v) for v in value)
-    return str(value)
-
-
-def params_text(params: dict[str, Any], keys: list[str] | None = None) -> str:
-    keys = list(params) if keys is None else keys
-    return " ".join(f"{k}={fmt_param(params[k])}" for k in keys if params.get(k) is not None)
+__all__ = ["case_labels", "constant_params", "fmt_param", "params_text"]
 
 
 def case_labels(cases: list[CaseResult]) -> dict[str, str]:

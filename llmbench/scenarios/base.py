@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llmbench.harness.monitors import open_sampler
 from llmbench.harness.timing import Measurement, StopRule, measure, timer_for
+from llmbench.ids import params_text
 from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
@@ -130,13 +131,7 @@ class Scenario(ABC):
 
     @staticmethod
     def label(params: ScenarioParams) -> str:
-        return " ".join(f"{k}={_short(v)}" for k, v in params.model_dump().items() if v is not None)
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, (list, tuple)):
-        return "x".join(str(x) for x in v)
-    return str(v)
+        return params_text(params.model_dump())
 
 
 SCENARIOS: Registry[Scenario] = Registry("scenario", "llmbench.scenarios")

@@ -1,10 +1,11 @@
-"""Terminal views of result sets and plans (rich tables): the run summary and `llmbench show`."""
+"""Terminal summaries of result sets and plans (rich tables): the run summary and `llmbench show`."""
 
 from __future__ import annotations
 
 from rich.markup import escape
 from rich.table import Table
 
+from llmbench.ids import params_text
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
@@ -33,11 +34,7 @@ def headline_metrics(case: CaseResult, all_metrics: bool = False) -> list[tuple[
 
 
 def case_label(case: CaseResult) -> str:
-    return " ".join(f"{k}={_short(v)}" for k, v in case.params.items() if v is not None)
-
-
-def _short(v: object) -> str:
-    return "x".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+    return params_text(case.params)
 
 
 def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> Table:
