@@ -68,8 +68,13 @@ class Suite:
 
 
 def available_suites(root: Path | None = None) -> dict[str, Path]:
-    d = root or SUITES_DIR
-    return {p.stem: p for p in sorted(d.glob("*.toml"))} if d.is_dir() else {}
+    """Suites by name: ./scenarios of the working directory first (a user's own), then the checkout's."""
+    folders = [root] if root else [Path.cwd() / "scenarios", SUITES_DIR]
+    out: dict[str, Path] = {}
+    for d in reversed(folders):
+        if d.is_dir():
+            out.update({p.stem: p for p in sorted(d.glob("*.toml"))})
+    return dict(sorted(out.items()))
 
 
 def resolve(name_or_path: str) -> Path:

@@ -119,6 +119,18 @@ def test_filters(tmp_path: Path) -> None:
         filter_cases(cases, ["precison=bf16"])
 
 
+def test_suites_in_the_working_directory_are_found_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "scenarios").mkdir()
+    write(tmp_path / "scenarios", '[[case]]\nscenario = "gemm"\n', "mine.toml")
+    write(tmp_path / "scenarios", '[[case]]\nscenario = "bandwidth"\nkind = "host"\n', "quickstart.toml")
+    monkeypatch.chdir(tmp_path)
+    suites = available_suites()
+    assert suites["mine"] == tmp_path / "scenarios" / "mine.toml"
+    assert suites["quickstart"] == tmp_path / "scenarios" / "quickstart.toml"  # the user's own wins
+    assert "ceilings" in suites  # the shipped ones are still there
+    assert load_suite("mine").cases[0].scenario == "gemm"
+
+
 def test_shipped_suites_are_valid() -> None:
     suites = available_suites()
     assert {"quickstart", "ceilings"} <= set(suites)
