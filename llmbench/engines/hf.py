@@ -1,9 +1,10 @@
 """Hugging Face transformers engine. Mode "eager": model.generate() with a dynamic KV cache, what a
-plain transformers user gets. Mode "compiled": the same model with a static KV cache and a greedy loop
-whose whole decode step (forward + argmax) is one torch.compile'd call (CUDA graphs via
-mode="reduce-overhead" on a GPU), as gpt-fast does: generate()'s per-step Python bookkeeping (logits
-processors, stopping criteria, several ms per token on a 2026 Xeon) is what keeps a compiled forward
-from the memory-bandwidth roofline at batch 1. torch/transformers load lazily."""
+plain transformers user gets. Mode "compiled": the same model with fused q/k/v and gate/up projections
+(llmbench.engines.fuse), a static KV cache and a greedy loop whose whole decode step (forward + argmax)
+is one torch.compile'd call (CUDA graphs and tuned Triton kernels on a GPU), as gpt-fast does:
+generate()'s per-step Python bookkeeping (logits processors, stopping criteria, several ms per token
+on a 2026 Xeon) is what keeps a compiled forward from the memory-bandwidth roofline at batch 1.
+torch/transformers load lazily."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ if TYPE_CHECKING:
     from llmbench.hardware.roofline import ModelShape
 
 MODES = ("eager", "compiled")
+
+# What the compiled mode asks of torch.compile on a GPU: CUDA graphs (mode="reduce-overhead") and
+# coordinate-descent tuning of inductor's Triton kernels, as gpt-fast does; at batch 1 inductor turns
+# the matrix-vector products into Triton reductions fused with the RMSNorm before them, and tuning
+# their block sizes is worth +3.8% tokens/s on an H100 (benchmarks/decode_profile.py). On a CPU:
+# plain inductor (no graphs there).
+GPU_COMPILE_OPTIONS: dict[str, Any] = {"triton.cudagraphs": True, "coordinate_descent_tuning": True}
 
 
 @ENGINES.register("hf")
@@ -63,6 +71,7 @@ class HFSession:
         self._gen_config: Any = None
         self._output_len = 0
         self.mode = "eager"
+        self.fused_groups = 0  # projection groups fused by apply_precision(mode="compiled")
 
     @property
     def vocab_size(self) -> int:
@@ -85,9 +94,17 @@ class HFSession:
         with torch.inference_mode():
             return self.model(input_ids=ids, use_cache=False).logits
 
-    def apply_precision(self, precision: str) -> None:
+    def apply_precision(self, precision: str, mode: str = "eager") -> None:
+        """Convert the bf16 weights to `precision`, laid out for `mode`: compiled fuses the q/k/v
+        and gate/up projections first (llmbench.engines.fuse), so quantizers see the fused layers."""
         from llmbench.engines.hf_quant import apply_precision
 
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+        if mode == "compiled":
+            from llmbench.engines.fuse import fuse_projections
+
+            self.fused_groups = fuse_projections(self.model)
         self.model = apply_precision(self.model, precision)
 
     def prepare(self, output_len: int, mode: str) -> None:
@@ -160,7 +177,7 @@ class StaticGreedy:
     Positions live on the device (no host-to-device copy, which would synchronise, inside the loop);
     each step's token is copied out of the CUDA graph's output buffer before the next replay."""
 
-    def __init__(self, model: Any, max_new: int) -> None:
+    def __init__(self, model: Any, max_new: int, compile_options: dict[str, Any] | None = None) -> None:
         import torch
 
         self.model = model
@@ -170,8 +187,9 @@ class StaticGreedy:
         self._cache_key: tuple[int, int] | None = None
         self.compiled_steps = 0
         self.last_tokens: Any = None  # the ids of the last run, for checks against generate()
-        # CUDA graphs on a GPU; plain inductor elsewhere (graphs do not exist on a CPU).
-        self._step = torch.compile(self._decode_step, mode="reduce-overhead" if self.on_gpu else "default")
+        if compile_options is None:
+            compile_options = GPU_COMPILE_OPTIONS if self.on_gpu else {}
+        self._step = torch.compile(self._decode_step, options=compile_options)
 
     def _decode_step(self, tok: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         out = self.model(input_ids=tok, cache_position=pos, past_key_values=self._cache, use_cache=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ from llmbench import precision as prec
 from llmbench.engines.base import ENGINES
 from llmbench.hardware import roofline
 from llmbench.hardware.specs import GpuSpec, match_name
+from llmbench.harness.kernel_profile import StepProfile, decode_step_profile
 from llmbench.harness.timing import StopRule
 from llmbench.models.presets import PRESETS
 from llmbench.precision import DeviceInfo
@@ -29,7 +30,7 @@ from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioPa
 
 REFERENCE = "bf16"
 PROBE_SHAPE = (2, 64)  # the fixed batch the accuracy metrics are computed on
-PROFILE_TOKENS = 16  # the profiled diagnostic generate() is short: profiling every kernel is slow
+PROFILE_TOKENS = 16  # the profiled diagnostic generate()s are short: profiling every kernel is slow
 SEED = 0
 
 
@@ -265,11 +266,10 @@ class GenerateScenario(Scenario):
         gpu_step = None
         if dev.is_cuda:
             try:  # a diagnosis only: a profiler problem must not cost the case its measurements
-                n_prof = min(params.output_len, PROFILE_TOKENS)
-                gpu_step, kernels = _gpu_busy_per_step(
-                    lambda: session.generate(ids, tokens=n_prof), per_iter, n_prof
-                )
-                ctx.info["gpu_kernels_per_step"] = kernels
+                step = _decode_profile(session, ids, params.output_len)
+                gpu_step = step.busy_s
+                ctx.info["gpu_kernels_per_step"] = round(step.kernels, 1)
+                ctx.info["gpu_top_kernels_ms_per_step"] = {n[:100]: round(t * 1e3, 4) for n, t in step.top(6)}
             except Exception as e:
                 ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
         ctx.info["cpu_ms_per_step"] = cpu_step * 1e3
@@ -290,7 +290,9 @@ class GenerateScenario(Scenario):
             probe = synthetic_ids(session.vocab_size, PROBE_SHAPE[0], length, ctx.device.torch_device, SEED + 1)
             ref = session.logits(probe)
         ctx.progress(0.0, f"applying {params.precision}")
-        session.apply_precision(params.precision)
+        session.apply_precision(params.precision, params.mode)
+        if getattr(session, "fused_groups", 0):
+            ctx.info["fused_projection_groups"] = session.fused_groups
         if ref is not None:
             for name, value in logits_agreement(ref, session.logits(probe)).items():
                 ctx.record_value(name, value)
@@ -377,23 +379,9 @@ def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
     return None
 
 
-def _gpu_busy_per_step(
-    generate: Callable[[], Any], per_iter: list[TokenMetrics], output_len: int
-) -> tuple[float | None, float | None]:
-    """GPU busy time per decode step: kernel time of one short profiled generate() of `output_len`
-    tokens (outside the timed window), less the prefill (about TTFT), over its N - 1 decode steps.
-    None if no kernels were seen. Also the kernels per step: many small kernels leave idle gaps
-    between them even inside a CUDA graph."""
-    import torch
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        generate()
-        torch.cuda.synchronize()
-    spans = [(e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA]
-    if not spans:
-        return None, None
-    busy_s = roofline.busy_time(spans) / 1e6
-    ttft_s = statistics.median(t.ttft_ms for t in per_iter) / 1e3
-    return max(busy_s - ttft_s, 0.0) / (output_len - 1), len(spans) / output_len
+def _decode_profile(session: Any, ids: Any, output_len: int) -> StepProfile:
+    """GPU kernel time of one decode step, from two short profiled generate()s outside the timed
+    window (llmbench.harness.kernel_profile: the difference cancels the prefill)."""
+    long = min(output_len, PROFILE_TOKENS)
+    short = max(1, long // 4)
+    return decode_step_profile(lambda n: session.generate(ids, tokens=n), short, long)
