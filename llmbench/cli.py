@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -36,6 +37,7 @@ err_console = Console(stderr=True)
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch, for --dry-run estimates
 CONFIRM_ABOVE_CASES = 200
+INTERRUPTED = "interrupted: finished cases are saved; run again with --resume to continue"
 
 
 def _version(value: bool) -> None:
@@ -148,8 +150,12 @@ def run(
     if force and not resume:
         raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
     opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto")
-    with _progress() as p:
-        path = run_suite(s, cases, opts, RichUI(p))
+    try:
+        with _progress() as p:
+            path = run_suite(s, cases, opts, RichUI(p))
+    except KeyboardInterrupt:  # typer would turn it into a silent exit 130
+        err_console.print(INTERRUPTED)
+        raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish
     rs = load(path)
     console.print(result_table(rs))
     counts = status_counts(rs)
@@ -222,12 +228,19 @@ def doctor(
 register_report_commands(app)
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a cloud instance being pre-empted, `timeout`, a job scheduler) ends a run the way Ctrl-C
+    does: the case in flight is killed with its process group and the finished cases stay saved."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         app()
     except UserError as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted: finished cases are saved; run again with --resume to continue")
+        err_console.print(INTERRUPTED)
         sys.exit(130)

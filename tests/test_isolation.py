@@ -75,11 +75,47 @@ matrix.seconds = [0.1, 0.2, 0.3, 60.0, 0.4]
 """
 
 
-def _runner(suite: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _runner(suite: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "llmbench", "run", str(suite), "--out", str(out), "--cpu", *extra],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_stops_the_run_kills_the_case_and_keeps_finished_cases(tmp_path: Path, fault_plugin: str) -> None:
+    """What a pre-empted cloud instance or `timeout` sends: the runner alone gets SIGTERM."""
+    suite = write(tmp_path, SLOW)
+    out, pids = tmp_path / "out", tmp_path / "pids"
+    pids.mkdir()
+    proc = _runner(suite, out, env={"LLMBENCH_TEST_PID_DIR": str(pids)})
+    deadline = time.time() + 120
+    long_case = None
+    while time.time() < deadline and long_case is None:  # wait until the 60 s case is running
+        long_case = next((int(f.stem) for f in pids.glob("*.pid") if f.read_text() == "60.0"), None)
+        time.sleep(0.1)
+    assert long_case is not None and _alive(long_case)
+    t0 = time.time()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert time.time() - t0 < 15
+    assert "--resume" in err.decode()
+    deadline = time.time() + 10
+    while _alive(long_case) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _alive(long_case)  # the case process went with the runner
+    rs = load(next(out.glob("*/slow-*.json")))
+    assert [c.params["seconds"] for c in rs.cases] == [0.1, 0.2, 0.3]
+    assert rs.finished_at is None
 
 
 def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, fault_plugin: str) -> None:

@@ -60,24 +60,35 @@ def per_step(short: KernelTally, long: KernelTally, extra_steps: int) -> StepPro
     )
 
 
-def cuda_kernel_tally(fn: Callable[[], Any]) -> KernelTally:
-    """Run `fn` under torch.profiler and tally its CUDA kernels (CUDA-graph replays included: CUPTI
-    reports the kernels inside a graph one by one)."""
+def kernel_tally(fn: Callable[[], Any], device: str = "cuda") -> KernelTally:
+    """Run `fn` under torch.profiler, recording only `device` activity, and tally what ran there. On
+    "cuda" that is every kernel, memcpy and memset (CUDA-graph replays included: CUPTI reports the
+    kernels inside a graph one by one); "cpu" records host operators (which nest) and is here so the
+    plumbing is testable without a GPU.
+
+    Reads kineto's raw events: the profiler's own event list rebuilds a tree of every host operator,
+    which for an eager generate() (about 10^5 operators) takes longer than the run it describes."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"unknown device {device!r}; valid: cuda, cpu")
+    cuda = device == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    sync()
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
         fn()
-        torch.cuda.synchronize()
+        sync()
+    want = DeviceType.CUDA if cuda else DeviceType.CPU
+    events = prof.profiler.kineto_results.events() if prof.profiler and prof.profiler.kineto_results else []
     return KernelTally.from_spans(
-        (e.name, e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA
+        (e.name(), e.start_ns() / 1e3, e.end_ns() / 1e3) for e in events if e.device_type() == want
     )
 
 
-def decode_step_profile(generate: Callable[[int], Any], short: int, long: int) -> StepProfile:
+def decode_step_profile(generate: Callable[[int], Any], short: int, long: int, device: str = "cuda") -> StepProfile:
     """Profile generate(short) and generate(long) tokens; the kernel time of one decode step."""
-    a = cuda_kernel_tally(lambda: generate(short))
-    b = cuda_kernel_tally(lambda: generate(long))
+    a = kernel_tally(lambda: generate(short), device)
+    b = kernel_tally(lambda: generate(long), device)
     return per_step(a, b, long - short)

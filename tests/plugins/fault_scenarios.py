@@ -37,6 +37,10 @@ class Fault(Scenario):
         if kind == "skip":
             raise Skip("planted: this case cannot run here")
         if kind == "sleep":
+            pid_dir = os.environ.get("LLMBENCH_TEST_PID_DIR")
+            if pid_dir:  # lets a test check that an interrupted run leaves no case process behind
+                with open(os.path.join(pid_dir, f"{os.getpid()}.pid"), "w") as f:
+                    f.write(str(params.seconds))
             time.sleep(params.seconds)
         if kind == "env":  # what the case process was started with
             ctx.info["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
