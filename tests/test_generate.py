@@ -166,3 +166,15 @@ def test_importing_the_scenario_and_engines_does_not_import_torch() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_compile_options_tune_matvecs_at_batch_one_only() -> None:
+    """Coordinate-descent tuning is what makes inductor turn a one-row matmul into its own tuned
+    reduction; from batch 2 the matmuls stay with cuBLAS, and tuning would cost compile time only."""
+    from llmbench.engines.hf import GPU_COMPILE_OPTIONS, gpu_compile_options
+
+    assert gpu_compile_options(1) == GPU_COMPILE_OPTIONS
+    assert gpu_compile_options(1)["coordinate_descent_tuning"] is True
+    for batch in (2, 8, 32):
+        assert "coordinate_descent_tuning" not in gpu_compile_options(batch)
+        assert gpu_compile_options(batch)["triton.cudagraphs"] is True

@@ -77,6 +77,7 @@ def test_compiled_mode_compiles_and_measures() -> None:
     assert r["status"] == "ok", r.get("traceback")
     assert r["metrics"]["compile_s"]["value"] > 0
     assert len(r["metrics"]["itl_ms"]["samples"]) == 2 * len(r["metrics"]["e2e_ms"]["samples"])
+    assert r["info"]["compile_options"] == {}  # plain inductor on a CPU: no CUDA graphs, no tuning
 
 
 def test_roofline_path_records_efficiency_and_flags_far_below(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,8 @@ from llmbench.suite import load_suite, parse_suite
 def test_llama3_8b_suite_covers_the_matrix() -> None:
     s = load_suite("inference-llama3-8b")
     combos = {(c.params.precision, c.params.batch_size, c.params.input_len, c.params.mode) for c in s.cases}
-    assert len(combos) == len(s.cases) == 5 * 3 * 2 * 2
+    assert len(combos) == len(s.cases) == 5 * 3 * 2 * 2 + 2
+    assert {c for c in combos if c[0] == "fp8-wo"} == {("fp8-wo", 1, 128, "compiled"), ("fp8-wo", 1, 2048, "compiled")}
     assert {c.params.model for c in s.cases} == {"llama-3-8b"}
     assert {c.params.output_len for c in s.cases} == {128}
     compiled = [c for c in s.cases if c.params.mode == "compiled"]

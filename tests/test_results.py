@@ -80,3 +80,15 @@ def test_atomic_write_leaves_the_old_file_on_failure(tmp_path: Path) -> None:
 def test_unknown_metric_names_are_a_programming_error() -> None:
     with pytest.raises(KeyError, match=r"not in llmbench\.metrics"):
         MetricResult.from_samples("tokens_per_sec", [1.0])
+
+
+def test_a_pinned_commit_beats_the_trees_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copied tree may carry a stale .git: the commit given by whoever copied it wins."""
+    from llmbench.hardware.fingerprint import llmbench_info
+
+    monkeypatch.delenv("LLMBENCH_GIT_COMMIT", raising=False)
+    from_git = llmbench_info()["git_commit"]
+    monkeypatch.setenv("LLMBENCH_GIT_COMMIT", "0123abc")
+    info = llmbench_info()
+    assert info["git_commit"] == "0123abc" != from_git
+    assert info["git_dirty"] is None  # unknown: nothing was compared

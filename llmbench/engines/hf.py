@@ -21,12 +21,19 @@ if TYPE_CHECKING:
 
 MODES = ("eager", "compiled")
 
-# What the compiled mode asks of torch.compile on a GPU: CUDA graphs (mode="reduce-overhead") and
-# coordinate-descent tuning of inductor's Triton kernels, as gpt-fast does; at batch 1 inductor turns
-# the matrix-vector products into Triton reductions fused with the RMSNorm before them, and tuning
-# their block sizes is worth +3.8% tokens/s on an H100 (benchmarks/decode_profile.py). On a CPU:
-# plain inductor (no graphs there).
+# What the compiled mode asks of torch.compile on a GPU: CUDA graphs (mode="reduce-overhead"), and at
+# batch 1 coordinate-descent tuning of inductor's Triton kernels, as gpt-fast does. With that option on
+# and one row, inductor decomposes each matrix-vector product into a Triton reduction fused with the
+# RMSNorm or SiLU around it (torch/_inductor/decomposition.py, `mm`), and tuning their block sizes is
+# worth +3.8% tokens/s on an H100 (benchmarks/decode_profile.py) for about 30 s more compilation. From
+# batch 2 the matmuls stay with cuBLAS and tuning would touch only the small elementwise kernels. On a
+# CPU: plain inductor (no graphs there).
 GPU_COMPILE_OPTIONS: dict[str, Any] = {"triton.cudagraphs": True, "coordinate_descent_tuning": True}
+
+
+def gpu_compile_options(batch: int) -> dict[str, Any]:
+    """torch.compile options of the compiled mode's decode step on a GPU, for a batch size."""
+    return GPU_COMPILE_OPTIONS if batch == 1 else {"triton.cudagraphs": True}
 
 
 @ENGINES.register("hf")
@@ -169,6 +176,10 @@ class HFSession:
         """Whether the decode step really went through torch.compile."""
         return self._static is not None and self._static.compiled_steps > 0
 
+    def compile_options(self) -> dict[str, Any] | None:
+        """The torch.compile options the compiled mode used (None in eager mode or before a run)."""
+        return None if self._static is None else self._static.compile_options
+
 
 class StaticGreedy:
     """Greedy decoding on a StaticCache: an eager prefill (like generate()), then one compiled call per
@@ -178,7 +189,6 @@ class StaticGreedy:
     each step's token is copied out of the CUDA graph's output buffer before the next replay."""
 
     def __init__(self, model: Any, max_new: int, compile_options: dict[str, Any] | None = None) -> None:
-        import torch
 
         self.model = model
         self.max_new = max_new  # the cache holds this many new tokens: shorter runs reuse cache and graphs
@@ -187,9 +197,17 @@ class StaticGreedy:
         self._cache_key: tuple[int, int] | None = None
         self.compiled_steps = 0
         self.last_tokens: Any = None  # the ids of the last run, for checks against generate()
-        if compile_options is None:
-            compile_options = GPU_COMPILE_OPTIONS if self.on_gpu else {}
-        self._step = torch.compile(self._decode_step, options=compile_options)
+        self.compile_options = compile_options  # None: chosen by the first run's batch size
+        self._step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+
+    def _compiled_step(self, batch: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        import torch
+
+        if self._step is None:
+            if self.compile_options is None:
+                self.compile_options = gpu_compile_options(batch) if self.on_gpu else {}
+            self._step = torch.compile(self._decode_step, options=self.compile_options)
+        return self._step
 
     def _decode_step(self, tok: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         out = self.model(input_ids=tok, cache_position=pos, past_key_values=self._cache, use_cache=True)
@@ -212,6 +230,7 @@ class StaticGreedy:
         if n > self.max_new:
             raise ValueError(f"{n} new tokens requested; the static cache was prepared for {self.max_new}")
         cache = self._cache_for(batch, length + self.max_new)
+        step = self._compiled_step(batch)
         dev = ids.device
         # sized for the prepared capacity, not this run: the step's input is a view of it, and a view
         # with other strides would make torch.compile build (and capture) the graph again
@@ -230,7 +249,7 @@ class StaticGreedy:
                 if self.on_gpu:
                     torch.compiler.cudagraph_mark_step_begin()
                 # the input is our own copy of the last token, never the graph's output buffer
-                tok = self._step(out[:, i - 1 : i], positions[i - 1 : i])
+                tok = step(out[:, i - 1 : i], positions[i - 1 : i])
                 out[:, i] = tok[:, 0]
                 if on_token:
                     on_token()

@@ -46,6 +46,11 @@ def cpu_info() -> dict[str, Any]:
 
 
 def llmbench_info() -> dict[str, Any]:
+    """The llmbench version and the commit it runs from. LLMBENCH_GIT_COMMIT, when set, wins: a tree
+    copied to a rented box may carry no .git, or a stale one whose HEAD is not the code that runs."""
+    pinned = os.environ.get("LLMBENCH_GIT_COMMIT", "").strip()
+    if pinned:
+        return {"version": __version__, "git_commit": pinned, "git_dirty": None}
     root = Path(__file__).resolve().parents[2]
     commit = dirty = None
     try:
@@ -57,8 +62,6 @@ def llmbench_info() -> dict[str, Any]:
                                         capture_output=True, text=True, timeout=5).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
-    if commit is None and os.environ.get("LLMBENCH_GIT_COMMIT"):  # a copied tree without .git (a rented box)
-        commit = os.environ["LLMBENCH_GIT_COMMIT"]
     return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
 
 

@@ -247,6 +247,9 @@ class GenerateScenario(Scenario):
         ctx.record_value("compile_s", time.perf_counter() - t0)
         if params.mode == "compiled" and not session.compiled():
             raise RuntimeError("mode=compiled, but the engine did not compile the forward pass")
+        options = getattr(session, "compile_options", lambda: None)()
+        if options is not None:
+            ctx.info["compile_options"] = options
 
         clock = TokenClock(cuda=dev.is_cuda)
         cpu_s: list[float] = []
