@@ -22,7 +22,7 @@ from rich.table import Table
 
 from llmbench import __version__
 from llmbench.errors import UserError
-from llmbench.harness.runner import RunOptions, RunUI, run_suite
+from llmbench.harness.runner import RunOptions, RunUI, local_slug, measured_durations, run_suite
 from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
@@ -95,15 +95,19 @@ def _progress() -> Progress:
     )
 
 
-def _plan_table(cases: list[CaseSpec]) -> tuple[Table, float]:
+def _plan_table(cases: list[CaseSpec], measured: dict[str, float]) -> tuple[Table, float]:
+    """The plan, each case with its time: measured (an earlier run of it on this GPU) or estimated."""
     t = Table(title="plan")
-    for col in ("#", "id", "case", "est. s"):
+    for col in ("#", "id", "case", "s"):
         t.add_column(col)
     total = 0.0
     for i, c in enumerate(cases, 1):
-        est = c.scenario_obj().estimate_s(c.params, c.settings) + PROCESS_OVERHEAD_S
-        total += est
-        t.add_row(str(i), c.id, escape(c.label), f"{est:.0f}")
+        if c.id in measured:
+            secs, how = measured[c.id], "measured"
+        else:
+            secs, how = c.scenario_obj().estimate_s(c.params, c.settings) + PROCESS_OVERHEAD_S, "estimate"
+        total += secs
+        t.add_row(str(i), c.id, escape(c.label), f"{secs:.0f} {how}")
     return t, total
 
 
@@ -138,9 +142,14 @@ def run(
     if not cases:
         raise UserError(f"no case of suite {s.name!r} matches --filter {filter}; the suite has {len(s.cases)} case(s)")
     if dry_run:
-        table, total = _plan_table(cases)
+        slug = local_slug(gpus, cpu)
+        measured, source = measured_durations(out, slug, s.name)
+        table, total = _plan_table(cases, measured)
         console.print(table)
-        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min (estimate); nothing was run")
+        known = sum(c.id in measured for c in cases)
+        how = (f"{known} measured on {slug} in {source}, {len(cases) - known} estimated" if known
+               else f"estimated; no earlier run on {slug} under {out}")
+        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min ({escape(how)}); nothing was run")
         return
     if len(cases) > CONFIRM_ABOVE_CASES and not yes:
         if not sys.stdin.isatty():

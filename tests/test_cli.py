@@ -45,6 +45,28 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
+def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: Path) -> None:
+    import platform
+
+    from llmbench.results import CaseResult, ResultSet, save
+    from llmbench.suite import load_suite
+
+    cases = load_suite("ceilings").cases
+    slug = f"cpu-{platform.machine().lower()}"
+    done = [CaseResult(id=c.id, scenario=c.scenario, params=c.params_dict, status="ok", duration_s=600.0)
+            for c in cases[:2]]
+    failed = CaseResult(id=cases[2].id, scenario=cases[2].scenario, params=cases[2].params_dict,
+                        status="failed", duration_s=9999.0)
+    path = tmp_path / slug / "ceilings-20261122T000000Z.json"
+    save(ResultSet(suite="ceilings", env={"gpu": {"slug": slug}}, cases=[*done, failed]), path)
+    before = path.read_text()
+    r = cli("run", "ceilings", "--dry-run", "--cpu", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("600 measured") == 2  # a failed case's time is no guide: estimated
+    assert f"2 measured on {slug}" in r.stdout and "37 estimated" in r.stdout
+    assert path.read_text() == before and len(list(tmp_path.rglob("*.json"))) == 1
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -102,6 +102,20 @@ def test_environment_differences_shown() -> None:
     assert diffs["cpu.model"] == ["Intel Xeon Platinum 8480+", "AMD EPYC 9654"]
     assert diffs["packages.transformers"] == ["5.17.0", "5.18.0"]
     assert "gpu.driver" not in diffs and "packages.torch" not in diffs
+    assert "llmbench commit" not in diffs  # neither set recorded one
+
+
+def test_different_llmbench_code_on_the_two_sides_is_shown() -> None:
+    """A resumed set can span commits; a comparison across code versions must say so."""
+    a, b = h100_set(), h200_set()
+    a.llmbench = {"git_commit": "a1b19d021558c6a5"}
+    a.cases[0].info["llmbench_commit"] = "2ec14b8e0608ab61"
+    b.llmbench = {"git_commit": "4b3c94dc1fd44942"}
+    diffs = dict(compare(refs(a, b), 0).env_diffs)
+    assert diffs["llmbench commit"] == ["2ec14b8, a1b19d0", "4b3c94d"]
+    b.llmbench = {"git_commit": "2ec14b8e0608ab61"}
+    a.llmbench = {"git_commit": "2ec14b8e0608ab61"}
+    assert "llmbench commit" not in dict(compare(refs(a, b), 0).env_diffs)
 
 
 def test_published_sets_are_labelled_and_the_mix_is_announced() -> None:

@@ -1,4 +1,6 @@
-"""The environment differences that change numbers: driver, CUDA, package versions, power limit, CPU."""
+"""The environment differences that change numbers: driver, CUDA, package versions, power limit, CPU,
+and the llmbench code that measured (a comparison of two machines is only one of machines when the
+same code ran on both)."""
 
 from __future__ import annotations
 
@@ -31,15 +33,31 @@ def _get(env: dict[str, Any], path: str) -> Any:
     return cur
 
 
+COMMIT_KEY = "llmbench commit"
+
+
+def llmbench_commits(rs: ResultSet) -> str | None:
+    """The llmbench commits that measured a set's cases (a resumed set can span several), short,
+    in order of first use; None when nothing recorded one (published figures)."""
+    commits = [c.info.get("llmbench_commit") for c in rs.cases]
+    commits.append(rs.llmbench.get("git_commit"))
+    short = list(dict.fromkeys(str(c)[:7] for c in commits if c))
+    return ", ".join(short) or None
+
+
 def env_differences(sets: list[ResultSet]) -> list[tuple[str, list[str]]]:
     """(key, value per set) for each key whose recorded values differ; the GPU name always.
     A key recorded by only one set (published figures record little) is left out as noise."""
     packages: list[str] = []
     for rs in sets:
         packages += [p for p in (rs.env.get("packages") or {}) if p not in packages]
+    rows: list[tuple[str, list[Any]]] = [
+        (key, [_get(rs.env, key) for rs in sets])
+        for key in (*ENV_KEYS, *(f"packages.{p}" for p in sorted(packages)))
+    ]
+    rows.append((COMMIT_KEY, [llmbench_commits(rs) for rs in sets]))
     out = []
-    for key in (*ENV_KEYS, *(f"packages.{p}" for p in sorted(packages))):
-        values = [_get(rs.env, key) for rs in sets]
+    for key, values in rows:
         present = [v for v in values if v is not None]
         differs = len({repr(v) for v in values}) > 1 and len(present) >= 2
         if key == "gpu.name" or differs:
