@@ -46,13 +46,12 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: Path) -> None:
-    import platform
-
+    from llmbench.hardware.fingerprint import cpu_slug
     from llmbench.results import CaseResult, ResultSet, save
     from llmbench.suite import load_suite
 
     cases = load_suite("ceilings").cases
-    slug = f"cpu-{platform.machine().lower()}"
+    slug = cpu_slug()
     done = [CaseResult(id=c.id, scenario=c.scenario, params=c.params_dict, status="ok", duration_s=600.0)
             for c in cases[:2]]
     failed = CaseResult(id=cases[2].id, scenario=cases[2].scenario, params=cases[2].params_dict,

@@ -31,6 +31,11 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def cpu_slug() -> str:
+    """The results folder of runs without a GPU: one per CPU architecture."""
+    return f"cpu-{platform.machine().lower()}"
+
+
 def cpu_info() -> dict[str, Any]:
     model = None
     try:
@@ -104,7 +109,7 @@ def collect() -> dict[str, Any]:
 
     gpu = gpu_info()
     env: dict[str, Any] = {
-        "gpu": gpu or {"name": "none (CPU)", "slug": f"cpu-{platform.machine().lower()}", "count": 0},
+        "gpu": gpu or {"name": "none (CPU)", "slug": cpu_slug(), "count": 0},
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()}",

@@ -3,7 +3,6 @@ case (atomically), so an interrupted run loses nothing that finished and `--resu
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -12,7 +11,7 @@ from typing import Any
 
 from llmbench import __version__
 from llmbench.hardware import nvml
-from llmbench.hardware.fingerprint import environment_warnings, llmbench_info
+from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.specs import slug_for
 from llmbench.harness.isolation import child_env, fingerprint, run_case_process
 from llmbench.results import CaseResult, ResultSet, load, save, utc_now
@@ -76,7 +75,7 @@ def local_slug(gpus: str | None = None, cpu: bool = False) -> str:
         info = nvml.device_summary(h)
         if info.get("name"):
             return slug_for(str(info["name"]), info.get("memory_gib"))
-    return f"cpu-{platform.machine().lower()}"
+    return cpu_slug()
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
@@ -104,8 +103,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     fp = fingerprint(env)
     commit = llmbench_info().get("git_commit")
     if opts.device == "cpu":
-        fp["gpu"] = {"name": "none (CPU forced)", "slug": f"cpu-{fp.get('cpu', {}).get('arch', 'unknown')}",
-                     "count": 0}
+        fp["gpu"] = {"name": "none (CPU forced)", "slug": cpu_slug(), "count": 0}
     slug = fp["gpu"]["slug"]
 
     existing = latest_result(opts.out_dir, slug, suite.name) if opts.resume else None
