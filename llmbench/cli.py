@@ -22,7 +22,8 @@ from rich.table import Table
 
 from llmbench import __version__
 from llmbench.errors import UserError
-from llmbench.harness.runner import RunOptions, RunUI, local_slug, measured_durations, run_suite
+from llmbench.hardware.fingerprint import local_slug
+from llmbench.harness.runner import RunOptions, RunUI, measured_durations, run_suite
 from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite

@@ -36,6 +36,19 @@ def cpu_slug() -> str:
     return f"cpu-{platform.machine().lower()}"
 
 
+def local_slug(gpus: str | None = None, cpu: bool = False) -> str:
+    """The slug of the GPU a run here would use, read through NVML (no torch import, so --dry-run
+    stays quick); `cpu-<arch>` without one. A MIG or GPU UUID selection reads the first device."""
+    hs = [] if cpu else nvml.handles()
+    if hs:
+        first = (gpus or "0").split(",")[0]
+        h = hs[int(first)] if first.isdigit() and int(first) < len(hs) else hs[0]
+        info = nvml.device_summary(h)
+        if info.get("name"):
+            return slug_for(str(info["name"]), info.get("memory_gib"))
+    return cpu_slug()
+
+
 def cpu_info() -> dict[str, Any]:
     model = None
     try:

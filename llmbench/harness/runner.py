@@ -12,7 +12,6 @@ from typing import Any
 from llmbench import __version__
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
-from llmbench.hardware.specs import slug_for
 from llmbench.harness.isolation import child_env, fingerprint, run_case_process
 from llmbench.results import CaseResult, ResultSet, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite
@@ -63,19 +62,6 @@ def measured_durations(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, 
     except (OSError, ValueError):
         return {}, None
     return {c.id: c.duration_s for c in rs.cases if c.status == "ok" and c.duration_s}, path
-
-
-def local_slug(gpus: str | None = None, cpu: bool = False) -> str:
-    """The slug of the GPU a run here would use, read through NVML (no torch import, so --dry-run
-    stays quick); `cpu-<arch>` without one. A MIG or GPU UUID selection reads the first device."""
-    hs = [] if cpu else nvml.handles()
-    if hs:
-        first = (gpus or "0").split(",")[0]
-        h = hs[int(first)] if first.isdigit() and int(first) < len(hs) else hs[0]
-        info = nvml.device_summary(h)
-        if info.get("name"):
-            return slug_for(str(info["name"]), info.get("memory_gib"))
-    return cpu_slug()
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
