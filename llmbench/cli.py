@@ -23,7 +23,7 @@ from rich.table import Table
 from llmbench import __version__
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import local_slug
-from llmbench.harness.runner import RunOptions, RunUI, measured_durations, run_suite
+from llmbench.harness.runner import RunOptions, RunUI, case_seconds, measured_durations, run_suite
 from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
@@ -36,7 +36,6 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch, for --dry-run estimates
 CONFIRM_ABOVE_CASES = 200
 INTERRUPTED = "interrupted: finished cases are saved; run again with --resume to continue"
 
@@ -61,6 +60,7 @@ class RichUI(RunUI):
         self.p = progress
         self.suite_task = progress.add_task("suite", total=0, visible=False)
         self.case_task = progress.add_task("", total=1.0, visible=False)
+        self.deferred = 0
 
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
         note = f" ({skipped} already done, resumed)" if skipped else ""
@@ -81,6 +81,12 @@ class RichUI(RunUI):
         detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in headline_metrics(result)) if result.status == "ok" \
             else (result.reason or "")
         self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(case.label)}: {escape(detail)}")
+
+    def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None:
+        self.deferred += 1
+        self.p.advance(self.suite_task)
+        self.p.console.print(f"  [yellow]{'deferred':8}[/yellow] {escape(case.label)}: needs about {needs_s:.0f} s, "
+                             f"{max(left_s, 0):.0f} s of --budget left; run again with --resume")
 
     def warn(self, text: str) -> None:
         self.p.console.print(f"[yellow]warning:[/yellow] {escape(text)}")
@@ -103,12 +109,9 @@ def _plan_table(cases: list[CaseSpec], measured: dict[str, float]) -> tuple[Tabl
         t.add_column(col)
     total = 0.0
     for i, c in enumerate(cases, 1):
-        if c.id in measured:
-            secs, how = measured[c.id], "measured"
-        else:
-            secs, how = c.scenario_obj().estimate_s(c.params, c.settings) + PROCESS_OVERHEAD_S, "estimate"
+        secs, was_measured = case_seconds(c, measured)
         total += secs
-        t.add_row(str(i), c.id, escape(c.label), f"{secs:.0f} {how}")
+        t.add_row(str(i), c.id, escape(c.label), f"{secs:.0f} {'measured' if was_measured else 'estimate'}")
     return t, total
 
 
@@ -132,6 +135,10 @@ def run(
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
+    budget: Optional[float] = typer.Option(
+        None, "--budget", min=1, help="Seconds this run may take: start only cases whose time (measured by an "
+        "earlier run of the same case on this GPU, else estimated) fits in what is left; the rest are left out "
+        "of the result set for a later --resume. It picks cases, it does not cut one off (--timeout does)."),
     yes: bool = typer.Option(False, "--yes", "-y", help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases "
                              "without asking."),
 ) -> None:
@@ -159,17 +166,20 @@ def run(
         typer.confirm(f"The plan has {len(cases)} cases. Start it?", abort=True)
     if force and not resume:
         raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
-    opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto")
+    opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto",
+                      budget_s=budget)
     try:
         with _progress() as p:
-            path = run_suite(s, cases, opts, RichUI(p))
+            ui = RichUI(p)
+            path = run_suite(s, cases, opts, ui)
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish
     rs = load(path)
     console.print(result_table(rs))
     counts = status_counts(rs)
-    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" -> {path}")
+    deferred = f", {ui.deferred} deferred (--budget; --resume runs them)" if ui.deferred else ""
+    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + deferred + f" -> {path}")
     for w in rs.warnings + flags_of(rs):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 

@@ -162,6 +162,35 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
         c.id: c.started_at for c in rs2.cases if c.params["seconds"] != 0.1}
 
 
+def test_budget_starts_only_cases_that_fit_and_leaves_the_rest_for_resume(tmp_path: Path, fault_plugin: str) -> None:
+    suite = write(tmp_path, SLOW)
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "llmbench", "run", str(suite), "--out", str(out), "--cpu",
+                        "--budget", "40"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rs = load(next(out.glob("*/slow-*.json")))
+    ran = [c.params["seconds"] for c in rs.cases]
+    assert 60.0 not in ran and 0.1 in ran  # 60 s of sleep is estimated at 61 s: not started
+    assert all(c.status == "ok" for c in rs.cases)
+    assert "deferred" in r.stdout and "seconds=60.0" in r.stdout.replace("\n", "")
+    assert rs.finished_at is None  # the run left cases for --resume
+
+    # the plan and the budget use the same per-case times: measured where this result set has them
+    proc = _runner(suite, out, "--resume", "--budget", "40", "--filter", "seconds=0.1,0.2,0.3,0.4,60.0")
+    assert proc.wait(timeout=120) == 0
+    rs2 = load(next(out.glob("*/slow-*.json")))
+    assert sorted(c.params["seconds"] for c in rs2.cases) == [0.1, 0.2, 0.3, 0.4]
+    assert rs2.finished_at is None
+
+
+def test_case_seconds_prefers_what_was_measured(fault_plugin: str, tmp_path: Path) -> None:
+    from llmbench.harness.runner import PROCESS_OVERHEAD_S, case_seconds
+
+    case = load_suite(str(write(tmp_path, SLOW))).cases[3]
+    assert case_seconds(case, {}) == (61.0 + PROCESS_OVERHEAD_S, False)
+    assert case_seconds(case, {case.id: 75.5}) == (75.5, True)
+
+
 def test_gpu_selection_reaches_the_case_process_before_torch(tmp_path: Path, fault_plugin: str) -> None:
     suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nkind = "env"\nmin_iters = 1\n'
                                              'min_seconds = 0.0\n')))

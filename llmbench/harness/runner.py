@@ -17,6 +17,7 @@ from llmbench.results import CaseResult, ResultSet, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
+PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
 
 
 class RunUI:
@@ -27,6 +28,7 @@ class RunUI:
     def case_start(self, case: CaseSpec, index: int) -> None: ...
     def case_progress(self, fraction: float, text: str) -> None: ...
     def case_done(self, case: CaseSpec, result: CaseResult) -> None: ...
+    def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None: ...
     def warn(self, text: str) -> None: ...
     def suite_done(self, result_set: ResultSet, path: Path) -> None: ...
 
@@ -39,6 +41,15 @@ class RunOptions:
     gpus: str | None = None  # "0,1" or "MIG-<uuid>": becomes CUDA_VISIBLE_DEVICES of each case
     device: str = "auto"  # "auto" (a GPU when there is one) or "cpu"
     extra_env: dict[str, str] = field(default_factory=dict)
+    budget_s: float | None = None  # start only cases whose expected time fits in what is left of this
+
+
+def case_seconds(case: CaseSpec, measured: dict[str, float]) -> tuple[float, bool]:
+    """Expected wall time of a case and whether it was measured (an earlier run of the same case on
+    this GPU) rather than estimated by its scenario. Feeds --dry-run and --budget."""
+    if case.id in measured:
+        return measured[case.id], True
+    return case.scenario_obj().estimate_s(case.params, case.settings) + PROCESS_OVERHEAD_S, False
 
 
 def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
@@ -110,8 +121,18 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     todo = [c for c in cases if c.id not in done]
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
+    measured = measured_durations(opts.out_dir, slug, suite.name)[0] if opts.budget_s is not None else {}
+    t_start = time.monotonic()
+    deferred = 0
 
     for i, case in enumerate(todo):
+        if opts.budget_s is not None:
+            needs = case_seconds(case, measured)[0]
+            left = opts.budget_s - (time.monotonic() - t_start)
+            if needs > left:  # left out of the result set, so a later --resume runs it
+                ui.case_deferred(case, needs, left)
+                deferred += 1
+                continue
         others = foreign_gpu_processes(opts.gpus) if opts.device != "cpu" else []
         if others:
             msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
@@ -127,7 +148,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         save(rs, path)
         ui.case_done(case, result)
 
-    rs.finished_at = utc_now()
+    rs.finished_at = None if deferred else utc_now()  # cases left for --resume: the run is not finished
     save(rs, path)
     ui.suite_done(rs, path)
     return path

@@ -22,6 +22,9 @@ class Fault(Scenario):
     description = "test-only: a case that succeeds, raises, segfaults, exits, hangs or runs out of memory"
     headline = ("time_ms",)
 
+    def estimate_s(self, params: Any, rule: Any) -> float:
+        return params.seconds + 1.0
+
     def run(self, params: Any, ctx: CaseContext) -> None:
         kind = params.kind
         if kind == "raise":
