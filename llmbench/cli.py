@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -23,7 +24,8 @@ from rich.table import Table
 from llmbench import __version__
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import local_slug
-from llmbench.harness.runner import RunOptions, RunUI, case_seconds, measured_durations, run_suite
+from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
+from llmbench.harness.runner import RunOptions, RunUI, run_suite
 from llmbench.report.commands import register as register_report_commands
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
@@ -102,17 +104,19 @@ def _progress() -> Progress:
     )
 
 
-def _plan_table(cases: list[CaseSpec], measured: dict[str, float]) -> tuple[Table, float]:
-    """The plan, each case with its time: measured (an earlier run of it on this GPU) or estimated."""
+def _plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
+    """The plan, each case with its time: measured (an earlier run of it on this GPU), like the most
+    similar measured cases, or the scenario's estimate."""
     t = Table(title="plan")
     for col in ("#", "id", "case", "s"):
         t.add_column(col)
-    total = 0.0
+    total, sources = 0.0, Counter[str]()
     for i, c in enumerate(cases, 1):
-        secs, was_measured = case_seconds(c, measured)
-        total += secs
-        t.add_row(str(i), c.id, escape(c.label), f"{secs:.0f} {'measured' if was_measured else 'estimate'}")
-    return t, total
+        ct = case_time(c, measured)
+        total += ct.seconds
+        sources[ct.source] += 1
+        t.add_row(str(i), c.id, escape(c.label), f"{ct.seconds:.0f} {ct.source}")
+    return t, total, sources
 
 
 @app.command()
@@ -136,9 +140,10 @@ def run(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
     budget: Optional[float] = typer.Option(
-        None, "--budget", min=1, help="Seconds this run may take: start only cases whose time (measured by an "
-        "earlier run of the same case on this GPU, else estimated) fits in what is left; the rest are left out "
-        "of the result set for a later --resume. It picks cases, it does not cut one off (--timeout does)."),
+        None, "--budget", min=1, help="Seconds this run may take: start only cases whose time (as --dry-run "
+        "quotes it: measured by an earlier run here, like the most similar measured cases, or estimated) fits in "
+        "what is left; the rest are left out of the result set for a later --resume. It picks cases, it does not "
+        "cut one off (--timeout does)."),
     yes: bool = typer.Option(False, "--yes", "-y", help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases "
                              "without asking."),
 ) -> None:
@@ -151,11 +156,11 @@ def run(
         raise UserError(f"no case of suite {s.name!r} matches --filter {filter}; the suite has {len(s.cases)} case(s)")
     if dry_run:
         slug = local_slug(gpus, cpu)
-        measured, source = measured_durations(out, slug, s.name)
-        table, total = _plan_table(cases, measured)
+        measured, source = measured_cases(out, slug, s.name)
+        table, total, sources = _plan_table(cases, measured)
         console.print(table)
-        known = sum(c.id in measured for c in cases)
-        how = (f"{known} measured on {slug} in {source}, {len(cases) - known} estimated" if known
+        how = (f"{sources['measured']} measured on {slug} in {source}, {sources['similar']} like similar cases "
+               f"measured there, {sources['estimate']} estimated" if measured
                else f"estimated; no earlier run on {slug} under {out}")
         console.print(f"{len(cases)} case(s), about {total / 60:.1f} min ({escape(how)}); nothing was run")
         return

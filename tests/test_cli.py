@@ -61,8 +61,12 @@ def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: P
     before = path.read_text()
     r = cli("run", "ceilings", "--dry-run", "--cpu", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("600 measured") == 2  # a failed case's time is no guide: estimated
-    assert f"2 measured on {slug}" in r.stdout and "37 estimated" in r.stdout
+    assert r.stdout.count("600 measured") == 2
+    assert "9999" not in r.stdout  # a failed case's time is no guide
+    similar = r.stdout.count("600 similar")  # cases sharing params with a measured one of the same scenario
+    assert 0 < similar < 37
+    assert f"2 measured on {slug}" in r.stdout and f"{similar} like similar cases" in r.stdout
+    assert f"{37 - similar} estimated" in r.stdout
     assert path.read_text() == before and len(list(tmp_path.rglob("*.json"))) == 1
 
 

@@ -183,14 +183,6 @@ def test_budget_starts_only_cases_that_fit_and_leaves_the_rest_for_resume(tmp_pa
     assert rs2.finished_at is None
 
 
-def test_case_seconds_prefers_what_was_measured(fault_plugin: str, tmp_path: Path) -> None:
-    from llmbench.harness.runner import PROCESS_OVERHEAD_S, case_seconds
-
-    case = load_suite(str(write(tmp_path, SLOW))).cases[3]
-    assert case_seconds(case, {}) == (61.0 + PROCESS_OVERHEAD_S, False)
-    assert case_seconds(case, {case.id: 75.5}) == (75.5, True)
-
-
 def test_gpu_selection_reaches_the_case_process_before_torch(tmp_path: Path, fault_plugin: str) -> None:
     suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nkind = "env"\nmin_iters = 1\n'
                                              'min_seconds = 0.0\n')))

@@ -13,11 +13,11 @@ from llmbench import __version__
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.harness.isolation import child_env, fingerprint, run_case_process
+from llmbench.harness.plan import case_time, measured_cases
 from llmbench.results import CaseResult, ResultSet, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
-PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
 
 
 class RunUI:
@@ -44,14 +44,6 @@ class RunOptions:
     budget_s: float | None = None  # start only cases whose expected time fits in what is left of this
 
 
-def case_seconds(case: CaseSpec, measured: dict[str, float]) -> tuple[float, bool]:
-    """Expected wall time of a case and whether it was measured (an earlier run of the same case on
-    this GPU) rather than estimated by its scenario. Feeds --dry-run and --budget."""
-    if case.id in measured:
-        return measured[case.id], True
-    return case.scenario_obj().estimate_s(case.params, case.settings) + PROCESS_OVERHEAD_S, False
-
-
 def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     return out_dir / slug / f"{suite}-{stamp}.json"
@@ -60,19 +52,6 @@ def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = Non
 def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
     files = sorted((out_dir / slug).glob(f"{suite}-*.json"))
     return files[-1] if files else None
-
-
-def measured_durations(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, float], Path | None]:
-    """Wall time of each case that ran ok in the newest result set of `suite` on `slug`, by case id:
-    what --dry-run quotes for those cases instead of the scenario's rough estimate."""
-    path = latest_result(out_dir, slug, suite)
-    if path is None:
-        return {}, None
-    try:
-        rs = load(path)
-    except (OSError, ValueError):
-        return {}, None
-    return {c.id: c.duration_s for c in rs.cases if c.status == "ok" and c.duration_s}, path
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
@@ -121,13 +100,13 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     todo = [c for c in cases if c.id not in done]
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    measured = measured_durations(opts.out_dir, slug, suite.name)[0] if opts.budget_s is not None else {}
+    measured = measured_cases(opts.out_dir, slug, suite.name)[0] if opts.budget_s is not None else {}
     t_start = time.monotonic()
     deferred = 0
 
     for i, case in enumerate(todo):
         if opts.budget_s is not None:
-            needs = case_seconds(case, measured)[0]
+            needs = case_time(case, measured).seconds
             left = opts.budget_s - (time.monotonic() - t_start)
             if needs > left:  # left out of the result set, so a later --resume runs it
                 ui.case_deferred(case, needs, left)
