@@ -157,3 +157,15 @@ def load(path: str | Path) -> ResultSet:
     if version != SCHEMA_VERSION:
         raise ValueError(f"{p}: schema_version {version!r} is not supported (this llmbench reads {SCHEMA_VERSION})")
     return ResultSet.model_validate(data)
+
+
+def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
+    """Where a new result set goes: OUT/<gpu-slug>/<suite>-<UTC>.json (UTC stamps sort by name)."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return out_dir / slug / f"{suite}-{stamp}.json"
+
+
+def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
+    """The newest result set of `suite` on `slug` under `out_dir`, or None."""
+    files = sorted((out_dir / slug).glob(f"{suite}-*.json"))
+    return files[-1] if files else None

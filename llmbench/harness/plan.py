@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from llmbench.results import load
+from llmbench.results import latest_result, load
 from llmbench.suite import CaseSpec
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
@@ -32,15 +32,15 @@ class CaseTime:
 def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, MeasuredCase], Path | None]:
     """Each case that ran ok in the newest result set of `suite` on `slug`, by id, with its wall time
     (a failed or timed-out case's time is no guide)."""
-    files = sorted((out_dir / slug).glob(f"{suite}-*.json"))
-    if not files:
+    path = latest_result(out_dir, slug, suite)
+    if path is None:
         return {}, None
     try:
-        rs = load(files[-1])
+        rs = load(path)
     except (OSError, ValueError):
         return {}, None
     return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s)
-            for c in rs.cases if c.status == "ok" and c.duration_s}, files[-1]
+            for c in rs.cases if c.status == "ok" and c.duration_s}, path
 
 
 def _differences(a: dict[str, Any], b: dict[str, Any]) -> int:

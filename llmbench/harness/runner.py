@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.harness.isolation import child_env, fingerprint, run_case_process
 from llmbench.harness.plan import case_time, measured_cases
-from llmbench.results import CaseResult, ResultSet, load, save, utc_now
+from llmbench.results import CaseResult, ResultSet, latest_result, load, result_path, save, utc_now
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
@@ -42,16 +41,6 @@ class RunOptions:
     device: str = "auto"  # "auto" (a GPU when there is one) or "cpu"
     extra_env: dict[str, str] = field(default_factory=dict)
     budget_s: float | None = None  # start only cases whose expected time fits in what is left of this
-
-
-def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    return out_dir / slug / f"{suite}-{stamp}.json"
-
-
-def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
-    files = sorted((out_dir / slug).glob(f"{suite}-*.json"))
-    return files[-1] if files else None
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
