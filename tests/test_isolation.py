@@ -183,6 +183,22 @@ def test_budget_starts_only_cases_that_fit_and_leaves_the_rest_for_resume(tmp_pa
     assert rs2.finished_at is None
 
 
+def test_budget_without_resume_uses_the_times_of_an_earlier_run(tmp_path: Path, fault_plugin: str) -> None:
+    from llmbench.hardware.fingerprint import cpu_slug
+    from llmbench.results import CaseResult, ResultSet, save
+
+    suite = load_suite(str(write(tmp_path, SLOW)))
+    first = suite.cases[0]  # sleeps 0.1 s, but an earlier run here took 600 s over it
+    out = tmp_path / "out"
+    save(ResultSet(suite="slow", env={"gpu": {"slug": cpu_slug()}}, cases=[
+        CaseResult(id=first.id, scenario=first.scenario, params=first.params_dict, status="ok", duration_s=600.0)]),
+        out / cpu_slug() / "slow-20261101T000000Z.json")
+    path = run_suite(suite, [first], RunOptions(out_dir=out, device="cpu", budget_s=40))
+    rs = load(path)
+    assert path.name != "slow-20261101T000000Z.json" and rs.cases == []  # a new set; the case was deferred
+    assert rs.finished_at is None
+
+
 def test_gpu_selection_reaches_the_case_process_before_torch(tmp_path: Path, fault_plugin: str) -> None:
     suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nkind = "env"\nmin_iters = 1\n'
                                              'min_seconds = 0.0\n')))

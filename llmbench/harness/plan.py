@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from llmbench.results import latest_result, load
+from llmbench.results import ResultSet, latest_result, load
 from llmbench.suite import CaseSpec
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
@@ -39,8 +39,13 @@ def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, Meas
         rs = load(path)
     except (OSError, ValueError):
         return {}, None
+    return ok_case_times(rs), path
+
+
+def ok_case_times(rs: ResultSet) -> dict[str, MeasuredCase]:
+    """The cases of a result set that ran ok, by id, with their wall times."""
     return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s)
-            for c in rs.cases if c.status == "ok" and c.duration_s}, path
+            for c in rs.cases if c.status == "ok" and c.duration_s}
 
 
 def _differences(a: dict[str, Any], b: dict[str, Any]) -> int:

@@ -12,7 +12,7 @@ from llmbench import __version__
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.harness.isolation import child_env, fingerprint, run_case_process
-from llmbench.harness.plan import case_time, measured_cases
+from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
 from llmbench.results import CaseResult, ResultSet, latest_result, load, result_path, save, utc_now
 from llmbench.suite import CaseSpec, Suite
 
@@ -87,9 +87,11 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     rs.finished_at = None
     done = set() if opts.force else {c.id for c in rs.cases if c.status in DONE_STATUSES}
     todo = [c for c in cases if c.id not in done]
+    measured: dict[str, MeasuredCase] = {}
+    if opts.budget_s is not None:  # the set being resumed, else the newest earlier one (read before saving a new one)
+        measured = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name)[0]
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    measured = measured_cases(opts.out_dir, slug, suite.name)[0] if opts.budget_s is not None else {}
     t_start = time.monotonic()
     deferred = 0
 
