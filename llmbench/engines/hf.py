@@ -189,7 +189,6 @@ class StaticGreedy:
     each step's token is copied out of the CUDA graph's output buffer before the next replay."""
 
     def __init__(self, model: Any, max_new: int, compile_options: dict[str, Any] | None = None) -> None:
-
         self.model = model
         self.max_new = max_new  # the cache holds this many new tokens: shorter runs reuse cache and graphs
         self.on_gpu = model.device.type == "cuda"
