@@ -178,3 +178,17 @@ def test_compile_options_tune_matvecs_at_batch_one_only() -> None:
     for batch in (2, 8, 32):
         assert "coordinate_descent_tuning" not in gpu_compile_options(batch)
         assert gpu_compile_options(batch)["triton.cudagraphs"] is True
+
+
+def test_batched_int8_compiles_without_the_rewrite_to_the_plain_int8_kernel() -> None:
+    """From batch 2, inductor's pattern matcher rewrites torchao's int8 weight-only linear into
+    aten._weight_int8pack_mm, a plain fp32 CUDA kernel (20x slower than the bf16 step on an H100):
+    batched int8 compiles with the matcher off; other precisions, and batch 1, keep it."""
+    from llmbench.engines.hf import GPU_COMPILE_OPTIONS, gpu_compile_options
+
+    assert gpu_compile_options(1, "int8") == GPU_COMPILE_OPTIONS
+    for batch in (2, 8, 32):
+        assert gpu_compile_options(batch, "int8") == {"triton.cudagraphs": True, "pattern_matcher": False}
+        for precision in ("bf16", "fp8", "fp8-wo", "int4", "nf4"):
+            assert "pattern_matcher" not in gpu_compile_options(batch, precision)
+

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from llmbench.engines.hf import HFEngine
+from llmbench.engines.hf import HFEngine, gpu_compile_options
 from llmbench.hardware.specs import lookup
 from llmbench.harness.worker import run_case
 from llmbench.models.build import synthetic_ids
@@ -134,6 +134,23 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
     assert session.generate(ids, tokens=4) == 4  # a shorter run reuses the cache and the compiled graph
     assert torch.equal(session._static.last_tokens, ref[:, :4])
     assert counters["stats"]["unique_graphs"] == graphs  # no recompilation
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torchao") is None, reason="int8 weight-only needs torchao")
+def test_compiled_int8_session_carries_its_precision_to_the_compile_options() -> None:
+    """The session tells the compiled loop how its weights are stored (the GPU's batched int8 options
+    differ), and inductor accepts the batched int8 options (CUDA graphs aside, which need a GPU)."""
+    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+    session.apply_precision("int8", "compiled")
+    session.prepare(4, "compiled")
+    assert session._static.precision == "int8"
+    session._static.compile_options = {
+        k: v for k, v in gpu_compile_options(2, "int8").items() if k != "triton.cudagraphs"
+    }
+    ids = synthetic_ids(session.vocab_size, 2, 5, "cpu")
+    assert session.generate(ids) == 4
+    assert session.compiled()
+    assert session.compile_options() == {"pattern_matcher": False}
 
 
 def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,10 +30,23 @@ MODES = ("eager", "compiled")
 # CPU: plain inductor (no graphs there).
 GPU_COMPILE_OPTIONS: dict[str, Any] = {"triton.cudagraphs": True, "coordinate_descent_tuning": True}
 
+# Precisions whose batched decode must not go through inductor's post-grad pattern matcher. torchao
+# int8 weight-only computes linear(x, w.to(bf16)) * scale; from batch 2 (batch 1 decomposes the
+# matmul first) inductor rewrites that into aten._weight_int8pack_mm, whose CUDA kernel is a plain
+# fp32 one: 144 of the 148 ms of a batch-8 Llama-3-8B decode step on an H100, against 7.4 ms for the
+# whole bf16 step (results/h100-sxm-80gb, int8 compiled 8x128; benchmarks/int8_woq_batch.py).
+NO_PATTERN_MATCHER = frozenset({"int8"})
 
-def gpu_compile_options(batch: int) -> dict[str, Any]:
-    """torch.compile options of the compiled mode's decode step on a GPU, for a batch size."""
-    return GPU_COMPILE_OPTIONS if batch == 1 else {"triton.cudagraphs": True}
+
+def gpu_compile_options(batch: int, precision: str = "bf16") -> dict[str, Any]:
+    """torch.compile options of the compiled mode's decode step on a GPU, for a batch size and the
+    precision the weights are stored in."""
+    if batch == 1:
+        return GPU_COMPILE_OPTIONS
+    options: dict[str, Any] = {"triton.cudagraphs": True}
+    if precision in NO_PATTERN_MATCHER:
+        options["pattern_matcher"] = False
+    return options
 
 
 @ENGINES.register("hf")
@@ -78,6 +91,7 @@ class HFSession:
         self._gen_config: Any = None
         self._output_len = 0
         self.mode = "eager"
+        self.precision = "bf16"  # how the weights are stored: apply_precision changes it
         self.fused_groups = 0  # projection groups fused by apply_precision(mode="compiled")
 
     @property
@@ -113,6 +127,7 @@ class HFSession:
 
             self.fused_groups = fuse_projections(self.model)
         self.model = apply_precision(self.model, precision)
+        self.precision = precision
 
     def prepare(self, output_len: int, mode: str) -> None:
         """Generation settings: greedy, exactly output_len new tokens (EOS masked until then)."""
@@ -138,7 +153,7 @@ class HFSession:
         self._gen_config = GenerationConfig(**kw)
         self._output_len = output_len
         self.mode = mode
-        self._static = StaticGreedy(self.model, output_len) if mode == "compiled" else None
+        self._static = StaticGreedy(self.model, output_len, precision=self.precision) if mode == "compiled" else None
 
     def generate(
         self, ids: torch.Tensor, on_token: Callable[[], None] | None = None, tokens: int | None = None
@@ -188,8 +203,11 @@ class StaticGreedy:
     Positions live on the device (no host-to-device copy, which would synchronise, inside the loop);
     each step's token is copied out of the CUDA graph's output buffer before the next replay."""
 
-    def __init__(self, model: Any, max_new: int, compile_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, model: Any, max_new: int, compile_options: dict[str, Any] | None = None, precision: str = "bf16"
+    ) -> None:
         self.model = model
+        self.precision = precision  # with the batch size, picks the compile options (gpu_compile_options)
         self.max_new = max_new  # the cache holds this many new tokens: shorter runs reuse cache and graphs
         self.on_gpu = model.device.type == "cuda"
         self._cache: Any = None
@@ -204,7 +222,7 @@ class StaticGreedy:
 
         if self._step is None:
             if self.compile_options is None:
-                self.compile_options = gpu_compile_options(batch) if self.on_gpu else {}
+                self.compile_options = gpu_compile_options(batch, self.precision) if self.on_gpu else {}
             self._step = torch.compile(self._decode_step, options=self.compile_options)
         return self._step
 
