@@ -101,13 +101,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--rows", nargs="*", type=int, default=list(ROWS), help="M: rows per call")
     args = ap.parse_args()
     dev = device_info("auto")
     if dev.torch_device != "cuda":
         print("needs a CUDA GPU: the rewrite and the kernels it picks are GPU-only", file=sys.stderr)
         return 2
     res: dict[str, Any] = {"device": dev.name, "torch": torch.__version__, "shape": [IN_F, OUT_F], "rows": {}}
-    for rows in ROWS:
+    for rows in args.rows:
         for name in args.variants:
             try:
                 r = run(name, rows)
