@@ -104,7 +104,7 @@ def main() -> int:
     ap.add_argument("--rows", nargs="*", type=int, default=list(ROWS), help="M: rows per call")
     args = ap.parse_args()
     dev = device_info("auto")
-    if dev.torch_device != "cuda":
+    if not dev.is_cuda:
         print("needs a CUDA GPU: the rewrite and the kernels it picks are GPU-only", file=sys.stderr)
         return 2
     res: dict[str, Any] = {"device": dev.name, "torch": torch.__version__, "shape": [IN_F, OUT_F], "rows": {}}
