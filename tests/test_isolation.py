@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,6 +198,28 @@ def test_budget_without_resume_uses_the_times_of_an_earlier_run(tmp_path: Path, 
     rs = load(path)
     assert path.name != "slow-20261101T000000Z.json" and rs.cases == []  # a new set; the case was deferred
     assert rs.finished_at is None
+
+
+def test_budget_quotes_later_cases_with_the_times_of_cases_this_run_measured(
+    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the H100 a case quoted from siblings measured before the run (91 s) ran while a sibling
+    measured earlier in the same run (221 s) said it would not fit, and was cut off: each finished
+    case joins the times the next quotes read."""
+    from llmbench.harness import runner
+
+    seen: dict[str, set[str]] = {}
+    quote = runner.case_time
+
+    def spy(case: Any, measured: dict[str, Any]) -> Any:
+        seen[case.id] = set(measured)
+        return quote(case, measured)
+
+    monkeypatch.setattr(runner, "case_time", spy)
+    suite = load_suite(str(write(tmp_path, SLOW)))
+    first, second = suite.cases[:2]
+    run_suite(suite, [first, second], RunOptions(out_dir=tmp_path / "out", device="cpu", budget_s=40))
+    assert seen[first.id] == set() and seen[second.id] == {first.id}
 
 
 def test_gpu_selection_reaches_the_case_process_before_torch(tmp_path: Path, fault_plugin: str) -> None:

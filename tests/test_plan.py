@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llmbench.harness.plan import PROCESS_OVERHEAD_S, MeasuredCase, case_time, measured_cases
+from llmbench.harness.plan import (
+    PROCESS_OVERHEAD_S,
+    MeasuredCase,
+    additive_guesses,
+    case_time,
+    measured_cases,
+    similar_time,
+)
 from llmbench.results import CaseResult, ResultSet, save
 from llmbench.suite import CaseSpec, load_suite
 from tests.conftest import write
@@ -51,6 +58,32 @@ def test_an_unmeasured_case_takes_the_longest_of_its_closest_measured_siblings(t
     ])
     t = case_time(cs[("generate", "int8", "8", "compiled")], measured)
     assert (t.seconds, t.source) == (212.0, "similar")
+
+
+def test_an_unmeasured_case_adds_what_one_param_costs_elsewhere(tmp_path: Path) -> None:
+    """int8 compiled at batch 8 = int8 compiled at batch 1 + what batch 8 costs int8 in eager mode
+    (eager batch 8 - eager batch 1); and = int8 eager at batch 8 + what compiling costs at batch 1:
+    the same guess, found both ways."""
+    cs = _cases(tmp_path)
+    measured = dict([
+        _measured(cs[("generate", "int8", "1", "compiled")], 212.0),
+        _measured(cs[("generate", "int8", "8", "eager")], 76.0),
+        _measured(cs[("generate", "int8", "1", "eager")], 39.0),
+        _measured(cs[("generate", "bf16", "8", "compiled")], 50.0),  # one-off too, but no b measured for it
+    ])
+    t = case_time(cs[("generate", "int8", "8", "compiled")], measured)
+    assert (t.seconds, t.source) == (212.0 + 76.0 - 39.0, "similar")
+
+
+def test_the_quote_is_the_75th_percentile_of_the_additive_guesses() -> None:
+    params = {"p": 0, "q": 0, "r": 0}
+    m = [MeasuredCase("s", {**params, **d}, t) for d, t in [
+        ({"p": 1}, 100.0), ({"q": 1}, 10.0), ({"r": 1}, 40.0),  # one param off each
+        ({"p": 1, "q": 1}, 20.0), ({"p": 1, "r": 1}, 30.0), ({"q": 1, "r": 1}, 45.0),  # two off
+        ({"q": 2}, 15.0), ({"p": 1, "q": 2}, 25.0),  # q has two other values measured
+    ]]
+    assert sorted(additive_guesses(params, m)) == [5.0, 90.0, 90.0, 110.0]  # qr, pq, pq (q=2), pr; r with q=2 has no b
+    assert similar_time(params, m) == 90.0  # rank round(0.75 * 3) = 2 of 0..3
 
 
 def test_a_sibling_shorter_than_the_scenario_estimate_does_not_lower_it(tmp_path: Path) -> None:

@@ -117,6 +117,8 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         rs.upsert(result)
         save(rs, path)
         ui.case_done(case, result)
+        if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
+            measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s)
 
     rs.finished_at = None if deferred else utc_now()  # cases left for --resume: the run is not finished
     save(rs, path)
