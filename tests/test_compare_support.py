@@ -136,7 +136,8 @@ def result_set(
     created_at: str = "2026-11-22T10:00:00Z",
     source: Source | None = None,
 ) -> ResultSet:
-    return ResultSet(suite=suite, created_at=created_at, env=env, cases=cases, source=source or Source())
+    return ResultSet(suite=suite, created_at=created_at, finished_at=created_at, env=env, cases=cases,
+                     source=source or Source())
 
 
 def h100_set(**kw: Any) -> ResultSet:

@@ -52,3 +52,16 @@ def test_terminal_text_has_tables_and_notes() -> None:
     assert (
         "Scenario generate" in text and "[projected]" in text and "Not all figures here are measured" in text
     )
+
+
+def test_a_measured_run_that_stopped_is_marked_unfinished() -> None:
+    """Cases ok out of the cases in the set would read as complete for a run cut short."""
+    from llmbench.report.views import sets_table
+
+    stopped, projected = h100_set(), h200_set()
+    stopped.finished_at = None
+    projected.source.kind = "projected"
+    projected.finished_at = None  # projections are not runs
+    rows = sets_table(refs(stopped, projected)).rows
+    assert rows[0][-1].endswith("(run unfinished)")
+    assert "unfinished" not in rows[1][-1]

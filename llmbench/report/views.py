@@ -33,6 +33,12 @@ def short_note(sets: list[SetRef]) -> list[str]:
     return [f"Not measured here: {', '.join(named)} (see 'Result sets' for the source)."] if named else []
 
 
+def _unfinished(s: SetRef) -> bool:
+    """A measured run that stopped (interrupted, or cases left by --budget): the suite has cases the
+    set lacks. Published and projected sets have no run to finish."""
+    return is_measured(s.rs) and s.rs.finished_at is None
+
+
 def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
     rows = []
     for i, s in enumerate(sets):
@@ -45,7 +51,7 @@ def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
                 str(s.rs.env.get("gpu", {}).get("name", MISSING)),
                 source_line(s.rs),
                 s.rs.created_at,
-                f"{ok}/{len(s.rs.cases)}",
+                f"{ok}/{len(s.rs.cases)}" + (" (run unfinished)" if _unfinished(s) else ""),
             ]
         )
     return Table(
