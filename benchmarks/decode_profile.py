@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from report_out import emit
 
 from llmbench.engines.fuse import fuse_projections
 from llmbench.engines.hf import GPU_COMPILE_OPTIONS, HFSession, StaticGreedy
@@ -158,8 +159,7 @@ def main() -> int:
             r = {"failed": f"{type(e).__name__}: {e}"[:500]}
         res["variants"][n] = r
         print(n, json.dumps(r, indent=1), flush=True)
-    if args.out:
-        args.out.write_text(json.dumps(res, indent=1))
+    emit(res, args.out, echo=False)
     print(f"\nbound {res['decode_step_bound_ms']} ms/step at {ceiling.bandwidth_tb_s:.2f} TB/s")
     print(f"{'variant':16} {'tok/s':>8} {'TPOT ms':>8} {'roofline':>8} {'busy ms':>8} {'kernels':>8} {'compile s':>9}")
     for n, r in res["variants"].items():

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
+from report_out import emit
 
 from llmbench.harness.timing import StopRule
 from llmbench.harness.worker import device_info
@@ -67,9 +67,7 @@ def main() -> int:
                       "added_pct": 100 * (harness_med / bare - 1) if bare > 0 else None,
                       "iters": m.iters, "timer": m.timer}
     res = {"device": dev.name, "torch": torch.__version__, "cases": rows}
-    print(json.dumps(res, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(res, indent=1))
+    emit(res, args.out)
     return 0
 
 

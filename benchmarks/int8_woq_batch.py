@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from report_out import emit
 from torch import nn
 
 from llmbench.engines.hf_quant import apply_precision
@@ -116,8 +117,7 @@ def main() -> int:
                 r = {"failed": f"{type(e).__name__}: {e}"[:300]}
             res["rows"].setdefault(str(rows), {})[name] = r
             print(f"M={rows:<3} {name:<20} {json.dumps(r)}", flush=True)
-            if args.out:
-                args.out.write_text(json.dumps(res, indent=1))
+            emit(res, args.out, echo=False)
     return 0
 
 

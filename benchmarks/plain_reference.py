@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from report_out import emit
 
 
 def loop_s(fn: Callable[[], object], *, calls: int = 0, seconds: float = 0.0, warmup: int = 5) -> tuple[float, int]:
@@ -97,17 +98,13 @@ def main() -> int:
                            "plain_burst_runs": [p[key]["burst"] for p in plains],
                            "llmbench": ours[key], "llmbench_median": ours[key + "_median"],
                            "llmbench_vs_plain_sustained_pct": 100 * (ours[key] / plain - 1)}
-        print(json.dumps(report, indent=1))
-        if args.out:
-            args.out.write_text(json.dumps(report, indent=1))
+        emit(report, args.out)
         return 0
     if not torch.cuda.is_available():
         print("plain_reference needs a CUDA GPU", file=sys.stderr)
         return 2
     res = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, **measure(args.seconds)}
-    print(json.dumps(res, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(res, indent=1))
+    emit(res, args.out)
     return 0
 
 

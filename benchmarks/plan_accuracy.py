@@ -8,12 +8,13 @@ against the wall time it took. The figures in llmbench/harness/plan.py's docstri
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from report_out import emit
 
 from llmbench.harness import plan
 from llmbench.results import load
@@ -61,9 +62,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     res = {"result": str(args.result), **{name: summary(errors(args.result, rule)) for name, rule in RULES.items()}}
-    print(json.dumps(res, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(res, indent=1))
+    emit(res, args.out)
     return 0
 
 

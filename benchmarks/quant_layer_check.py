@@ -6,11 +6,11 @@ over 32 layers; this isolates the kernel: a broken kernel shows here as an error
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import torch
+from report_out import emit
 from torch import nn
 
 from llmbench.engines.hf_quant import apply_precision
@@ -44,9 +44,7 @@ def main() -> int:
             res[p] = {"skipped": why} if why else check(p, dev.torch_device)
         except Exception as e:  # a report, not a test: keep going and say what failed
             res[p] = {"failed": f"{type(e).__name__}: {e}"[:300]}
-    print(json.dumps(res, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(res, indent=1))
+    emit(res, args.out)
     return 0
 
 
