@@ -21,7 +21,7 @@ from llmbench.results import load
 from llmbench.suite import load_suite
 
 Rule = Callable[[dict[str, Any], list[plan.MeasuredCase]], float | None]
-RULES: dict[str, Rule] = {"plan": plan.similar_time, "closest-only": plan._closest}
+RULES: dict[str, Rule] = {"plan": plan.similar_time, "closest-only": plan.closest_time}
 
 
 def errors(result: Path, rule: Rule) -> list[tuple[str, float, float]]:
@@ -35,7 +35,7 @@ def errors(result: Path, rule: Rule) -> list[tuple[str, float, float]]:
             continue
         c = cases[cid]
         peers = [v for k, v in measured.items() if k != cid and v.scenario == c.scenario]
-        estimate = c.scenario_obj().estimate_s(c.params, c.settings) + plan.PROCESS_OVERHEAD_S
+        estimate = plan.estimate_time(c)
         like = rule(c.params_dict, peers)
         out.append((c.label, m.seconds, max(like, estimate) if like is not None else estimate))
     return out

@@ -69,7 +69,7 @@ def _key(params: dict[str, Any]) -> frozenset[tuple[str, str]]:
     return frozenset((k, json.dumps(v, sort_keys=True)) for k, v in params.items() if v is not None)
 
 
-def _closest(params: dict[str, Any], peers: list[MeasuredCase]) -> float | None:
+def closest_time(params: dict[str, Any], peers: list[MeasuredCase]) -> float | None:
     """The longest of the peers with the fewest differing params, if they share any param."""
     diffs = [(len(_differing(params, m.params)), m.seconds) for m in peers]
     if not diffs:
@@ -94,13 +94,18 @@ def similar_time(params: dict[str, Any], peers: list[MeasuredCase]) -> float | N
     """What measured cases of the same scenario say about one not measured: the 75th percentile of
     the additive guesses, else the closest siblings' longest time (see the module doc)."""
     guesses = sorted(additive_guesses(params, peers))
-    return guesses[round(0.75 * (len(guesses) - 1))] if guesses else _closest(params, peers)
+    return guesses[round(0.75 * (len(guesses) - 1))] if guesses else closest_time(params, peers)
+
+
+def estimate_time(case: CaseSpec) -> float:
+    """The scenario's own estimate of a case, with the case process's start."""
+    return case.scenario_obj().estimate_s(case.params, case.settings) + PROCESS_OVERHEAD_S
 
 
 def case_time(case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
     if case.id in measured:
         return CaseTime(measured[case.id].seconds, "measured")
-    estimate = case.scenario_obj().estimate_s(case.params, case.settings) + PROCESS_OVERHEAD_S
+    estimate = estimate_time(case)
     params = case.params_dict
     peers = [m for m in measured.values() if m.scenario == case.scenario]
     like = similar_time(params, peers)
