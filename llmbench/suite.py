@@ -201,8 +201,9 @@ def _choices_from(err: Any) -> list[str] | None:
 
 
 def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
-    """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value; any other
-    text is a substring of the case label or id."""
+    """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value, or an id
+    whole (`gemm/3b7d3177710d`) or by its hash alone (`3b7d3177710d`, as tables show it beside the
+    scenario); any other text is a substring of the case label or id."""
     out = cases
     for f in filters:
         if "=" in f:
@@ -211,7 +212,8 @@ def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
             known = {"scenario", "id"} | {k for c in cases for k in c.params_dict}
             if key not in known:
                 raise UserError(f"--filter {f!r}: unknown key {key!r}; valid: {', '.join(sorted(known))}")
-            out = [c for c in out if _value_of(c, key) in wanted]
+            out = [c for c in out if _value_of(c, key) in wanted
+                   or (key == "id" and c.id.partition("/")[2] in wanted)]
         else:
             out = [c for c in out if f in c.label or f in c.id]
     return out

@@ -115,6 +115,8 @@ def test_filters(tmp_path: Path) -> None:
     assert len(filter_cases(cases, ["precision=bf16,fp32", "shape=64x64x64"])) == 2
     assert len(filter_cases(cases, ["shape=32x32x32"])) == 2
     assert filter_cases(cases, [cases[0].id]) == [cases[0]]
+    both = f"id={cases[0].id},{cases[1].id.partition('/')[2]}"  # a whole id and a bare hash
+    assert filter_cases(cases, [both]) == cases[:2]
     with pytest.raises(UserError, match="unknown key 'precison'"):
         filter_cases(cases, ["precison=bf16"])
 
