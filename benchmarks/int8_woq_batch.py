@@ -12,8 +12,9 @@ mode compiles a decode step, at M = 1, 8 and 32 rows, in variants:
   int8-nopm-autotune  + max_autotune: Triton mm templates too, which may fuse the conversion into
                       their loads
 
-Each: median microseconds per call (CUDA events around 20 calls, 15 repeats), the weight bytes read
-per call over that time, and the two kernels that took most of the time (torch.profiler).
+Each: median microseconds per call (llmbench's CUDA-event timer: 15 samples of 20 calls), the
+weight bytes read per call over that time, and the two kernels that took most of the time
+(torch.profiler).
 
     python benchmarks/int8_woq_batch.py --out int8-woq-batch.json
 """
@@ -25,6 +26,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from torch import nn
 
 from llmbench.engines.hf_quant import apply_precision
 from llmbench.harness.kernel_profile import kernel_tally
+from llmbench.harness.timing import CudaEventTimer
 from llmbench.harness.worker import device_info
 
 IN_F, OUT_F = 4096, 28672
@@ -53,18 +56,9 @@ def layer(precision: str) -> nn.Module:
     return lin if precision == "bf16" else apply_precision(lin, precision)
 
 
-def time_us(fn: Any, x: torch.Tensor, calls: int = 20, repeats: int = 15) -> float:
-    samples = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            torch.compiler.cudagraph_mark_step_begin()
-            fn(x)
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(samples)
+def time_us(call: Callable[[], None], calls: int = 20, repeats: int = 15) -> float:
+    """Median microseconds per call: llmbench's CUDA-event timer, `repeats` samples of `calls` each."""
+    return statistics.median(CudaEventTimer().time(call, n=repeats, inner=calls)) * 1e6
 
 
 def run(name: str, rows: int) -> dict[str, Any]:
@@ -73,21 +67,19 @@ def run(name: str, rows: int) -> dict[str, Any]:
     mod = layer(precision)
     fn = torch.compile(mod, options=options)
     x = torch.randn(rows, IN_F, device="cuda", dtype=torch.bfloat16)
+
+    def call() -> None:  # each call a new CUDA graph step, as in a decode loop
+        torch.compiler.cudagraph_mark_step_begin()
+        fn(x)
+
     t0 = time.perf_counter()
     with torch.no_grad():
         for _ in range(3):  # compile, record the graph, replay
-            torch.compiler.cudagraph_mark_step_begin()
-            fn(x)
+            call()
         torch.cuda.synchronize()
         compile_s = time.perf_counter() - t0
-        us = time_us(fn, x)
-
-        def ten() -> None:
-            for _ in range(10):
-                torch.compiler.cudagraph_mark_step_begin()
-                fn(x)
-
-        tally = kernel_tally(ten)
+        us = time_us(call)
+        tally = kernel_tally(lambda: [call() for _ in range(10)])
     weight_bytes = IN_F * OUT_F * (1 if precision == "int8" else 2)
     top = sorted(tally.by_name_s.items(), key=lambda kv: -kv[1])[:2]
     return {

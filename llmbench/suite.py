@@ -202,8 +202,8 @@ def _choices_from(err: Any) -> list[str] | None:
 
 def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
     """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value, or an id
-    whole (`gemm/3b7d3177710d`) or by its hash alone (`3b7d3177710d`, as tables show it beside the
-    scenario); any other text is a substring of the case label or id."""
+    whole (`gemm/3b7d3177710d`) or by its hash alone (`3b7d3177710d`); any other text is a
+    substring of the case label or id."""
     out = cases
     for f in filters:
         if "=" in f:
@@ -212,19 +212,19 @@ def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
             known = {"scenario", "id"} | {k for c in cases for k in c.params_dict}
             if key not in known:
                 raise UserError(f"--filter {f!r}: unknown key {key!r}; valid: {', '.join(sorted(known))}")
-            out = [c for c in out if _value_of(c, key) in wanted
-                   or (key == "id" and c.id.partition("/")[2] in wanted)]
+            out = [c for c in out if _names_of(c, key) & wanted]
         else:
             out = [c for c in out if f in c.label or f in c.id]
     return out
 
 
-def _value_of(c: CaseSpec, key: str) -> str:
+def _names_of(c: CaseSpec, key: str) -> set[str]:
+    """How a filter may name the case's `key`: an id whole or by its hash, a list param as AxBxC."""
     if key == "scenario":
-        return c.scenario
+        return {c.scenario}
     if key == "id":
-        return c.id
+        return {c.id, c.id.partition("/")[2]}
     v = c.params_dict.get(key)
     if isinstance(v, (list, tuple)):
-        return "x".join(str(x) for x in v)
-    return str(v)
+        return {"x".join(str(x) for x in v)}
+    return {str(v)}
