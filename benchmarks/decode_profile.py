@@ -28,8 +28,8 @@ from llmbench.engines.fuse import fuse_projections
 from llmbench.engines.hf import GPU_COMPILE_OPTIONS, HFSession, StaticGreedy
 from llmbench.hardware import roofline
 from llmbench.hardware.specs import match_name
-from llmbench.harness.kernel_profile import decode_step_profile
 from llmbench.harness.worker import device_info
+from llmbench.measure.kernel_profile import decode_step_profile
 from llmbench.models.build import build_model, synthetic_ids
 from llmbench.scenarios.generate import TokenClock, token_metrics
 

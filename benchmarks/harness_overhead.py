@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 from report_out import emit
 
-from llmbench.harness.timing import StopRule
 from llmbench.harness.worker import device_info
+from llmbench.measure.timing import StopRule
 from llmbench.scenarios.base import CaseContext
 
 

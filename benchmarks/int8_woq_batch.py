@@ -35,9 +35,9 @@ from report_out import emit
 from torch import nn
 
 from llmbench.engines.hf_quant import apply_precision
-from llmbench.harness.kernel_profile import kernel_tally
-from llmbench.harness.timing import CudaEventTimer
 from llmbench.harness.worker import device_info
+from llmbench.measure.kernel_profile import kernel_tally
+from llmbench.measure.timing import CudaEventTimer
 
 IN_F, OUT_F = 4096, 28672
 ROWS = (1, 8, 32)

@@ -4,42 +4,19 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections import Counter
-from pathlib import Path
-from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
 from llmbench import __version__
+from llmbench.commands import ALL
+from llmbench.commands.common import INTERRUPTED, console, err_console
 from llmbench.errors import UserError
-from llmbench.hardware.fingerprint import local_slug
-from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
-from llmbench.harness.runner import RunOptions, RunUI, run_suite
-from llmbench.report.commands import register as register_report_commands
-from llmbench.results import CaseResult, ResultSet, load
-from llmbench.suite import CaseSpec, Suite, available_suites, filter_cases, load_suite
-from llmbench.summary import flags_of, fmt_metric, headline_metrics, result_table, status_counts
 
 app = typer.Typer(
     help="Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-
-CONFIRM_ABOVE_CASES = 200
-INTERRUPTED = "interrupted: finished cases are saved; run again with --resume to continue"
 
 
 def _version(value: bool) -> None:
@@ -55,202 +32,8 @@ def _root(
     """Benchmark LLM workloads across GPUs, precisions and engines, and compare the results."""
 
 
-class RichUI(RunUI):
-    """Progress bars (suite and case, with ETA) and a summary table at the end."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.p = progress
-        self.suite_task = progress.add_task("suite", total=0, visible=False)
-        self.case_task = progress.add_task("", total=1.0, visible=False)
-        self.deferred = 0
-
-    def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
-        note = f" ({skipped} already done, resumed)" if skipped else ""
-        self.p.console.print(f"[bold]{suite.name}[/bold]: {len(cases)} case(s){note} -> {path}")
-        self.p.update(self.suite_task, description=f"suite {suite.name}", total=len(cases), visible=True)
-        self.p.update(self.case_task, visible=True)
-
-    def case_start(self, case: CaseSpec, index: int) -> None:
-        self.p.reset(self.case_task, total=1.0, description=f"  {case.label}"[:70])
-
-    def case_progress(self, fraction: float, text: str) -> None:
-        self.p.update(self.case_task, completed=fraction)
-
-    def case_done(self, case: CaseSpec, result: CaseResult) -> None:
-        self.p.update(self.case_task, completed=1.0)
-        self.p.advance(self.suite_task)
-        style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
-        detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in headline_metrics(result)) if result.status == "ok" \
-            else (result.reason or "")
-        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(case.label)}: {escape(detail)}")
-
-    def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None:
-        self.deferred += 1
-        self.p.advance(self.suite_task)
-        self.p.console.print(f"  [yellow]{'deferred':8}[/yellow] {escape(case.label)}: needs about {needs_s:.0f} s, "
-                             f"{max(left_s, 0):.0f} s of --budget left; run again with --resume")
-
-    def warn(self, text: str) -> None:
-        self.p.console.print(f"[yellow]warning:[/yellow] {escape(text)}")
-
-    def suite_done(self, result_set: ResultSet, path: Path) -> None:
-        self.p.update(self.case_task, visible=False)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
-    )
-
-
-def _plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
-    """The plan, each case with its time: measured (an earlier run of it on this GPU), like the most
-    similar measured cases, or the scenario's estimate."""
-    t = Table(title="plan")
-    for col in ("#", "id", "case", "s"):
-        t.add_column(col)
-    total, sources = 0.0, Counter[str]()
-    for i, c in enumerate(cases, 1):
-        ct = case_time(c, measured)
-        total += ct.seconds
-        sources[ct.source] += 1
-        t.add_row(str(i), c.id, escape(c.label), f"{ct.seconds:.0f} {ct.source}")
-    return t, total, sources
-
-
-@app.command()
-def run(
-    suite: str = typer.Argument(..., help="A suite name from scenarios/ (e.g. quickstart) or a path to a .toml file."),
-    filter: Optional[list[str]] = typer.Option(
-        None, "--filter", "-k", help="Keep matching cases: key=v1,v2 (scenario, id or any param) or text "
-        "in the case label. Repeat to combine."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the newest result set of this suite on this GPU: "
-                                "cases already ok or skipped are not run again."),
-    force: bool = typer.Option(False, "--force", help="With --resume: measure the selected cases again, "
-                               "replacing their earlier results in the same result set."),
-    out: Path = typer.Option(
-        Path("results"), "--out", help="Root folder of result sets: OUT/<gpu-slug>/<suite>-<UTC>.json."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded plan and an estimate; run nothing."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
-                                       "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
-    cpu: bool = typer.Option(False, "--cpu", help="Run on the CPU even when a GPU is present."),
-    timeout: Optional[float] = typer.Option(
-        None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
-    ),
-    budget: Optional[float] = typer.Option(
-        None, "--budget", min=1, help="Seconds this run may take: start only cases whose time (as --dry-run "
-        "quotes it: measured by an earlier run here, like the most similar measured cases, or estimated) fits in "
-        "what is left; the rest are left out of the result set for a later --resume. It picks cases, it does not "
-        "cut one off (--timeout does)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases "
-                             "without asking."),
-) -> None:
-    """Run a suite: every case in its own process, results written after each case."""
-    s = load_suite(suite)
-    cases = filter_cases(s.cases, filter or [])
-    if timeout is not None:
-        cases = [c.with_settings(timeout_s=timeout) for c in cases]
-    if not cases:
-        raise UserError(f"no case of suite {s.name!r} matches --filter {filter}; the suite has {len(s.cases)} case(s)")
-    if dry_run:
-        slug = local_slug(gpus, cpu)
-        measured, source = measured_cases(out, slug, s.name)
-        table, total, sources = _plan_table(cases, measured)
-        console.print(table)
-        how = (f"{sources['measured']} measured on {slug} in {source}, {sources['similar']} like similar cases "
-               f"measured there, {sources['estimate']} estimated" if measured
-               else f"estimated; no earlier run on {slug} under {out}")
-        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min ({escape(how)}); nothing was run")
-        return
-    if len(cases) > CONFIRM_ABOVE_CASES and not yes:
-        if not sys.stdin.isatty():
-            raise UserError(f"the plan has {len(cases)} cases (more than {CONFIRM_ABOVE_CASES}); narrow it with "
-                            "--filter, check it with --dry-run, or pass --yes to start it")
-        typer.confirm(f"The plan has {len(cases)} cases. Start it?", abort=True)
-    if force and not resume:
-        raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
-    opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto",
-                      budget_s=budget)
-    try:
-        with _progress() as p:
-            ui = RichUI(p)
-            path = run_suite(s, cases, opts, ui)
-    except KeyboardInterrupt:  # typer would turn it into a silent exit 130
-        err_console.print(INTERRUPTED)
-        raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish
-    rs = load(path)
-    console.print(result_table(rs))
-    counts = status_counts(rs)
-    deferred = f", {ui.deferred} deferred (--budget; --resume runs them)" if ui.deferred else ""
-    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + deferred + f" -> {path}")
-    for w in rs.warnings + flags_of(rs):
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
-
-
-@app.command("list")
-def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions, engines, metrics or all")) -> None:
-    """List suites, scenarios, precisions, engines and metrics (with units and which way is better)."""
-    from llmbench.engines.base import ENGINES
-    from llmbench.metrics import METRICS
-    from llmbench.precision import PRECISIONS
-    from llmbench.scenarios.base import SCENARIOS
-
-    sections = {
-        "suites": lambda: [(n, str(p)) for n, p in available_suites().items()],
-        "scenarios": lambda: [(n, c.description) for n, c in SCENARIOS],
-        "precisions": lambda: [(p.name, p.description) for p in PRECISIONS.values()],
-        "engines": lambda: [(n, c.description + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))
-                            for n, c in ENGINES],
-        "metrics": lambda: [(m.name, f"{m.unit}, {m.better} is better: {m.description}"
-                             if m.better != "neither" else f"{m.unit}: {m.description}") for m in METRICS.values()],
-    }
-    if what != "all" and what not in sections:
-        raise UserError(f"unknown list {what!r}; valid: {', '.join(sections)}, all")
-    for name in sections if what == "all" else [what]:
-        t = Table(title=name, show_header=False)
-        t.add_column(name)
-        t.add_column("")
-        for row in sections[name]():
-            t.add_row(*(escape(c) for c in row))
-        console.print(t)
-
-
-@app.command()
-def show(
-    result: Path = typer.Argument(..., help="A result-set JSON file."),
-    all_metrics: bool = typer.Option(False, "--all", help="Every metric, not only the headline ones."),
-) -> None:
-    """Show a result set as a table."""
-    if not result.is_file():
-        raise UserError(f"result set {str(result)!r} does not exist")
-    try:
-        rs = load(result)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    console.print(result_table(rs, all_metrics=all_metrics))
-    for w in rs.warnings + flags_of(rs):
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
-
-
-@app.command()
-def doctor(
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs to check (CUDA_VISIBLE_DEVICES)."),
-) -> None:
-    """Check the stack: driver, CUDA, torch, that work really runs on the GPU, optional engines."""
-    from llmbench.hardware.doctor import run_checks
-
-    ok = True
-    for check in run_checks(gpus):
-        style = {"ok": "green", "warn": "yellow", "fail": "red"}[check.level]
-        ok &= check.level != "fail"
-        console.print(f"[{style}]{check.level:4}[/{style}] {check.name}: {escape(check.detail)}")
-    if not ok:
-        raise typer.Exit(1)
-
-
-register_report_commands(app)
+for _command in ALL:
+    _command.register(app)
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llmbench.harness.stats import DRIFT_THRESHOLD, drift, summarize
+from llmbench.measure.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
 
 SCHEMA_VERSION = 1

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from llmbench.errors import SuiteError, UserError
-from llmbench.harness.timing import StopRule
 from llmbench.ids import case_id
+from llmbench.measure.timing import StopRule
 from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
 
 if sys.version_info >= (3, 11):

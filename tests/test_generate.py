@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from llmbench.engines.base import ENGINES
-from llmbench.harness.timing import StopRule
+from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.generate import GenerateParams, GenerateScenario, TokenClock, token_metrics

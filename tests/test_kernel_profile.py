@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmbench.harness.kernel_profile import KernelTally, decode_step_profile, kernel_tally, per_step
+from llmbench.measure.kernel_profile import KernelTally, decode_step_profile, kernel_tally, per_step
 
 
 def test_tally_unions_overlaps_and_sums_by_name() -> None:

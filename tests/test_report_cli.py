@@ -1,4 +1,4 @@
-"""The compare/report/specs/project commands through typer, as the lead's cli.py registers them."""
+"""The compare/report/specs/project commands through typer, as llmbench.cli registers them."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import typer
+from llmbench.commands import compare, project, report, specs
 from test_compare_support import h100_set, h200_set
 from typer.testing import CliRunner
 
 from llmbench.errors import UserError
-from llmbench.report.commands import register
 from llmbench.results import load, save
 
 runner = CliRunner()
@@ -20,7 +20,8 @@ runner = CliRunner()
 @pytest.fixture
 def app() -> typer.Typer:
     a = typer.Typer()
-    register(a)
+    for command in (compare, report, specs, project):
+        command.register(a)
     return a
 
 

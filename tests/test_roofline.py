@@ -10,8 +10,9 @@ from llmbench import precision
 from llmbench.hardware import roofline as rf
 from llmbench.hardware.specs import lookup
 from llmbench.models.presets import get_preset
+from llmbench.models.shape import ModelShape
 
-TOY = rf.ModelShape(
+TOY = ModelShape(
     layers=2,
     hidden=8,
     heads=2,

@@ -7,8 +7,8 @@ import statistics
 import numpy as np
 import pytest
 
-from llmbench.harness.stats import bootstrap_ci, summarize
-from llmbench.harness.timing import StopRule, measure
+from llmbench.measure.stats import bootstrap_ci, summarize
+from llmbench.measure.timing import StopRule, measure
 
 
 class FakeClock:

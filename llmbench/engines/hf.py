@@ -17,7 +17,7 @@ from llmbench.engines.base import ENGINES, Engine
 if TYPE_CHECKING:
     import torch
 
-    from llmbench.hardware.roofline import ModelShape
+    from llmbench.models.shape import ModelShape
 
 MODES = ("eager", "compiled")
 

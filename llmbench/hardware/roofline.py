@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmbench.hardware.specs import GpuSpec
+from llmbench.models.shape import ModelShape
 
 FAR_BELOW = 0.5  # efficiency under this is flagged with a likely cause
 HOST_BOUND_GPU_SHARE = 0.6  # GPU busy for less than this share of a step: the host is the bottleneck
@@ -39,29 +40,6 @@ DEFAULT_ACT_BYTES = 2
 
 def act_bytes(precision: str) -> int:
     return ACT_BYTES.get(precision, DEFAULT_ACT_BYTES)
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the roofline needs of a model. `linear_params` are the transformer blocks' matmul
-    weights (quantized by weight-only schemes); lm_head stays at activation precision."""
-
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    linear_params: int
-    lm_head_params: int
-    embedding_params: int  # an untied input embedding (0 when tied to lm_head); decode reads a row
-
-    @property
-    def params(self) -> int:
-        return self.linear_params + self.lm_head_params + self.embedding_params
-
-    def kv_bytes_per_token(self, elem_bytes: int) -> int:
-        """K and V of one token across all layers."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * elem_bytes
 
 
 def weight_bytes(shape: ModelShape, weight_bits: float, elem_bytes: int) -> float:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import UserError
-from llmbench.scenarios.base import PROGRESS_MARK
+from llmbench.measure import progress
 
 STDERR_TAIL = 4000
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -104,13 +104,10 @@ def run_child(
 def _read_stdout(proc: subprocess.Popen[str], on_progress: Any, other: deque[str]) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
-        if line.startswith(PROGRESS_MARK):
-            if on_progress is not None:
-                try:
-                    ev = json.loads(line[len(PROGRESS_MARK):])
-                    on_progress(float(ev.get("f", 0.0)), str(ev.get("t", "")))
-                except (ValueError, TypeError):
-                    pass
+        if line.startswith(progress.PROGRESS_MARK):
+            update = progress.parse(line)
+            if on_progress is not None and update is not None:
+                on_progress(*update)
         elif line.strip():
             other.append(line.rstrip())
 

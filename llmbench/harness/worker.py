@@ -37,7 +37,7 @@ def _is_oom(e: BaseException) -> bool:
 
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
-    from llmbench.harness.timing import StopRule
+    from llmbench.measure.timing import StopRule
     from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
 
     scenario = SCENARIOS.get(spec["scenario"])()
@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
         write_atomic(Path(argv[1]), json.dumps(collect()))
         return 0
     if len(argv) == 2 and argv[0] == "doctor":
-        from llmbench.hardware.doctor import write_checks
+        from llmbench.harness.doctor import write_checks
 
         write_checks(Path(argv[1]))
         return 0

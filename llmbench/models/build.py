@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmbench.hardware.roofline import ModelShape
 from llmbench.models.presets import get_preset
+from llmbench.models.shape import ModelShape
 
 if TYPE_CHECKING:
     import torch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmbench.hardware.roofline import ModelShape
+from llmbench.models.shape import ModelShape
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from llmbench.harness.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
+from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
 from llmbench.report.caselabels import case_labels
 from llmbench.report.envdiff import env_differences
@@ -204,7 +204,7 @@ def _note(cid: str, rep: CaseResult, label: str, found: list[CaseResult | None])
     )
 
 
-def headline_metrics() -> set[str]:
+def headline_metric_names() -> set[str]:
     """Each registered scenario's headline metrics, plus peak memory and energy per unit: what a
     published comparison shows (`llmbench compare` shows every metric unless asked otherwise)."""
     from llmbench.scenarios.base import SCENARIOS

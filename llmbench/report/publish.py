@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from llmbench.report.compare import compare, headline_metrics
+from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, name_sets
 from llmbench.report.labels import is_measured
@@ -75,7 +75,7 @@ def publish(results_dir: Path) -> list[Path]:
     h100 = newest_by_suite(results_dir / H100_SLUG)
     h200 = newest_by_suite(results_dir / H200_SLUG)
     common = sorted(set(h100) & set(h200))
-    headline = frozenset(headline_metrics())
+    headline = frozenset(headline_metric_names())
     sections = [
         Section(f"{suite}: H100 vs H200", name_sets([h100[suite][1], h200[suite][1]]), metrics=headline)
         for suite in common

@@ -12,10 +12,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table as RichTable
-
 Format = Literal["terminal", "markdown", "csv", "json"]
 FORMATS: tuple[str, ...] = ("terminal", "markdown", "csv", "json")
 MISSING = "—"
@@ -96,31 +92,6 @@ def to_csv(tables: list[Table]) -> str:
     return buf.getvalue()
 
 
-def to_rich(t: Table) -> RichTable:
-    """A rich table; every text is escaped, since '[projected]' would otherwise be read as markup."""
-    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
-    for c in t.columns:
-        rt.add_column(escape(c), overflow="fold")
-    for r in t.rows:
-        rt.add_row(*(escape(c) for c in r))
-    return rt
-
-
-def print_terminal(tables: list[Table], console: Console) -> None:
-    for t in tables:
-        for n in t.notes:
-            console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
-        console.print(to_rich(t))
-        console.print()
-
-
-def to_terminal_text(tables: list[Table], width: int = 160) -> str:
-    """What the terminal format prints, as plain text (for --out FILE)."""
-    buf = io.StringIO()
-    print_terminal(tables, Console(file=buf, width=width, color_system=None, force_terminal=False))
-    return buf.getvalue()
-
-
 def render(
     tables: list[Table], fmt: str, *, data: dict[str, Any] | None = None, title: str | None = None
 ) -> str:
@@ -132,5 +103,7 @@ def render(
     if fmt == "json":
         return json.dumps(data if data is not None else [t.to_dict() for t in tables], indent=1) + "\n"
     if fmt == "terminal":
+        from llmbench.report.terminal import to_terminal_text
+
         return to_terminal_text(tables)
     raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from llmbench.harness.monitors import open_sampler
-from llmbench.harness.timing import Measurement, StopRule, measure, timer_for
 from llmbench.ids import params_text
+from llmbench.measure import progress
+from llmbench.measure.monitors import open_sampler
+from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
 from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
-
-PROGRESS_MARK = "@@llmbench-progress@@ "
 
 
 class ScenarioParams(BaseModel):
@@ -46,8 +43,7 @@ class CaseContext:
     def progress(self, fraction: float, text: str = "") -> None:
         """Tell the parent how far this case is (0..1); it drives the per-case progress bar."""
         if self._emit:
-            sys.stdout.write(PROGRESS_MARK + json.dumps({"f": round(fraction, 3), "t": text}) + "\n")
-            sys.stdout.flush()
+            progress.emit(fraction, text)
 
     # -- timing -------------------------------------------------------------------------------
     def sync(self) -> None:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator, model_validator
 
-from llmbench.harness.timing import StopRule
+from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, unsupported_reason
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 

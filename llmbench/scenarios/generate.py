@@ -22,9 +22,10 @@ from llmbench import precision as prec
 from llmbench.engines.base import ENGINES
 from llmbench.hardware import roofline
 from llmbench.hardware.specs import GpuSpec, match_name
-from llmbench.harness.kernel_profile import StepProfile, decode_step_profile
-from llmbench.harness.timing import StopRule
+from llmbench.measure.kernel_profile import StepProfile, decode_step_profile
+from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS
+from llmbench.models.shape import ModelShape
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
 
@@ -327,7 +328,7 @@ class GenerateScenario(Scenario):
         self,
         params: GenerateParams,
         ctx: CaseContext,
-        shape: roofline.ModelShape,
+        shape: ModelShape,
         per_iter: list[TokenMetrics],
         cpu_step: float,
         gpu_step: float | None,
@@ -384,7 +385,7 @@ def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
 
 def _decode_profile(session: Any, ids: Any, output_len: int) -> StepProfile:
     """GPU kernel time of one decode step, from two short profiled generate()s outside the timed
-    window (llmbench.harness.kernel_profile: the difference cancels the prefill)."""
+    window (llmbench.measure.kernel_profile: the difference cancels the prefill)."""
     long = min(output_len, PROFILE_TOKENS)
     short = max(1, long // 4)
     return decode_step_profile(lambda n: session.generate(ids, tokens=n), short, long)

@@ -1,14 +1,44 @@
-"""Terminal summaries of result sets and plans (rich tables): the run summary and `llmbench show`."""
+"""Everything llmbench draws on a terminal: report tables through rich, and the run summary and
+`llmbench show` tables of a result set."""
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Table as RichTable
 
 from llmbench.ids import params_text
-from llmbench.report.tables import fmt_num
+from llmbench.report.tables import Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
+
+
+def to_rich(t: Table) -> RichTable:
+    """A rich table; every text is escaped, since '[projected]' would otherwise be read as markup."""
+    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
+    for c in t.columns:
+        rt.add_column(escape(c), overflow="fold")
+    for r in t.rows:
+        rt.add_row(*(escape(c) for c in r))
+    return rt
+
+
+def print_terminal(tables: list[Table], console: Console) -> None:
+    for t in tables:
+        for n in t.notes:
+            console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
+        console.print(to_rich(t))
+        console.print()
+
+
+def to_terminal_text(tables: list[Table], width: int = 160) -> str:
+    """What the terminal format prints, as plain text (for --out FILE)."""
+    buf = io.StringIO()
+    print_terminal(tables, Console(file=buf, width=width, color_system=None, force_terminal=False))
+    return buf.getvalue()
+
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
 
@@ -23,7 +53,8 @@ def fmt_metric(m: MetricResult) -> str:
     return text
 
 
-def headline_metrics(case: CaseResult, all_metrics: bool = False) -> list[tuple[str, MetricResult]]:
+def case_headline(case: CaseResult, all_metrics: bool = False) -> list[tuple[str, MetricResult]]:
+    """The metrics a summary shows for one case: its scenario's headline ones (or all of them)."""
     if all_metrics:
         return sorted(case.metrics.items())
     names: tuple[str, ...] = ()
@@ -37,16 +68,16 @@ def case_label(case: CaseResult) -> str:
     return params_text(case.params)
 
 
-def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> Table:
+def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> RichTable:
     source = "" if rs.source.kind == "measured" else f" [{rs.source.kind.upper()}]"
     gpu = rs.env.get("gpu", {}).get("name", "?")
-    t = Table(title=title or f"{rs.suite}{source} — {gpu} — {rs.created_at}", show_lines=False)
+    t = RichTable(title=title or f"{rs.suite}{source} — {gpu} — {rs.created_at}", show_lines=False)
     for col in ("scenario", "case", "status", "metrics"):
         t.add_column(col, overflow="fold")
     for c in rs.cases:
         style = STATUS_STYLE.get(c.status, "")
         if c.status == "ok":
-            detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in headline_metrics(c, all_metrics))
+            detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in case_headline(c, all_metrics))
         else:
             detail = c.reason or ""
         t.add_row(c.scenario, escape(case_label(c)), f"[{style}]{c.status}[/{style}]", escape(detail))

@@ -1,0 +1,61 @@
+"""`llmbench compare`: result sets side by side, case by case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, emit
+from llmbench.errors import UserError
+from llmbench.report.basediff import base_diff, parse_base
+from llmbench.report.compare import compare, headline_metric_names
+from llmbench.report.inputs import load_sets, resolve_baseline
+from llmbench.report.tables import Table
+from llmbench.report.views import basediff_tables, comparison_tables
+
+
+def compare_cmd(
+    files: list[Path] = FILES_ARG,
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        "-b",
+        help="The set the others are measured against: a GPU slug or a file stem (default: the first file).",
+    ),
+    base: Optional[str] = typer.Option(
+        None,
+        "--base",
+        help="Within each set, compare every case with the case that differs only in this "
+        "param, e.g. --base precision=bf16 (works with a single file).",
+    ),
+    fmt: Fmt = FORMAT_OPT,
+    out: Optional[Path] = OUT_OPT,
+    headline: bool = typer.Option(
+        False, "--headline", help="Only each scenario's headline metrics, peak memory and energy per unit."
+    ),
+) -> None:
+    """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
+    95% bootstrap CIs, geometric means, and every missing or failed case listed."""
+    sets = load_sets(files)
+    if len(sets) < 2 and base is None:
+        raise UserError("compare needs two or more result sets, or --base KEY=VALUE to compare within one")
+    tables: list[Table] = []
+    data: dict[str, Any] = {}
+    if len(sets) >= 2:
+        cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
+        tables += comparison_tables(cmp)
+        data["comparison"] = cmp.to_dict()
+    elif baseline is not None:
+        resolve_baseline(sets, baseline)
+    if base is not None:
+        key, value = parse_base(base)
+        diffs = [base_diff(s, key, value) for s in sets]
+        tables += [t for d in diffs for t in basediff_tables(d)]
+        data["base_diffs"] = [d.to_dict() for d in diffs]
+    emit(tables, fmt, out, data)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare_cmd)

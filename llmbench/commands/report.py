@@ -1,0 +1,48 @@
+"""`llmbench report`: a self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from llmbench.commands.common import FILES_ARG
+from llmbench.errors import UserError
+from llmbench.report.compare import headline_metric_names
+from llmbench.report.inputs import load_sets, resolve_baseline
+
+
+def report_cmd(
+    files: list[Path] = FILES_ARG,
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", "-b", help="GPU slug or file stem of the baseline."
+    ),
+    out: Path = typer.Option(Path("report.html"), "--out", "-o", help="The HTML file to write."),
+    title: str = typer.Option("llmbench report", help="Page title."),
+    all_metrics: bool = typer.Option(
+        False, "--all-metrics", help="Every metric (default: each scenario's headline metrics, memory, energy)."
+    ),
+) -> None:
+    """Write a self-contained HTML page (tables and charts, no external resources) for one result set
+    or a comparison of several."""
+    sets = load_sets(files)
+    try:  # plots need matplotlib, an optional extra: the other commands work without it
+        from llmbench.report.html import Section, render_html
+    except ModuleNotFoundError as e:
+        raise UserError(
+            f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
+        ) from None
+    section = Section(
+        title if len(sets) == 1 else "Comparison",
+        sets,
+        resolve_baseline(sets, baseline),
+        None if all_metrics else frozenset(headline_metric_names()),
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html([section], title), encoding="utf-8")
+    typer.echo(f"wrote {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_cmd)
