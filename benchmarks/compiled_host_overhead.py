@@ -22,9 +22,9 @@ from llmbench.scenarios.generate import TokenClock, token_metrics
 
 
 def main(prec: str) -> None:
-    s = HFSession(build_model(model="llama-3-8b", device="cuda"))
-    s.apply_precision(prec, "compiled")
-    s.prepare(128, "compiled")
+    s = HFSession(build_model(model="llama-3-8b", device="cuda"), "compiled")
+    s.convert(prec)
+    s.prepare(128)
     ids = synthetic_ids(s.vocab_size, 1, 128, "cuda", 0)
     t = time.perf_counter()
     s.generate(ids)

@@ -67,7 +67,19 @@ def get(name: str) -> Precision:
 
 
 def unsupported_reason(name: str, device: DeviceInfo) -> str | None:
-    """Why `name` cannot run on `device`, in words a person understands; None if it can."""
+    """Why `name` cannot run on `device` through llmbench's own path (device and packages), in words a
+    person understands; None if it can."""
+    why = device_reason(name, device)
+    if why:
+        return why
+    for pkg in get(name).packages:
+        if not _importable(pkg):
+            return f"{name} needs the Python package {pkg!r}, which is not installed: {get(name).install}"
+    return None
+
+
+def device_reason(name: str, device: DeviceInfo) -> str | None:
+    """Why the device cannot run `name` (no GPU, too old a GPU); None if it can."""
     p = get(name)
     if (p.needs_gpu or p.min_cc) and not device.is_cuda:
         need = f"compute capability >= {p.min_cc[0]}.{p.min_cc[1]}" if p.min_cc else "an NVIDIA GPU"
@@ -77,9 +89,6 @@ def unsupported_reason(name: str, device: DeviceInfo) -> str | None:
             f"{name} needs compute capability >= {p.min_cc[0]}.{p.min_cc[1]}; "
             f"this GPU is {device.cc[0]}.{device.cc[1]} ({device.name})"
         )
-    for pkg in p.packages:
-        if not _importable(pkg):
-            return f"{name} needs the Python package {pkg!r}, which is not installed: {p.install}"
     return None
 
 

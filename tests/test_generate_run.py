@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 import torch
 
-from llmbench.engines.hf import HFEngine, gpu_compile_options
+from llmbench.engines.base import LoadOptions, ModelRef
+from llmbench.engines.hf import HFEngine, HFSession, gpu_compile_options
 from llmbench.hardware.specs import lookup
 from llmbench.harness.worker import run_case
 from llmbench.models.build import synthetic_ids
-from llmbench.precision import PRECISIONS, unsupported_reason
+from llmbench.precision import PRECISIONS, DeviceInfo, unsupported_reason
 from llmbench.scenarios import generate as gen
 
 CPU_DEV = gen.DeviceInfo("cpu", "CPU test")
@@ -29,6 +30,12 @@ TIMING = (
 )
 ACCURACY = ("logits_rel_error", "kl_divergence", "top1_agreement")
 
+
+CPU = DeviceInfo("cpu", "CPU")
+
+
+def tiny_session(mode: str = "eager") -> HFSession:
+    return HFEngine().load(ModelRef(model="tiny-llama"), LoadOptions(mode=mode), CPU)
 
 def run(**params: Any) -> dict[str, Any]:
     spec = {
@@ -94,19 +101,19 @@ def test_roofline_path_records_efficiency_and_flags_far_below(monkeypatch: pytes
 
 
 def test_generation_is_forced_to_the_requested_length_even_past_eos() -> None:
-    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
+    session = tiny_session()
     ids = synthetic_ids(session.vocab_size, 1, 5, "cpu")
     first = int(session.logits(ids)[0, -1].argmax())
     session.model.config.eos_token_id = first  # greedy decoding would stop at once on this EOS
     session.model.generation_config.eos_token_id = first
-    session.prepare(6, "eager")
+    session.prepare(6)
     stamps: list[int] = []
-    assert session.generate(ids, on_token=lambda: stamps.append(1)) == 6
+    assert session.generate(ids, on_token=lambda: stamps.append(1)).tokens == 6
     assert len(stamps) == 6  # one timestamp per generated token
     stamps.clear()
-    assert session.generate(ids, on_token=lambda: stamps.append(1), tokens=3) == 3  # a short diagnostic run
+    assert session.generate(ids, on_token=lambda: stamps.append(1), tokens=3).tokens == 3  # a short diagnostic run
     assert len(stamps) == 3
-    assert session.generate(ids) == 6  # the prepared length is untouched
+    assert session.generate(ids).tokens == 6  # the prepared length is untouched
 
 
 def test_compiled_static_loop_generates_what_generate_would() -> None:
@@ -114,24 +121,24 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
     transformers' generate() emits for the same weights and prompt, with the compiled mode's fused
     projections. In fp32: a tiny random model in bf16 has exact ties between top logits, which
     compiled and eager kernels break differently on different CPUs."""
-    reference = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
-    reference.apply_precision("fp32", "eager")
+    reference = tiny_session()
+    reference.convert("fp32")
     assert reference.fused_groups == 0
     ids = synthetic_ids(reference.vocab_size, 2, 7, "cpu")
-    reference.prepare(6, "eager")
+    reference.prepare(6)
     ref = reference.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                                    generation_config=reference._gen_config)[:, 7:]
-    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
-    session.apply_precision("fp32", "compiled")
+    session = tiny_session("compiled")
+    session.convert("fp32")
     assert session.fused_groups == 2 * session.model.config.num_hidden_layers
-    session.prepare(6, "compiled")
-    assert session.generate(ids) == 6
+    session.prepare(6)
+    assert session.generate(ids).tokens == 6
     assert session.compiled()
     assert torch.equal(session._static.last_tokens, ref)
     from torch._dynamo.utils import counters
 
     graphs = counters["stats"]["unique_graphs"]
-    assert session.generate(ids, tokens=4) == 4  # a shorter run reuses the cache and the compiled graph
+    assert session.generate(ids, tokens=4).tokens == 4  # a shorter run reuses the cache and the compiled graph
     assert torch.equal(session._static.last_tokens, ref[:, :4])
     assert counters["stats"]["unique_graphs"] == graphs  # no recompilation
 
@@ -140,22 +147,22 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
 def test_compiled_int8_session_carries_its_precision_to_the_compile_options() -> None:
     """The session tells the compiled loop how its weights are stored (the GPU's batched int8 options
     differ), and inductor accepts the batched int8 options (CUDA graphs aside, which need a GPU)."""
-    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
-    session.apply_precision("int8", "compiled")
-    session.prepare(4, "compiled")
+    session = tiny_session("compiled")
+    session.convert("int8")
+    session.prepare(4)
     assert session._static.precision == "int8"
     session._static.compile_options = {
         k: v for k, v in gpu_compile_options(2, "int8").items() if k != "triton.cudagraphs"
     }
     ids = synthetic_ids(session.vocab_size, 2, 5, "cpu")
-    assert session.generate(ids) == 4
+    assert session.generate(ids).tokens == 4
     assert session.compiled()
-    assert session.compile_options() == {"pattern_matcher": False}
+    assert session.info()["compile_options"] == {"pattern_matcher": False}
 
 
 def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
-    session.prepare(5, "eager")
+    session = tiny_session()
+    session.prepare(5)
     ids = synthetic_ids(session.vocab_size, 1, 3, "cpu")
     monkeypatch.setattr(session.model, "generate", lambda input_ids, **kw: torch.cat([input_ids, input_ids], 1))
     with pytest.raises(RuntimeError, match="generated 3 tokens per sequence; 5 were requested"):
@@ -168,12 +175,53 @@ def test_quantization_leaves_lm_head_at_activation_precision() -> None:
     assert set(APPLY) == set(PRECISIONS)
     with pytest.raises(KeyError, match="valid"):
         apply_precision(torch.nn.Linear(2, 2), "int3")
-    session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
-    session.apply_precision("fp16")
+    session = tiny_session()
+    session.convert("fp16")
     assert session.model.lm_head.weight.dtype == torch.float16
     if importlib.util.find_spec("torchao") is not None:
-        session = HFEngine().load(model="tiny-llama", pretrained=None, weights="random", device="cpu")
-        session.apply_precision("int8")
+        session = tiny_session()
+        session.convert("int8")
         q = session.model.model.layers[0].self_attn.q_proj.weight
         assert "Int8" in type(q).__name__
         assert type(session.model.lm_head.weight) is torch.nn.Parameter
+
+
+FAKE_ENGINE = "tests.plugins.fake_engine"
+
+
+@pytest.mark.slow
+def test_an_engine_defined_outside_the_package_runs_generate_through_the_harness(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request-level engine from a plugin (tests/plugins/fake_engine.py) runs the unchanged generate
+    scenario in a case process: request-level TTFT/TPOT, no ITL, the timing kind said in the case,
+    and no accuracy metrics, since it declares no logits."""
+    import os
+
+    from llmbench.engines.base import ENGINES
+    from llmbench.harness.runner import RunOptions, run_suite
+    from llmbench.registry import PLUGINS_ENV
+    from llmbench.results import load
+    from llmbench.suite import load_suite
+
+    root = str(__import__("pathlib").Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv(PLUGINS_ENV, FAKE_ENGINE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    ENGINES._loaded = False
+    suite = tmp_path / "fake.toml"
+    suite.write_text(
+        'name = "fake-engine"\n[defaults]\nmodel = "tiny-llama"\nengine = "fake-requests"\n'
+        "warmup_iters = 1\nmin_iters = 3\nmin_seconds = 0\n"
+        '[[case]]\nscenario = "generate"\nmatrix.precision = ["bf16", "fp8"]\nbatch_size = 2\n'
+        "input_len = 4\noutput_len = 5\n"
+    )
+    s = load_suite(str(suite))
+    rs = load(run_suite(s, s.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
+    assert [c.status for c in rs.cases] == ["ok", "ok"], [c.reason or c.traceback for c in rs.cases]
+    for case in rs.cases:
+        assert {"ttft_ms", "tpot_ms", "e2e_ms", "decode_tokens_per_s"} <= set(case.metrics)
+        assert "itl_ms" not in case.metrics and "logits_rel_error" not in case.metrics
+        assert case.info["timing"].startswith("request-level")
+        assert len(case.metrics["tpot_ms"].samples or []) == 2 * len(case.metrics["ttft_ms"].samples or [])
+        assert case.metrics["ttft_ms"].value < case.metrics["e2e_ms"].value
+    assert rs.cases[1].info["accuracy_reference"].startswith("not measured")

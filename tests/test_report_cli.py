@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from llmbench.commands import compare, project, report, specs
 from test_compare_support import h100_set, h200_set
 from typer.testing import CliRunner
 
+from llmbench.commands import compare, project, report, specs
 from llmbench.errors import UserError
 from llmbench.results import load, save
 

@@ -138,3 +138,23 @@ def test_shipped_suites_are_valid() -> None:
     assert {"quickstart", "ceilings"} <= set(suites)
     for name in suites:
         assert load_suite(name).cases
+
+
+def test_a_param_added_later_keeps_the_ids_of_cases_that_leave_it_at_its_default() -> None:
+    from typing import ClassVar
+
+    from llmbench.ids import case_id
+    from llmbench.scenarios.base import ScenarioParams
+
+    class Before(ScenarioParams):
+        size: int = 1
+
+    class After(ScenarioParams):
+        added_later: ClassVar[frozenset[str]] = frozenset({"parallel"})
+        size: int = 1
+        parallel: int = 1
+
+    old = case_id("x", Before(size=4).model_dump(mode="json"))
+    assert case_id("x", After(size=4).model_dump(mode="json")) == old
+    assert After(size=4, parallel=2).model_dump(mode="json") == {"size": 4, "parallel": 2}
+    assert case_id("x", After(size=4, parallel=2).model_dump(mode="json")) != old

@@ -1,19 +1,142 @@
-"""The engine base class and registry. An engine that is not installed makes its cases `skipped`
-with the install command in the reason."""
+"""The engine interface. A scenario receives an engine (as optimum-benchmark hands its backend to a
+scenario) and asks it for what it declares it can do; it never looks at the engine's name or probes
+it with hasattr. A new engine is one module here: a subclass of `Engine` registered with
+`@ENGINES.register("name")`, whose session classes implement the abilities it declares.
+
+An engine that is not installed makes its cases `skipped` with the install command in the reason.
+Modules here import no heavy package at import time: the CLI imports them to validate suites.
+"""
 
 from __future__ import annotations
 
 import importlib.util
-from typing import ClassVar
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from llmbench import precision as prec
+from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 
+if TYPE_CHECKING:
+    from llmbench.models.shape import ModelShape
 
-class Engine:
+
+class Capability(str, Enum):
+    """What an engine can do. A scenario states the capabilities it needs; an engine without them
+    makes the case `skipped` with a reason that names what is missing."""
+
+    TOKEN_TIMESTAMPS = "token_timestamps"  # generate() calls on_token as each token is produced
+    REQUEST_METRICS = "request_metrics"  # generate() returns per-request TTFT and E2E, no per-token times
+    LOGITS = "logits"  # full-sequence logits of a forward pass (the accuracy check)
+    CONVERT = "convert"  # converts loaded bf16 weights to another precision in place (same weights)
+    PARTIAL_GENERATE = "partial_generate"  # generate(tokens=n) runs a shorter generation (kernel profile)
+    TRAIN = "train"  # a training session: one optimizer step at a time
+    BUILD = "build"  # builds an artifact (a compiled engine) before it can run; the build is timed
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """Which model to load: an architecture preset with random weights, or a pretrained checkpoint."""
+
+    model: str | None = None  # a preset of llmbench.models.presets
+    pretrained: str | None = None  # a hub id or local path
+    weights: str = "random"  # "random" (exact shapes, no download) or "pretrained"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load: the precision the weights are stored in, the engine's mode, parallelism, and
+    engine-specific settings (recorded with the case by the scenario that passes them)."""
+
+    precision: str = "bf16"
+    mode: str = "eager"
+    tensor_parallel: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequestTiming:
+    """One request (one sequence of a batch) as an engine without per-token timestamps reports it:
+    seconds from the call's start to its first token and to its last, and its output tokens."""
+
+    ttft_s: float
+    e2e_s: float
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one generate() of a batch produced: new tokens per sequence, and for REQUEST_METRICS
+    engines the per-request timings."""
+
+    tokens: int
+    requests: list[RequestTiming] | None = None
+
+
+class GenerationSession(ABC):
+    """A model loaded by an engine, ready to generate. Optional abilities raise NotImplementedError
+    here; an engine that declares the matching Capability implements them."""
+
+    # The clock of on_token: "stream" when on_token runs on the thread that launches the GPU work, so a
+    # CUDA event recorded then marks the token on the stream; "host" when tokens arrive from another
+    # process (a timestamp on the host clock as the token reaches the caller).
+    token_clock: ClassVar[str] = "stream"
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int: ...
+
+    @abstractmethod
+    def shape(self) -> ModelShape:
+        """The architecture, for the roofline and FLOP counts."""
+
+    def max_positions(self) -> int | None:
+        return None
+
+    @abstractmethod
+    def prepare(self, output_len: int) -> None:
+        """Generation settings: greedy, exactly output_len new tokens (EOS ignored)."""
+
+    @abstractmethod
+    def generate(self, ids: Any, on_token: Callable[[], None] | None = None, tokens: int | None = None) -> Generation:
+        """One generation of the batch `ids` (batch x input_len token ids). TOKEN_TIMESTAMPS engines call
+        `on_token` once per generated token; `tokens` asks for a shorter run (PARTIAL_GENERATE)."""
+
+    def logits(self, ids: Any) -> Any:
+        """Full-sequence logits of one forward pass (Capability.LOGITS)."""
+        raise NotImplementedError
+
+    def convert(self, precision: str) -> None:
+        """Convert the loaded bf16 weights to `precision` in place (Capability.CONVERT)."""
+        raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        """Facts about how the engine ran this session (compile options, build time, versions), kept
+        in the case's info."""
+        return {}
+
+    def verify(self) -> None:  # noqa: B027 - optional: most engines have nothing to check
+        """Raise if the session did not run as asked (e.g. mode=compiled that did not compile)."""
+
+    def close(self) -> None:  # noqa: B027 - optional: most engines free everything with the process
+        """Release the engine's resources (processes, GPU memory)."""
+
+
+class Engine(ABC):
+    """An inference or training engine. Subclasses declare what they can do and load sessions."""
+
     name: ClassVar[str]
     description: ClassVar[str] = ""
     packages: ClassVar[tuple[str, ...]] = ()  # import names it needs
     install: ClassVar[str] = ""  # e.g. "pip install 'llmbench[vllm]'"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    modes: ClassVar[tuple[str, ...]] = ("eager",)
+    precisions: ClassVar[frozenset[str]] = frozenset({"bf16"})  # names of llmbench.precision it can apply
+    max_tensor_parallel: ClassVar[int] = 1
 
     @classmethod
     def missing_reason(cls) -> str | None:
@@ -22,6 +145,43 @@ class Engine:
         if missing:
             return f"engine {cls.name!r} needs {', '.join(missing)}, which is not installed: {cls.install}"
         return None
+
+    @classmethod
+    def lacks(cls, needed: frozenset[Capability] | set[Capability]) -> str | None:
+        """Why this engine cannot serve a scenario that needs `needed`; None if it can."""
+        missing = sorted(c.value for c in set(needed) - cls.capabilities)
+        if missing:
+            return f"engine {cls.name!r} cannot {', '.join(missing)} (it declares: " + (
+                ", ".join(sorted(c.value for c in cls.capabilities)) or "nothing") + ")"
+        return None
+
+    @classmethod
+    def unsupported_reason(cls, options: LoadOptions, device: DeviceInfo) -> str | None:
+        """Why these load options cannot run on `device` with this engine, before anything heavy
+        happens; None if they can."""
+        missing = cls.missing_reason()
+        if missing:
+            return missing
+        if options.mode not in cls.modes:
+            return f"engine {cls.name!r} has no mode {options.mode!r}; valid: {', '.join(cls.modes)}"
+        if options.precision not in cls.precisions:
+            return (f"engine {cls.name!r} cannot apply precision {options.precision!r}; valid: "
+                    f"{', '.join(sorted(cls.precisions))}")
+        if options.tensor_parallel > cls.max_tensor_parallel:
+            return (f"engine {cls.name!r} runs tensor_parallel up to {cls.max_tensor_parallel}, "
+                    f"not {options.tensor_parallel}")
+        return cls.precision_reason(options.precision, device)
+
+    @classmethod
+    def precision_reason(cls, precision: str, device: DeviceInfo) -> str | None:
+        """Why `precision` cannot run here with this engine. The default asks what llmbench's own
+        (transformers, torchao, bitsandbytes) path needs; an engine with its own kernels checks the
+        device alone (llmbench.precision.device_reason)."""
+        return prec.unsupported_reason(precision, device)
+
+    @abstractmethod
+    def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> GenerationSession:
+        """Load (or build) the model on `device` as `options` say."""
 
 
 ENGINES: Registry[Engine] = Registry("engine", "llmbench.engines")

@@ -12,7 +12,16 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from llmbench.engines.base import ENGINES, Engine
+from llmbench.engines.base import (
+    ENGINES,
+    Capability,
+    Engine,
+    Generation,
+    GenerationSession,
+    LoadOptions,
+    ModelRef,
+)
+from llmbench.precision import PRECISIONS, DeviceInfo
 
 if TYPE_CHECKING:
     import torch
@@ -55,12 +64,22 @@ class HFEngine(Engine):
     packages = ("transformers", "accelerate")
     install = "pip install 'llmbench[hf]'"
     modes = MODES
+    capabilities = frozenset({
+        Capability.TOKEN_TIMESTAMPS, Capability.LOGITS, Capability.CONVERT, Capability.PARTIAL_GENERATE,
+    })
+    precisions = frozenset(PRECISIONS)  # every precision of the axis, through torchao and bitsandbytes
 
-    def load(self, *, model: str | None, pretrained: str | None, weights: str, device: str, seed: int = 0) -> HFSession:
-        """Build the model in bf16 on `device` (the reference precision; apply_precision converts)."""
+    def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> HFSession:
+        """Build the model in bf16 on the device (the reference precision), then convert it to
+        options.precision; a scenario that wants reference logits loads bf16 and converts itself."""
         from llmbench.models.build import build_model
 
-        return HFSession(build_model(model=model, pretrained=pretrained, weights=weights, device=device, seed=seed))
+        built = build_model(model=model.model, pretrained=model.pretrained, weights=model.weights,
+                            device=device.torch_device, seed=model.seed)
+        session = HFSession(built, options.mode)
+        if options.precision != "bf16":
+            session.convert(options.precision)
+        return session
 
 
 @functools.cache
@@ -81,16 +100,19 @@ def _token_hook_class() -> type:
     return TokenHook
 
 
-class HFSession:
+class HFSession(GenerationSession):
     """One loaded model and how to run it: logits for accuracy checks, precision conversion, and
     generate() forced to exactly `output_len` new tokens."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, mode: str = "eager") -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         self.model = model
         self.device = model.device
         self._gen_config: Any = None
         self._output_len = 0
-        self.mode = "eager"
+        self._static: StaticGreedy | None = None
+        self.mode = mode
         self.precision = "bf16"  # how the weights are stored: apply_precision changes it
         self.fused_groups = 0  # projection groups fused by apply_precision(mode="compiled")
 
@@ -115,26 +137,22 @@ class HFSession:
         with torch.inference_mode():
             return self.model(input_ids=ids, use_cache=False).logits
 
-    def apply_precision(self, precision: str, mode: str = "eager") -> None:
-        """Convert the bf16 weights to `precision`, laid out for `mode`: compiled fuses the q/k/v
+    def convert(self, precision: str) -> None:
+        """Convert the bf16 weights to `precision`, laid out for the mode: compiled fuses the q/k/v
         and gate/up projections first (llmbench.engines.fuse), so quantizers see the fused layers."""
         from llmbench.engines.hf_quant import apply_precision
 
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-        if mode == "compiled":
+        if self.mode == "compiled" and not self.fused_groups:
             from llmbench.engines.fuse import fuse_projections
 
             self.fused_groups = fuse_projections(self.model)
         self.model = apply_precision(self.model, precision)
         self.precision = precision
 
-    def prepare(self, output_len: int, mode: str) -> None:
+    def prepare(self, output_len: int) -> None:
         """Generation settings: greedy, exactly output_len new tokens (EOS masked until then)."""
         from transformers import GenerationConfig
 
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         cfg = self.model.config
         eos = getattr(cfg, "eos_token_id", None)
         pad = getattr(cfg, "pad_token_id", None)
@@ -152,14 +170,14 @@ class HFSession:
         kw["disable_compile"] = True
         self._gen_config = GenerationConfig(**kw)
         self._output_len = output_len
-        self.mode = mode
-        self._static = StaticGreedy(self.model, output_len, precision=self.precision) if mode == "compiled" else None
+        compiled = self.mode == "compiled"
+        self._static = StaticGreedy(self.model, output_len, precision=self.precision) if compiled else None
 
     def generate(
         self, ids: torch.Tensor, on_token: Callable[[], None] | None = None, tokens: int | None = None
-    ) -> int:
-        """One generate() of the batch; returns the number of new tokens, which must be output_len
-        (or `tokens`, for a shorter diagnostic run with the same prepared settings)."""
+    ) -> Generation:
+        """One generate() of the batch; its new tokens per sequence must be output_len (or `tokens`,
+        for a shorter diagnostic run with the same prepared settings)."""
         import copy
 
         import torch
@@ -170,7 +188,7 @@ class HFSession:
 
         want = self._output_len if tokens is None else min(tokens, self._output_len)
         if self._static is not None:
-            return self._static.run(ids, want, on_token)
+            return Generation(self._static.run(ids, want, on_token))
         cfg = self._gen_config
         if want != self._output_len:
             cfg = copy.deepcopy(cfg)
@@ -185,15 +203,24 @@ class HFSession:
         n = int(out.shape[1] - ids.shape[1])
         if n != want:
             raise RuntimeError(f"the engine generated {n} tokens per sequence; {want} were requested")
-        return n
+        return Generation(n)
 
     def compiled(self) -> bool:
         """Whether the decode step really went through torch.compile."""
         return self._static is not None and self._static.compiled_steps > 0
 
-    def compile_options(self) -> dict[str, Any] | None:
-        """The torch.compile options the compiled mode used (None in eager mode or before a run)."""
-        return None if self._static is None else self._static.compile_options
+    def info(self) -> dict[str, Any]:
+        """The compiled mode's torch.compile options and how many projection groups it fused."""
+        out: dict[str, Any] = {}
+        if self._static is not None and self._static.compile_options is not None:
+            out["compile_options"] = self._static.compile_options
+        if self.fused_groups:
+            out["fused_projection_groups"] = self.fused_groups
+        return out
+
+    def verify(self) -> None:
+        if self.mode == "compiled" and not self.compiled():
+            raise RuntimeError("mode=compiled, but the engine did not compile the forward pass")
 
 
 class StaticGreedy:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from llmbench.ids import params_text
 from llmbench.measure import progress
@@ -18,9 +18,24 @@ from llmbench.results import MetricResult
 
 
 class ScenarioParams(BaseModel):
-    """Parameters of one case. Every field is part of the case id; unknown keys are errors."""
+    """Parameters of one case. Every field is part of the case id; unknown keys are errors.
+
+    A param added to a scenario after result sets were published names itself in `added_later`: it is
+    left out of the case (and so of its id) while it holds its default, so the cases measured before it
+    existed keep their ids and still join in comparisons."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    added_later: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_added_defaults(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            fields = type(self).model_fields
+            for name in self.added_later:
+                if name in data and getattr(self, name) == fields[name].default:
+                    del data[name]
+        return data
 
 
 class Skip(Exception):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from llmbench import precision as prec
-from llmbench.engines.base import ENGINES
+from llmbench.engines.base import ENGINES, Capability, Engine, GenerationSession, LoadOptions, ModelRef, RequestTiming
 from llmbench.hardware import roofline
 from llmbench.hardware.specs import GpuSpec, match_name
 from llmbench.measure.kernel_profile import StepProfile, decode_step_profile
@@ -108,14 +108,17 @@ class TokenMetrics:
     output_tokens_per_s: float
 
 
-def token_metrics(start: float, tokens: Sequence[float], end: float, *, batch: int, input_len: int) -> TokenMetrics:
+def token_metrics(
+    start: float, tokens: Sequence[float], end: float, *, batch: int, input_len: int, count: int | None = None
+) -> TokenMetrics:
     """Metrics of one generate() from its timestamps (seconds): `start` before the call, `tokens[i]`
     when token i's logits were ready, `end` after the call returned.
 
     TTFT = t1 - start; E2E = end - start; TPOT = (E2E - TTFT) / (N - 1); ITL = each t(i+1) - t(i);
     prefill tok/s = batch * input_len / TTFT; decode tok/s = batch * (N - 1) / (E2E - TTFT);
-    output tok/s = batch * N / E2E."""
-    n = len(tokens)
+    output tok/s = batch * N / E2E. With `count`, N is that and `tokens` holds only the first token's
+    time (and the last's): the request-level figures of an engine without per-token times."""
+    n = len(tokens) if count is None else count
     if n < 2:
         raise ValueError(f"need at least 2 token timestamps for TPOT, got {n}")
     ttft = tokens[0] - start
@@ -127,7 +130,7 @@ def token_metrics(start: float, tokens: Sequence[float], end: float, *, batch: i
         ttft_ms=ttft * 1e3,
         tpot_ms=decode / (n - 1) * 1e3,
         e2e_ms=e2e * 1e3,
-        itl_ms=[(b - a) * 1e3 for a, b in itertools.pairwise(tokens)],
+        itl_ms=[(b - a) * 1e3 for a, b in itertools.pairwise(tokens)] if count is None else [],
         prefill_tokens_per_s=batch * input_len / ttft,
         decode_tokens_per_s=batch * (n - 1) / decode,
         output_tokens_per_s=batch * n / e2e,
@@ -181,18 +184,12 @@ class GenerateScenario(Scenario):
 
     def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
         engine = ENGINES.get(params.engine)
-        missing = engine.missing_reason()
-        if missing:
-            return missing
-        if not hasattr(engine, "load"):
-            return f"engine {params.engine!r} is installed, but llmbench does not drive it for generate yet"
-        modes = getattr(engine, "modes", ("eager",))
-        if params.mode not in modes:
-            return f"engine {params.engine!r} has no mode {params.mode!r}; valid: {', '.join(modes)}"
-        why = prec.unsupported_reason(params.precision, device)
+        why = engine.unsupported_reason(_load_options(params), device)
         if why:
             return why
-        return _memory_reason(params, device)
+        if not TIMING & engine.capabilities:
+            return f"engine {params.engine!r} reports no generation timing: {engine.lacks(TIMING)}"
+        return _memory_reason(params, device) if Capability.CONVERT in engine.capabilities else None
 
     def estimate_s(self, params: GenerateParams, rule: StopRule) -> float:
         """Build + compile + warm-up and timed iterations, from the roofline of a typical
@@ -217,17 +214,23 @@ class GenerateScenario(Scenario):
         return build + compile_s + (rule.warmup_iters + 1) * per_iter + timed
 
     def run(self, params: GenerateParams, ctx: CaseContext) -> None:
-        dev = ctx.device
+        engine = ENGINES.get(params.engine)()
+        # an engine that converts in place is loaded in bf16 first, for reference logits of the same weights
+        convert_here = params.precision != REFERENCE and {Capability.LOGITS, Capability.CONVERT} <= engine.capabilities
+        options = _load_options(params, REFERENCE if convert_here else params.precision)
         ctx.progress(0.0, "building the model")
         t0 = time.perf_counter()
-        session = ENGINES.get(params.engine)().load(  # type: ignore[attr-defined]
-            model=params.model,
-            pretrained=params.pretrained,
-            weights=params.weights,
-            device=dev.torch_device,
-            seed=SEED,
-        )
+        session = engine.load(ModelRef(params.model, params.pretrained, params.weights, SEED), options, ctx.device)
         ctx.info["build_s"] = round(time.perf_counter() - t0, 3)
+        try:
+            self._run_session(params, ctx, engine, session, convert_here)
+        finally:
+            session.close()
+
+    def _run_session(
+        self, params: GenerateParams, ctx: CaseContext, engine: Engine, session: GenerationSession, convert_here: bool
+    ) -> None:
+        dev = ctx.device
         limit = session.max_positions()
         if limit is not None and params.input_len + params.output_len > limit:
             raise Skip(
@@ -235,40 +238,57 @@ class GenerateScenario(Scenario):
             )
         shape = session.shape()
         ctx.info["params"] = shape.params
-        self._precision_and_accuracy(params, ctx, session)
+        if convert_here:
+            self._convert_with_accuracy(params, ctx, session)
+        elif params.precision != REFERENCE:
+            ctx.info["accuracy_reference"] = (
+                f"not measured: engine {params.engine!r} loads the model at {params.precision} "
+                "(no bf16 logits of the same weights to compare with)"
+            )
 
         from llmbench.models.build import synthetic_ids
 
         ids = synthetic_ids(session.vocab_size, params.batch_size, params.input_len, dev.torch_device, SEED)
-        session.prepare(params.output_len, params.mode)
+        session.prepare(params.output_len)
         ctx.progress(0.0, "compiling" if params.mode == "compiled" else "first call")
         t0 = time.perf_counter()
         session.generate(ids)
         ctx.sync()
         ctx.record_value("compile_s", time.perf_counter() - t0)
-        if params.mode == "compiled" and not session.compiled():
-            raise RuntimeError("mode=compiled, but the engine did not compile the forward pass")
-        options = getattr(session, "compile_options", lambda: None)()
-        if options is not None:
-            ctx.info["compile_options"] = options
+        session.verify()
+        ctx.info.update(session.info())
 
-        clock = TokenClock(cuda=dev.is_cuda)
+        per_token = Capability.TOKEN_TIMESTAMPS in engine.capabilities
+        clock = TokenClock(cuda=dev.is_cuda and session.token_clock == "stream")
+        requests: list[list[RequestTiming]] = []
         cpu_s: list[float] = []
 
         def one_generate() -> None:
             c0 = time.thread_time()
             clock.begin()
-            session.generate(ids, on_token=clock.stamp)
+            out = session.generate(ids, on_token=clock.stamp if per_token else None)
             clock.end()
             cpu_s.append(time.thread_time() - c0)
+            if not per_token:
+                if not out.requests:
+                    raise RuntimeError(f"engine {params.engine!r} returned no request timings")
+                requests.append(out.requests)
 
         ctx.reset_peak_memory()
         m = ctx.measure(one_generate)
-        per_iter = self._record_tokens(params, ctx, clock.seconds(m.iters))
+        if per_token:
+            ctx.info["timing"] = "per token: a timestamp as each token's logits are ready"
+            per_iter = self._record_tokens(params, ctx, clock.seconds(m.iters))
+        else:
+            ctx.info["timing"] = (
+                "request-level: the engine reports each request's TTFT and E2E, not per-token times; "
+                "TPOT = (E2E - TTFT) / (N - 1) per request, no ITL"
+            )
+            per_iter = self._record_requests(params, ctx, requests[-m.iters:], clock.seconds(m.iters))
         ctx.record_monitors(m, units_per_iter=params.batch_size * params.output_len, energy_metric="energy_j_per_token")
         cpu_step = statistics.median(cpu_s[-m.iters :]) / params.output_len
         gpu_step = None
-        if dev.is_cuda:
+        if dev.is_cuda and Capability.PARTIAL_GENERATE in engine.capabilities and session.token_clock == "stream":
             try:  # a diagnosis only: a profiler problem must not cost the case its measurements
                 step = _decode_profile(session, ids, params.output_len)
                 gpu_step = step.busy_s
@@ -282,29 +302,42 @@ class GenerateScenario(Scenario):
         self._roofline(params, ctx, shape, per_iter, cpu_step, gpu_step)
 
     # -- parts of run ----------------------------------------------------------------------------
-    def _precision_and_accuracy(self, params: GenerateParams, ctx: CaseContext, session: Any) -> None:
+    def _convert_with_accuracy(self, params: GenerateParams, ctx: CaseContext, session: GenerationSession) -> None:
         """Reference logits in bf16 on a fixed batch BEFORE converting, then the same batch again."""
         from llmbench.models.accuracy import logits_agreement
         from llmbench.models.build import synthetic_ids
 
-        ref = None
-        if params.precision != REFERENCE:
-            ctx.progress(0.0, "bf16 reference logits")
-            length = min(PROBE_SHAPE[1], session.max_positions() or PROBE_SHAPE[1])
-            probe = synthetic_ids(session.vocab_size, PROBE_SHAPE[0], length, ctx.device.torch_device, SEED + 1)
-            ref = session.logits(probe)
+        ctx.progress(0.0, "bf16 reference logits")
+        length = min(PROBE_SHAPE[1], session.max_positions() or PROBE_SHAPE[1])
+        probe = synthetic_ids(session.vocab_size, PROBE_SHAPE[0], length, ctx.device.torch_device, SEED + 1)
+        ref = session.logits(probe)
         ctx.progress(0.0, f"applying {params.precision}")
-        session.apply_precision(params.precision, params.mode)
-        if getattr(session, "fused_groups", 0):
-            ctx.info["fused_projection_groups"] = session.fused_groups
-        if ref is not None:
-            for name, value in logits_agreement(ref, session.logits(probe)).items():
-                ctx.record_value(name, value)
-            ctx.info["accuracy_reference"] = (
-                f"{REFERENCE} logits of the same weights on a fixed {PROBE_SHAPE[0]}x{length} synthetic batch"
-                + ("; random weights: numeric error, not task quality" if params.weights == "random" else "")
-            )
-            del ref
+        session.convert(params.precision)
+        for name, value in logits_agreement(ref, session.logits(probe)).items():
+            ctx.record_value(name, value)
+        ctx.info["accuracy_reference"] = (
+            f"{REFERENCE} logits of the same weights on a fixed {PROBE_SHAPE[0]}x{length} synthetic batch"
+            + ("; random weights: numeric error, not task quality" if params.weights == "random" else "")
+        )
+        del ref
+
+    def _record_requests(
+        self, params: GenerateParams, ctx: CaseContext, requests: list[list[RequestTiming]], runs: list[list[float]]
+    ) -> list[TokenMetrics]:
+        """Request-level figures: each iteration's TTFT is when its last request got a first token,
+        its E2E the call's own time; per-request TTFT and TPOT distributions are kept too."""
+        per_iter = []
+        for reqs, r in zip(requests, runs, strict=True):
+            for q in reqs:
+                if q.output_tokens != params.output_len:
+                    raise RuntimeError(f"a request produced {q.output_tokens} tokens; {params.output_len} were asked")
+            ttft = max(q.ttft_s for q in reqs)
+            per_iter.append(token_metrics(0.0, [ttft, r[-1]], r[-1], batch=params.batch_size,
+                                          input_len=params.input_len, count=params.output_len))
+        for name in ("ttft_ms", "e2e_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "output_tokens_per_s"):
+            ctx.record(name, [getattr(t, name) for t in per_iter])
+        ctx.record("tpot_ms", [(q.e2e_s - q.ttft_s) / (q.output_tokens - 1) * 1e3 for reqs in requests for q in reqs])
+        return per_iter
 
     def _record_tokens(self, params: GenerateParams, ctx: CaseContext, runs: list[list[float]]) -> list[TokenMetrics]:
         per_iter = []
@@ -367,6 +400,13 @@ def _spec_for(device: DeviceInfo) -> GpuSpec | None:
     return match_name(device.name, device.memory_gib) if device.is_cuda else None
 
 
+TIMING = frozenset({Capability.TOKEN_TIMESTAMPS, Capability.REQUEST_METRICS})  # generate needs one of them
+
+
+def _load_options(params: GenerateParams, precision: str | None = None) -> LoadOptions:
+    return LoadOptions(precision=precision or params.precision, mode=params.mode)
+
+
 def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
     """A preset whose bf16 build cannot fit this GPU (the model is built in bf16, the reference
     logits taken, then it is converted; fp32/tf32 need 4 bytes per parameter)."""
@@ -388,4 +428,4 @@ def _decode_profile(session: Any, ids: Any, output_len: int) -> StepProfile:
     window (llmbench.measure.kernel_profile: the difference cancels the prefill)."""
     long = min(output_len, PROFILE_TOKENS)
     short = max(1, long // 4)
-    return decode_step_profile(lambda n: session.generate(ids, tokens=n), short, long)
+    return decode_step_profile(lambda n: session.generate(ids, tokens=n).tokens, short, long)
