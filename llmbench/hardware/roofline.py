@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from llmbench.hardware.specs import GpuSpec
 from llmbench.models.shape import ModelShape
+
+Bound = Literal["memory", "compute"]  # which ceiling limits a quantity
 
 FAR_BELOW = 0.5  # efficiency under this is flagged with a likely cause
 HOST_BOUND_GPU_SHARE = 0.6  # GPU busy for less than this share of a step: the host is the bottleneck

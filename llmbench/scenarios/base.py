@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from llmbench.hardware.roofline import Bound
+from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import params_text
 from llmbench.measure import progress
 from llmbench.measure.monitors import open_sampler
@@ -129,12 +131,30 @@ class Scenario(ABC):
     Params: ClassVar[type[ScenarioParams]]
     description: ClassVar[str] = ""
     headline: ClassVar[tuple[str, ...]] = ()  # metrics shown in summaries, most important first
+    # Which ceiling binds each metric ("memory" bandwidth or "compute" peak; "*" for every metric), so
+    # `llmbench project` scales it to another GPU without knowing the scenario (see bound()).
+    bounds: ClassVar[dict[str, Bound]] = {}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         return None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + 2.0
+
+    def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
+        """The ceiling that binds `metric` of a case with `params` on `spec`; None: not projected."""
+        return self.bounds.get(metric) or self.bounds.get("*")
+
+    def projection_skip(self, params: dict[str, Any]) -> str | None:
+        """Why a case cannot be projected to another GPU at all (e.g. it measures the host); None if it can."""
+        return None
+
+    def projected_composites(
+        self, metrics: dict[str, MetricResult], time_factor: Callable[[Bound], float]
+    ) -> dict[str, float]:
+        """Metrics made of parts bound by different ceilings (E2E = prefill + decode), projected from
+        their parts: `time_factor(bound)` is the time multiplier of a part with that bound."""
+        return {}
 
     @abstractmethod
     def run(self, params: Any, ctx: CaseContext) -> None:
