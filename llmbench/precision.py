@@ -1,7 +1,9 @@
-"""The precision axis: each name, what it means, what it needs to run.
+"""The precision axis: each name, what it means, what it needs to run, and the numbers the roofline
+and the projection need (bits per stored weight and per activation, the matrix units it computes on).
 
-Scenarios decide which names they accept; this module holds what every name requires, so a
-capability check ("fp8 needs compute capability >= 8.9; this GPU is 8.0 (A100)") is written once.
+This is the one home of precision facts: roofline, projection, gemm and the engines read them here, so
+a capability check ("fp8 needs compute capability >= 8.9; this GPU is 8.0 (A100)") or a peak lookup
+is written once. Scenarios decide which names they accept; engines which they can apply.
 """
 
 from __future__ import annotations
@@ -18,41 +20,54 @@ class Precision:
     packages: tuple[str, ...] = field(default=())  # import names needed at run time
     install: str | None = None  # how to get the packages
     bits: float = 16.0  # bits per stored weight, for the roofline's bytes
+    act_bits: int = 16  # activations, KV cache and unquantized weights (lm_head)
+    compute: str = ""  # the dense peak (GpuSpec.tflops key) its matmuls run at; "" = its own name
+    dtype: str = "bfloat16"  # torch dtype of the matmul operands (what a gemm of this precision multiplies)
+
+    @property
+    def peak_key(self) -> str:
+        return self.compute or self.name
+
+    @property
+    def act_bytes(self) -> int:
+        return self.act_bits // 8
 
 
 _P = [
-    Precision("fp32", "IEEE float32 everywhere (TF32 matrix units off)", bits=32),
-    Precision("tf32", "float32 storage, TF32 matrix units (Ampere+)", min_cc=(8, 0), needs_gpu=True, bits=32),
-    Precision("fp16", "IEEE float16 weights and activations", bits=16),
+    Precision("fp32", "IEEE float32 everywhere (TF32 matrix units off)", bits=32, act_bits=32, dtype="float32"),
+    Precision("tf32", "float32 storage, TF32 matrix units (Ampere+)", min_cc=(8, 0), needs_gpu=True, bits=32,
+              act_bits=32, dtype="float32"),
+    Precision("fp16", "IEEE float16 weights and activations", bits=16, dtype="float16"),
     Precision("bf16", "bfloat16 weights and activations", bits=16),
     Precision(
         "fp8",
         "float8 e4m3: dynamic per-row activation scaling + float8 weights (torchao; torch._scaled_mm for gemm)",
         min_cc=(8, 9), needs_gpu=True, packages=("torchao",), install="pip install torchao", bits=8,
+        dtype="float8_e4m3fn",
     ),
     Precision(
         "fp8-wo", "float8 e4m3 weight-only, bf16 activations (torchao)",
-        min_cc=(8, 9), needs_gpu=True, packages=("torchao",), install="pip install torchao", bits=8,
+        min_cc=(8, 9), needs_gpu=True, packages=("torchao",), install="pip install torchao", bits=8, compute="bf16",
     ),
     Precision(
         "int8", "int8 weight-only, bf16 activations (torchao)",
-        packages=("torchao",), install="pip install torchao", bits=8,
+        packages=("torchao",), install="pip install torchao", bits=8, compute="bf16",
     ),
     Precision(
         "int4", "int4 weight-only, group size 128, bf16 activations (torchao)",
-        min_cc=(8, 0), needs_gpu=True, packages=("torchao",), install="pip install torchao", bits=4.25,
+        min_cc=(8, 0), needs_gpu=True, packages=("torchao",), install="pip install torchao", bits=4.25, compute="bf16",
     ),
     Precision(
         "nf4", "4-bit NormalFloat weights, bf16 compute (bitsandbytes Linear4bit)",
-        needs_gpu=True, packages=("bitsandbytes",), install="pip install bitsandbytes", bits=4.25,
+        needs_gpu=True, packages=("bitsandbytes",), install="pip install bitsandbytes", bits=4.25, compute="bf16",
     ),
     Precision(
         "fp4", "4-bit float weights, bf16 compute (bitsandbytes Linear4bit)",
-        needs_gpu=True, packages=("bitsandbytes",), install="pip install bitsandbytes", bits=4.25,
+        needs_gpu=True, packages=("bitsandbytes",), install="pip install bitsandbytes", bits=4.25, compute="bf16",
     ),
     Precision(
         "llm-int8", "LLM.int8(): int8 weights with fp16 outlier decomposition (bitsandbytes)",
-        needs_gpu=True, packages=("bitsandbytes",), install="pip install bitsandbytes", bits=8,
+        needs_gpu=True, packages=("bitsandbytes",), install="pip install bitsandbytes", bits=8, compute="int8",
     ),
 ]
 

@@ -79,6 +79,7 @@ def test_gpu_precisions_are_skipped_on_the_cpu_worker(precision: str) -> None:
     assert r["status"] == "skipped" and r["reason"]
 
 
+@pytest.mark.slow
 def test_compiled_mode_compiles_and_measures() -> None:
     r = run(precision="bf16", mode="compiled", batch_size=1, input_len=4, output_len=3)
     assert r["status"] == "ok", r.get("traceback")
@@ -116,6 +117,7 @@ def test_generation_is_forced_to_the_requested_length_even_past_eos() -> None:
     assert session.generate(ids).tokens == 6  # the prepared length is untouched
 
 
+@pytest.mark.slow
 def test_compiled_static_loop_generates_what_generate_would() -> None:
     """The compiled mode's own greedy loop (static cache, compiled step) must emit exactly the tokens
     transformers' generate() emits for the same weights and prompt, with the compiled mode's fused
@@ -143,6 +145,7 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
     assert counters["stats"]["unique_graphs"] == graphs  # no recompilation
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torchao") is None, reason="int8 weight-only needs torchao")
 def test_compiled_int8_session_carries_its_precision_to_the_compile_options() -> None:
     """The session tells the compiled loop how its weights are stored (the GPU's batched int8 options

@@ -120,16 +120,15 @@ def test_validate_reports_error_per_scenario_and_metric() -> None:
 
 def test_skinny_gemms_project_as_memory_bound_and_square_ones_as_compute_bound() -> None:
     from llmbench.hardware.specs import lookup
-    from llmbench.report.project import gemm_bound
-    from llmbench.results import CaseResult
+    from llmbench.scenarios.gemm import Gemm
 
     h100 = lookup("h100-sxm-80gb")
     assert h100 is not None
 
-    def case(shape: list[int], precision: str = "bf16") -> CaseResult:
-        return CaseResult(id="gemm/x", scenario="gemm", params={"precision": precision, "shape": shape}, status="ok")
+    def bound(shape: list[int], precision: str = "bf16") -> str | None:
+        return Gemm().bound({"precision": precision, "shape": shape}, "tflops", h100)
 
-    assert gemm_bound(case([16, 14336, 4096]), h100) == "memory"  # intensity ~16 FLOP/B, ridge ~295
-    assert gemm_bound(case([8192, 8192, 8192]), h100) == "compute"
-    assert gemm_bound(case([16, 14336, 4096], "fp8"), h100) == "memory"
-    assert gemm_bound(case([1024, 1024, 1024], "fp8"), h100) == "compute"  # under the ridge, but fits in L2
+    assert bound([16, 14336, 4096]) == "memory"  # intensity ~16 FLOP/B, ridge ~295
+    assert bound([8192, 8192, 8192]) == "compute"
+    assert bound([16, 14336, 4096], "fp8") == "memory"
+    assert bound([1024, 1024, 1024], "fp8") == "compute"  # under the ridge, but fits in L2

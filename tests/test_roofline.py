@@ -24,9 +24,16 @@ TOY = ModelShape(
 )
 
 
-def test_every_precision_has_a_peak_key_and_activation_width() -> None:
-    assert set(rf.PEAK_KEY) == set(precision.PRECISIONS)
+def test_every_precision_has_a_peak_in_the_spec_table_and_an_activation_width() -> None:
+    from llmbench.hardware.specs import lookup
+
+    h100 = lookup("h100-sxm-80gb")
+    assert h100 is not None
+    for p in precision.PRECISIONS.values():
+        assert h100.tflops.get(p.peak_key), f"{p.name} computes on {p.peak_key!r}, which the spec table lacks"
     assert rf.act_bytes("fp32") == 4 and rf.act_bytes("bf16") == 2 and rf.act_bytes("int4") == 2
+    # weight-only formats multiply in bf16; LLM.int8() on the int8 units (one answer for roofline and projection)
+    assert precision.get("int4").peak_key == "bf16" and precision.get("llm-int8").peak_key == "int8"
 
 
 def test_decode_bytes_weights_at_stored_bits_plus_kv_cache() -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from llmbench import precision as prec
 from llmbench.hardware.specs import GpuSpec
 from llmbench.models.shape import ModelShape
 
@@ -21,28 +22,9 @@ Bound = Literal["memory", "compute"]  # which ceiling limits a quantity
 FAR_BELOW = 0.5  # efficiency under this is flagged with a likely cause
 HOST_BOUND_GPU_SHARE = 0.6  # GPU busy for less than this share of a step: the host is the bottleneck
 
-# Which dense peak (GpuSpec.tflops key) the matmuls of a precision run at. Weight-only schemes
-# dequantize to bf16 and multiply in bf16.
-PEAK_KEY: dict[str, str] = {
-    "fp32": "fp32",
-    "tf32": "tf32",
-    "fp16": "fp16",
-    "bf16": "bf16",
-    "fp8": "fp8",
-    "fp8-wo": "bf16",
-    "int8": "bf16",
-    "int4": "bf16",
-    "nf4": "bf16",
-    "fp4": "bf16",
-    "llm-int8": "int8",
-}
-# Bytes per activation / KV-cache element and per unquantized weight (lm_head) of a precision.
-ACT_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4}
-DEFAULT_ACT_BYTES = 2
-
-
 def act_bytes(precision: str) -> int:
-    return ACT_BYTES.get(precision, DEFAULT_ACT_BYTES)
+    """Bytes per activation / KV-cache element and per unquantized weight (llmbench.precision)."""
+    return prec.get(precision).act_bytes
 
 
 def weight_bytes(shape: ModelShape, weight_bits: float, elem_bytes: int) -> float:
@@ -121,7 +103,7 @@ def generation_bound(
 
 def ceiling_for(spec: GpuSpec, precision: str, measured_tb_s: float | None = None) -> Ceiling:
     """The roof for `precision` on `spec`; a measured device-copy bandwidth beats the datasheet."""
-    peak = spec.tflops.get(PEAK_KEY.get(precision, "bf16")) or spec.tflops["bf16"]
+    peak = spec.tflops.get(prec.get(precision).peak_key) or spec.tflops["bf16"]
     if measured_tb_s:
         return Ceiling(measured_tb_s, peak, "measured (ceilings suite, device copy)")
     return Ceiling(spec.bandwidth_tb_s, peak, f"datasheet ({spec.source})")

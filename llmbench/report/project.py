@@ -1,9 +1,9 @@
 """Projecting a measured result set to another GPU of the spec table, by roofline decomposition.
 
 Each metric of a case is bound either by memory bandwidth or by the dense peak of the case's compute
-precision: bandwidth d2d copies, decode (TPOT, ITL, decode tok/s) -> memory; GEMMs under the GPU's
-ridge point (skinny, decode-shaped) -> memory; other GEMMs, linear layers, training steps,
-prefill/TTFT -> compute. Host-bound work (eager decoding at batch 1, host copies) depends on the host
+precision; the scenario that measured the case says which (`Scenario.bounds`/`bound()`, e.g. decode
+-> memory, prefill -> compute, a GEMM under the ridge point -> memory), so this module knows no
+scenario by name. Host-bound work (eager decoding at batch 1, host copies) depends on the host
 CPU, which no spec table describes: validation against a real run shows how much.
 
 The bound part of a case's time scales with the spec ratio; where the case reports its
@@ -18,33 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import mean, median
-from typing import Any, Literal
+from typing import Any
 
 from llmbench.errors import UserError, choices_text
+from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, lookup, match_name, slugs
 from llmbench.report.labels import is_measured
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, utc_now
+from llmbench.scenarios.base import SCENARIOS, Scenario
 
-Bound = Literal["memory", "compute"]
 PROJECTED_FLAG = "projected"
 
-# Which ceiling binds each metric, per scenario ("*": every metric of the scenario that scales).
-BOUNDS: dict[str, dict[str, Bound]] = {
-    "generate": {
-        "ttft_ms": "compute",
-        "prefill_tokens_per_s": "compute",
-        "tpot_ms": "memory",
-        "itl_ms": "memory",
-        "decode_tokens_per_s": "memory",
-        "roofline_efficiency": "memory",
-    },
-    "bandwidth": {"*": "memory"},
-    "gemm": {"*": "compute"},
-    "linear_fp8": {"*": "compute"},
-    "trainer": {"*": "compute"},
-    "qlora": {"*": "compute"},
-    "vision": {"*": "compute"},
-}
 TIME_UNITS = frozenset({"ms", "s"})
 RATE_UNITS = frozenset({"tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
 EFFICIENCIES = frozenset({"roofline_efficiency", "mfu"})  # achieved / bound: value * ratio / time factor
@@ -62,40 +46,6 @@ INVARIANT = frozenset(
     }
 )
 NOT_SCALED = frozenset({"compile_s"})  # one-off costs: not a roofline quantity
-# The matrix math a precision of the precision axis runs on (weight-only formats compute in bf16).
-COMPUTE_PRECISION = {
-    "fp8-wo": "bf16",
-    "int8": "bf16",
-    "int4": "bf16",
-    "nf4": "bf16",
-    "fp4": "bf16",
-    "llm-int8": "fp16",
-}
-HOST_BANDWIDTH_KINDS = frozenset({"h2d", "d2h", "host"})
-L2_SCALE_BYTES = 50_000_000  # about the L2 of Hopper GPUs (H100 50 MB, H200 60 MB)
-GEMM_OPERAND_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
-
-
-def gemm_bound(case: CaseResult, spec: GpuSpec) -> Bound:
-    """A GEMM is memory-bound when its arithmetic intensity (2MNK FLOPs over the bytes of A, B and C)
-    is under the GPU's ridge point (peak FLOP/s over bandwidth) and its operands do not fit in L2:
-    decode-shaped skinny products against a weight matrix are."""
-    shape = case.params.get("shape")
-    precision = str(case.params.get("precision", "bf16"))
-    peak = spec.peak(precision)
-    if not shape or len(shape) != 3 or not peak:
-        return "compute"
-    m, n, k = (int(d) for d in shape)
-    elem = GEMM_OPERAND_BYTES.get(precision, 2)
-    out_elem = 2 if precision == "fp8" else elem  # fp8 products are written in bf16
-    bytes_moved = (m * k + k * n) * elem + m * n * out_elem
-    intensity = 2.0 * m * n * k / bytes_moved
-    ridge = peak * 1e12 / (spec.bandwidth_tb_s * 1e12)
-    # operands that fit in the L2 cache are not limited by device memory (a 1024^3 product is
-    # latency-bound, not bandwidth-bound): only larger ones under the ridge scale with bandwidth
-    return "memory" if intensity < ridge and bytes_moved > L2_SCALE_BYTES else "compute"
-
-
 def spec_or_error(slug: str) -> GpuSpec:
     spec = lookup(slug)
     if spec is None:
@@ -127,9 +77,16 @@ class Scales:
         return self.efficiency * s + (1.0 - self.efficiency)
 
 
+def _scenario(case: CaseResult) -> Scenario | None:
+    """The scenario that measured the case; None for one this llmbench does not know (nothing of it
+    is projected then)."""
+    return SCENARIOS.get(case.scenario)() if case.scenario in SCENARIOS else None
+
+
 def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
-    precision = str(case.params.get("precision", "bf16"))
-    compute_prec = COMPUTE_PRECISION.get(precision, precision)
+    scenario = _scenario(case)
+    compute_prec = (scenario.compute_precision(case.params) if scenario
+                    else str(case.params.get("precision", "bf16")))
     p_src, p_dst = src.peak(compute_prec), dst.peak(compute_prec)
     eff_metric = case.metrics.get("roofline_efficiency")
     eff = min(max(eff_metric.value, 0.0), 1.0) if eff_metric else 1.0
@@ -138,10 +95,8 @@ def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
 
 
 def _bound(case: CaseResult, metric: str, src: GpuSpec) -> Bound | None:
-    if case.scenario == "gemm" and metric == "tflops":
-        return gemm_bound(case, src)
-    rules = BOUNDS.get(case.scenario, {})
-    return rules.get(metric) or rules.get("*")
+    scenario = _scenario(case)
+    return scenario.bound(case.params, metric, src) if scenario else None
 
 
 def _project_metric(name: str, m: MetricResult, bound: Bound, sc: Scales) -> float | None:
@@ -160,39 +115,25 @@ def _projected(value: float, m: MetricResult) -> MetricResult:
     return MetricResult(value=value, unit=m.unit, flags=[PROJECTED_FLAG])
 
 
-def _generate_composites(case: CaseResult, sc: Scales, out: dict[str, MetricResult]) -> None:
-    """E2E = TTFT + decode time: each part scales with its own bound; output tok/s follows E2E."""
-    e2e, ttft = case.metrics.get("e2e_ms"), case.metrics.get("ttft_ms")
-    if e2e is None or ttft is None:
-        return
-    new_e2e = ttft.value * sc.time_factor("compute") + (e2e.value - ttft.value) * sc.time_factor("memory")
-    out["e2e_ms"] = _projected(new_e2e, e2e)
-    tps = case.metrics.get("output_tokens_per_s")
-    if tps is not None and new_e2e > 0:
-        out["output_tokens_per_s"] = _projected(tps.value * e2e.value / new_e2e, tps)
-
-
 def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
     """The case as it would run on `dst`; metrics the model cannot scale are dropped and listed."""
     base: dict[str, Any] = {"id": case.id, "scenario": case.scenario, "params": case.params}
     if case.status != "ok":
         reason = f"not projected: {case.status} on {src.slug}" + (f" ({case.reason})" if case.reason else "")
         return CaseResult(**base, status="skipped", reason=reason)
-    if case.scenario == "bandwidth" and case.params.get("kind") in HOST_BANDWIDTH_KINDS:
-        return CaseResult(
-            **base,
-            status="skipped",
-            reason="projection: host transfers and host memory copies depend on PCIe and the "
-            "host, which the spec table does not describe",
-        )
+    scenario = _scenario(case)
+    why = scenario.projection_skip(case.params) if scenario else None
+    if why:
+        return CaseResult(**base, status="skipped", reason=f"projection: {why}")
     sc, prec = _scales(case, src, dst)
     if sc.compute is None and "precision" in case.params:
         return CaseResult(
             **base, status="skipped", reason=f"projection: {dst.slug} has no {prec} math in the spec table"
         )
     metrics: dict[str, MetricResult] = {}
-    if case.scenario == "generate" and sc.compute is not None:
-        _generate_composites(case, sc, metrics)
+    if scenario is not None and sc.compute is not None:
+        for name, composite in scenario.projected_composites(case.metrics, sc.time_factor).items():
+            metrics[name] = _projected(composite, case.metrics[name])
     skipped: list[str] = []
     for name, m in case.metrics.items():
         if name in metrics:

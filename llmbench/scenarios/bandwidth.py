@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
 Kind = Literal["d2d", "h2d", "d2h", "host"]
 GPU_KINDS = ("d2d", "h2d", "d2h")
+HOST_KINDS = ("h2d", "d2h", "host")  # limited by PCIe or the host: nothing a GPU spec describes
 
 
 class BandwidthParams(ScenarioParams):
@@ -37,7 +39,14 @@ class BandwidthParams(ScenarioParams):
 class Bandwidth(Scenario):
     Params = BandwidthParams
     headline = ("tb_per_s", "gb_per_s")
+    bounds: ClassVar[dict[str, Bound]] = {"*": "memory"}
     description = "Copy bandwidth: d2d (TB/s, read+write), h2d/d2h pinned or pageable (GB/s), host copy"
+
+    def projection_skip(self, params: dict[str, Any]) -> str | None:
+        if params.get("kind") in HOST_KINDS:
+            return ("host transfers and host memory copies depend on PCIe and the host, which the spec table "
+                    "does not describe")
+        return None
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if params.kind in GPU_KINDS and not device.is_cuda:

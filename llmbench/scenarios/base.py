@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from llmbench import precision as prec
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import params_text
@@ -144,6 +145,12 @@ class Scenario(ABC):
     def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
         """The ceiling that binds `metric` of a case with `params` on `spec`; None: not projected."""
         return self.bounds.get(metric) or self.bounds.get("*")
+
+    def compute_precision(self, params: dict[str, Any]) -> str:
+        """The dense peak (spec-table key) a case's matrix math runs at: its precision's, from
+        llmbench.precision (weight-only formats multiply in bf16)."""
+        name = str(params.get("precision", "bf16"))
+        return prec.PRECISIONS[name].peak_key if name in prec.PRECISIONS else name
 
     def projection_skip(self, params: dict[str, Any]) -> str | None:
         """Why a case cannot be projected to another GPU at all (e.g. it measures the host); None if it can."""

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator, model_validator
 
+from llmbench import precision as prec
+from llmbench.hardware.roofline import Bound
+from llmbench.hardware.specs import GpuSpec
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, unsupported_reason
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
 GemmPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+L2_SCALE_BYTES = 50_000_000  # about the L2 of Hopper GPUs (H100 50 MB, H200 60 MB)
 
 
 class GemmParams(ScenarioParams):
@@ -37,12 +41,35 @@ class GemmParams(ScenarioParams):
 class Gemm(Scenario):
     Params = GemmParams
     headline = ("tflops",)
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     description = "Matmul TFLOP/s per precision and shape (random inputs; 2*M*N*K FLOPs per product)"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if params.precision in ("fp32", "fp16", "bf16"):
             return None
         return unsupported_reason(params.precision, device)
+
+    def compute_precision(self, params: dict[str, Any]) -> str:
+        return str(params.get("precision", "bf16"))  # a gemm multiplies in its own precision
+
+    def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
+        """A GEMM is memory-bound when its arithmetic intensity (2MNK FLOPs over the bytes of A, B and C)
+        is under the GPU's ridge point (peak FLOP/s over bandwidth) and its operands do not fit in L2:
+        decode-shaped skinny products against a weight matrix are."""
+        shape = params.get("shape")
+        precision = str(params.get("precision", "bf16"))
+        peak = spec.peak(precision)
+        if metric != "tflops" or not shape or len(shape) != 3 or not peak:
+            return super().bound(params, metric, spec)
+        m, n, k = (int(d) for d in shape)
+        elem = prec.get(precision).bits / 8 if precision in prec.PRECISIONS else 2
+        out_elem = 2 if precision == "fp8" else elem  # fp8 products are written in bf16
+        bytes_moved = (m * k + k * n) * elem + m * n * out_elem
+        intensity = 2.0 * m * n * k / bytes_moved
+        ridge = peak * 1e12 / (spec.bandwidth_tb_s * 1e12)
+        # operands that fit in the L2 cache are not limited by device memory (a 1024^3 product is
+        # latency-bound, not bandwidth-bound): only larger ones under the ridge scale with bandwidth
+        return "memory" if intensity < ridge and bytes_moved > L2_SCALE_BYTES else "compute"
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + 1.0
@@ -55,9 +82,8 @@ class Gemm(Scenario):
         torch.backends.cuda.matmul.allow_tf32 = params.precision == "tf32"
         torch.backends.cudnn.allow_tf32 = params.precision == "tf32"
         gen = torch.Generator(device=dev).manual_seed(0)
-        dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}.get(
-            params.precision, torch.bfloat16
-        )
+        # fp8 operands are cast from bf16 inside the timed call (_fp8_matmul), as a real fp8 layer does
+        dtype = getattr(torch, "bfloat16" if params.precision == "fp8" else prec.get(params.precision).dtype)
         a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
         b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
         if params.precision == "fp8":

@@ -12,21 +12,23 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from llmbench import precision as prec
 from llmbench.engines.base import ENGINES, Capability, Engine, GenerationSession, LoadOptions, ModelRef, RequestTiming
 from llmbench.hardware import roofline
+from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
 from llmbench.measure.kernel_profile import StepProfile, decode_step_profile
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS
 from llmbench.models.shape import ModelShape
 from llmbench.precision import DeviceInfo
+from llmbench.results import MetricResult
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
 
 REFERENCE = "bf16"
@@ -180,6 +182,15 @@ class TokenClock:
 class GenerateScenario(Scenario):
     Params = GenerateParams
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
+    # prefill is matrix math over the whole prompt; each decode step reads every weight once
+    bounds: ClassVar[dict[str, Bound]] = {
+        "ttft_ms": "compute",
+        "prefill_tokens_per_s": "compute",
+        "tpot_ms": "memory",
+        "itl_ms": "memory",
+        "decode_tokens_per_s": "memory",
+        "roofline_efficiency": "memory",
+    }
     description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
 
     def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
@@ -190,6 +201,20 @@ class GenerateScenario(Scenario):
         if not TIMING & engine.capabilities:
             return f"engine {params.engine!r} reports no generation timing: {engine.lacks(TIMING)}"
         return _memory_reason(params, device) if Capability.CONVERT in engine.capabilities else None
+
+    def projected_composites(
+        self, metrics: dict[str, MetricResult], time_factor: Callable[[Bound], float]
+    ) -> dict[str, float]:
+        """E2E = TTFT + decode time: each part scales with its own bound; output tok/s follows E2E."""
+        e2e, ttft = metrics.get("e2e_ms"), metrics.get("ttft_ms")
+        if e2e is None or ttft is None:
+            return {}
+        new_e2e = ttft.value * time_factor("compute") + (e2e.value - ttft.value) * time_factor("memory")
+        out = {"e2e_ms": new_e2e}
+        tps = metrics.get("output_tokens_per_s")
+        if tps is not None and new_e2e > 0:
+            out["output_tokens_per_s"] = tps.value * e2e.value / new_e2e
+        return out
 
     def estimate_s(self, params: GenerateParams, rule: StopRule) -> float:
         """Build + compile + warm-up and timed iterations, from the roofline of a typical
