@@ -31,6 +31,7 @@ from llmbench.hardware.specs import match_name
 from llmbench.harness.worker import device_info
 from llmbench.measure.kernel_profile import decode_step_profile
 from llmbench.models.build import build_model, synthetic_ids
+from llmbench.scenarios.bandwidth import measured_copy_tb_s
 from llmbench.scenarios.generate import TokenClock, token_metrics
 
 # name -> (fused projections, torch.compile options); "fused-cdt" is what mode=compiled runs
@@ -122,7 +123,7 @@ def main() -> int:
     spec = match_name(dev.name, dev.memory_gib)
     if spec is None:
         ap.error(f"no spec for {dev.name}")
-    ceiling = roofline.ceiling_for(spec, "bf16", roofline.measured_bandwidth_tb_s(spec.slug))
+    ceiling = roofline.ceiling_for(spec, "bf16", measured_copy_tb_s(spec.slug))
     bound = roofline.generation_bound(
         session.shape(),
         ceiling,

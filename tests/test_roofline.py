@@ -11,6 +11,7 @@ from llmbench.hardware import roofline as rf
 from llmbench.hardware.specs import lookup
 from llmbench.models.presets import get_preset
 from llmbench.models.shape import ModelShape
+from llmbench.scenarios.bandwidth import measured_copy_tb_s
 
 TOY = ModelShape(
     layers=2,
@@ -119,7 +120,7 @@ def _ceilings(path, tb: float, kind: str = "d2d", status: str = "ok") -> None:
 
 
 def test_measured_bandwidth_comes_from_the_newest_ceilings_with_a_d2d_case(tmp_path) -> None:
-    assert rf.measured_bandwidth_tb_s("h100-sxm-80gb", tmp_path) is None
+    assert measured_copy_tb_s("h100-sxm-80gb", tmp_path) is None
     d = tmp_path / "h100-sxm-80gb"
     d.mkdir()
     _ceilings(d / "ceilings-2026-01-01T00-00-00Z.json", 2.8)
@@ -127,7 +128,7 @@ def test_measured_bandwidth_comes_from_the_newest_ceilings_with_a_d2d_case(tmp_p
     _ceilings(d / "ceilings-2026-03-01T00-00-00Z.json", 9.9, kind="h2d")  # newest, but no d2d case
     _ceilings(d / "ceilings-2026-04-01T00-00-00Z.json", 9.9, status="failed")
     (d / "quickstart-2026-05-01T00-00-00Z.json").write_text("{}")
-    assert rf.measured_bandwidth_tb_s("h100-sxm-80gb", tmp_path) == 3.0
+    assert measured_copy_tb_s("h100-sxm-80gb", tmp_path) == 3.0
 
 
 def test_diagnose_says_host_bound_with_cpu_and_gpu_times() -> None:

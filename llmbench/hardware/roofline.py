@@ -109,10 +109,13 @@ def ceiling_for(spec: GpuSpec, precision: str, measured_tb_s: float | None = Non
     return Ceiling(spec.bandwidth_tb_s, peak, f"datasheet ({spec.source})")
 
 
-def measured_bandwidth_tb_s(slug: str, results_dir: Path = Path("results")) -> float | None:
-    """Device-copy bandwidth from the newest `results/<slug>/ceilings-*.json` that has an ok
-    `bandwidth` case of kind d2d (the best of its buffer sizes: the ceiling); None when there is none
-    (the datasheet figure is used then)."""
+def best_measured(
+    slug: str, scenario: str, metric: str, where: dict[str, object], results_dir: Path = Path("results")
+) -> float | None:
+    """The best `metric` of ok cases of `scenario` whose params match `where`, from the newest
+    `results/<slug>/ceilings-*.json` that has one: a measured ceiling. None when there is none (the
+    datasheet figure is used then). The scenario that measures the ceiling names itself here
+    (llmbench.scenarios.bandwidth.measured_copy_tb_s), so this module knows no scenario."""
     folder = results_dir / slug
     if not folder.is_dir():
         return None
@@ -122,12 +125,12 @@ def measured_bandwidth_tb_s(slug: str, results_dir: Path = Path("results")) -> f
         except (OSError, ValueError):
             continue
         found = [
-            float(case["metrics"]["tb_per_s"]["value"])
+            float(case["metrics"][metric]["value"])
             for case in data.get("cases", [])
-            if case.get("scenario") == "bandwidth"
+            if case.get("scenario") == scenario
             and case.get("status") == "ok"
-            and case.get("params", {}).get("kind") == "d2d"
-            and "tb_per_s" in case.get("metrics", {})
+            and all(case.get("params", {}).get(k) == v for k, v in where.items())
+            and metric in case.get("metrics", {})
         ]
         if found:
             return max(found)

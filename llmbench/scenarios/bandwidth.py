@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
@@ -91,3 +93,9 @@ class Bandwidth(Scenario):
             ctx.record("gb_per_s", [moved / t / 1e9 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["bytes_counted_per_iter"] = moved
+
+
+def measured_copy_tb_s(slug: str, results_dir: Path = Path("results")) -> float | None:
+    """Device-copy bandwidth from the newest ceilings result set of the GPU `slug` (the best of its
+    buffer sizes: the ceiling); None when there is none."""
+    return roofline.best_measured(slug, Bandwidth.name, "tb_per_s", {"kind": "d2d"}, results_dir)

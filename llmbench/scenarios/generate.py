@@ -29,6 +29,7 @@ from llmbench.models.presets import PRESETS
 from llmbench.models.shape import ModelShape
 from llmbench.precision import DeviceInfo
 from llmbench.results import MetricResult
+from llmbench.scenarios.bandwidth import measured_copy_tb_s
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
 
 REFERENCE = "bf16"
@@ -395,7 +396,7 @@ class GenerateScenario(Scenario):
         if spec is None:
             ctx.info["roofline"] = f"no spec for {ctx.device.name}: roofline_efficiency not recorded"
             return
-        ceiling = roofline.ceiling_for(spec, params.precision, roofline.measured_bandwidth_tb_s(spec.slug))
+        ceiling = roofline.ceiling_for(spec, params.precision, measured_copy_tb_s(spec.slug))
         bound = roofline.generation_bound(
             shape,
             ceiling,
