@@ -1,6 +1,6 @@
 """The metric catalogue: every public metric name, its unit, and which direction is better.
 
-Metric names are a public interface (DESIGN.md): the unit is in the name, and `compare` uses
+Metric names are a public interface (docs/design.md): the unit is in the name, and `compare` uses
 `better` to orient ratios so that > 1 always means "better than the baseline".
 """
 

@@ -1,4 +1,4 @@
-"""The environment fingerprint of a result set (DESIGN.md): GPU, driver, CUDA, power limit, MIG mode,
+"""The environment fingerprint of a result set (docs/design.md): GPU, driver, CUDA, power limit, MIG mode,
 package versions, CPU, llmbench version and commit. Nothing identifying: no host or user names,
 no home paths."""
 
