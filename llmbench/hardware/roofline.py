@@ -152,6 +152,30 @@ def measured_bandwidth_tb_s(slug: str, results_dir: Path = Path("results")) -> f
     return None
 
 
+def measured_peak_tflops(slug: str, precision: str, results_dir: Path = Path("results")) -> float | None:
+    """Matmul peak of `precision` from the newest `results/<slug>/ceilings-*.json` that has ok `gemm`
+    cases of it (the best of its shapes: the ceiling); None when there is none (use the spec table)."""
+    folder = results_dir / slug
+    if not folder.is_dir():
+        return None
+    for path in sorted(folder.glob("ceilings-*.json"), reverse=True):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found = [
+            float(case["metrics"]["tflops"]["value"])
+            for case in data.get("cases", [])
+            if case.get("scenario") == "gemm"
+            and case.get("status") == "ok"
+            and case.get("params", {}).get("precision") == precision
+            and "tflops" in case.get("metrics", {})
+        ]
+        if found:
+            return max(found)
+    return None
+
+
 def diagnose(
     efficiency: float,
     *,
