@@ -10,7 +10,30 @@ from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, unsupported_reason
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
-GemmPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+# The gemm precisions: the shared precision axis's float names, plus two that exist only as matmul
+# ceilings and are gated here: fp64 (Hopper runs DGEMM on FP64 tensor cores) and int8 (torch._int_mm,
+# int8 x int8 -> int32; the "int8" of llmbench.precision is a weight-only scheme, not this).
+GemmPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+GEMM_ONLY = ("fp64", "int8")
+INT8_MIN_CC = (7, 5)  # cuBLASLt integer tensor-core GEMM (Turing+)
+
+
+def int8_shape_reason(shape: tuple[int, int, int]) -> str | None:
+    """torch._int_mm's shape rules: M > 16, K and N multiples of 8."""
+    m, n, k = shape
+    if m <= 16 or k % 8 or n % 8:
+        return (f"int8 matmul (torch._int_mm) needs M > 16 and K, N multiples of 8; got M={m}, N={n}, K={k}")
+    return None
+
+
+def gemm_only_reason(precision: str, shape: tuple[int, int, int], device: DeviceInfo) -> str | None:
+    """Why fp64 or int8 gemm cannot run here; None if it can."""
+    if precision == "fp64":
+        return None  # every device has float64 (slowly where there are no FP64 units)
+    if device.is_cuda and device.cc is not None and device.cc < INT8_MIN_CC:
+        return (f"int8 matmul needs compute capability >= {INT8_MIN_CC[0]}.{INT8_MIN_CC[1]} (integer tensor cores); "
+                f"this GPU is {device.cc[0]}.{device.cc[1]} ({device.name})")
+    return int8_shape_reason(shape)
 
 
 class GemmParams(ScenarioParams):
@@ -42,6 +65,8 @@ class Gemm(Scenario):
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if params.precision in ("fp32", "fp16", "bf16"):
             return None
+        if params.precision in GEMM_ONLY:
+            return gemm_only_reason(params.precision, params.shape, device)
         return unsupported_reason(params.precision, device)
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
@@ -55,12 +80,19 @@ class Gemm(Scenario):
         torch.backends.cuda.matmul.allow_tf32 = params.precision == "tf32"
         torch.backends.cudnn.allow_tf32 = params.precision == "tf32"
         gen = torch.Generator(device=dev).manual_seed(0)
-        dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}.get(
+        dtype = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}.get(
             params.precision, torch.bfloat16
         )
-        a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
-        b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
-        if params.precision == "fp8":
+        if params.precision == "int8":
+            a = torch.randint(-128, 128, (m, k), device=dev, dtype=torch.int8, generator=gen)
+            b = torch.randint(-128, 128, (k, n), device=dev, dtype=torch.int8, generator=gen)
+        else:
+            a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
+            b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
+        if params.precision == "int8":
+            fn, out = _int8_matmul(a, b)
+            ctx.info["unit_note"] = "int8: tflops counts integer operations (TOPS), int32 accumulate"
+        elif params.precision == "fp8":
             fn, out = _fp8_matmul(a, b)
         else:
             c = torch.empty(m, n, device=dev, dtype=dtype)
@@ -93,6 +125,19 @@ def _fp8_matmul(a: Any, b: Any) -> tuple[Any, Any]:
     return fn, out
 
 
+def _int8_matmul(a: Any, b: Any) -> tuple[Any, Any]:
+    """int8 x int8 -> int32 through torch._int_mm (B column-major, the layout cuBLASLt wants)."""
+    import torch
+
+    b_col = b.t().contiguous().t()
+    out = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=torch.int32)
+
+    def fn() -> Any:
+        return torch._int_mm(a, b_col, out=out)
+
+    return fn, out
+
+
 def _rel_error(a: Any, b: Any, fn: Any, out: Any) -> float:
     """||C - ref|| / ||ref|| on the first rows, against a float32 (TF32 off) reference."""
     import torch
@@ -102,10 +147,10 @@ def _rel_error(a: Any, b: Any, fn: Any, out: Any) -> float:
     prev = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        ref = a[:rows].float() @ b.float()
+        ref = a[:rows].double() @ b.double() if a.dtype == torch.float64 else a[:rows].float() @ b.float()
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
-    got = out[:rows].float()
+    got = out[:rows].double() if a.dtype == torch.float64 else out[:rows].float()
     if not torch.isfinite(got).all():
         return float("inf")
     return float((got - ref).norm() / ref.norm())
