@@ -66,6 +66,7 @@ _DEFS = [
     MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),
     MetricDef("sm_clock_mhz", "MHz", "neither", "SM clock sampled during the timed window"),
     MetricDef("gpu_util_pct", "%", "neither", "GPU utilisation sampled during the timed window"),
+    MetricDef("max_temp_c", "°C", "neither", "highest GPU temperature sampled during the run (NVML)"),
     MetricDef("device_memory_used_gib", "GiB", "lower", "device memory in use (NVML), peak of the samples"),
     MetricDef("peak_reserved_gib", "GiB", "lower", "peak memory reserved by torch's caching allocator"),
 ]

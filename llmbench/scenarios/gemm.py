@@ -76,27 +76,9 @@ class Gemm(Scenario):
         import torch
 
         m, n, k = params.shape
-        dev = ctx.device.torch_device
-        torch.backends.cuda.matmul.allow_tf32 = params.precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = params.precision == "tf32"
-        gen = torch.Generator(device=dev).manual_seed(0)
-        dtype = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}.get(
-            params.precision, torch.bfloat16
-        )
+        fn, a, b, out = matmul(params.precision, m, n, k, ctx.device.torch_device)
         if params.precision == "int8":
-            a = torch.randint(-128, 128, (m, k), device=dev, dtype=torch.int8, generator=gen)
-            b = torch.randint(-128, 128, (k, n), device=dev, dtype=torch.int8, generator=gen)
-        else:
-            a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
-            b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
-        if params.precision == "int8":
-            fn, out = _int8_matmul(a, b)
             ctx.info["unit_note"] = "int8: tflops counts integer operations (TOPS), int32 accumulate"
-        elif params.precision == "fp8":
-            fn, out = _fp8_matmul(a, b)
-        else:
-            c = torch.empty(m, n, device=dev, dtype=dtype)
-            fn, out = (lambda: torch.matmul(a, b, out=c)), c
         ctx.progress(0.0, "checking the result")
         ctx.record_value("rel_error_vs_fp32", _rel_error(a, b, fn, out))
         ctx.reset_peak_memory()
@@ -105,6 +87,36 @@ class Gemm(Scenario):
         ctx.record("tflops", [flops / t / 1e12 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["flops_per_iter"] = flops
+
+
+def matmul(precision: str, m: int, n: int, k: int, dev: str) -> tuple[Any, Any, Any, Any]:
+    """(fn, A, B, C): random operands of `precision` and the call C = A @ B (fixed seed); sets the
+    TF32 switches for this precision."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    gen = torch.Generator(device=dev).manual_seed(0)
+    if precision == "int8":
+        a = torch.randint(-128, 128, (m, k), device=dev, dtype=torch.int8, generator=gen)
+        b = torch.randint(-128, 128, (k, n), device=dev, dtype=torch.int8, generator=gen)
+        fn, out = _int8_matmul(a, b)
+        return fn, a, b, out
+    dtype = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}.get(
+        precision, torch.bfloat16
+    )
+    a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
+    b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
+    if precision == "fp8":
+        fn, out = _fp8_matmul(a, b)
+    else:
+        c = torch.empty(m, n, device=dev, dtype=dtype)
+
+        def fn() -> Any:
+            return torch.matmul(a, b, out=c)
+
+        out = c
+    return fn, a, b, out
 
 
 def _fp8_matmul(a: Any, b: Any) -> tuple[Any, Any]:
