@@ -45,9 +45,9 @@ def test_llama3_8b_numbers() -> None:
 
 
 def test_params_say_what_is_wrong() -> None:
-    with pytest.raises(ValidationError, match="valid: .*llama-3-8b"):
+    with pytest.raises(ValidationError, match=r"valid: .*llama-3-8b"):
         LinearFp8Params(model="llama-9", proj="q")
-    with pytest.raises(ValidationError, match="model \\+ proj"):
+    with pytest.raises(ValidationError, match=r"model \+ proj"):
         LinearFp8Params(model="llama-3-8b")
     with pytest.raises(ValidationError, match="not both"):
         LinearFp8Params(model="llama-3-8b", proj="q", shape=(16, 16, 16))

@@ -8,7 +8,7 @@ Compare with the published gpu-burn sets in results/published/ through `llmbench
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -33,8 +33,9 @@ class BurnParams(ScenarioParams):
 class Burn(Scenario):
     Params = BurnParams
     headline = ("tflops", "last_vs_first_tflops")
-    description = "Sustained matmul load (gpu-burn style): TFLOP/s, clock, power, temperature over time; throttling flag"
-    bounds: dict[str, Bound] = {"tflops": "compute"}
+    description = ("Sustained matmul load (gpu-burn style): TFLOP/s, clock, power, temperature over time;"
+                   " throttling flag")
+    bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         return device_reason(params.precision, device) if params.precision == "tf32" else None

@@ -73,7 +73,6 @@ class Gemm(Scenario):
         return rule.min_seconds + 1.0
 
     def run(self, params: Any, ctx: CaseContext) -> None:
-        import torch
 
         m, n, k = params.shape
         fn, a, b, out = matmul(params.precision, m, n, k, ctx.device.torch_device)

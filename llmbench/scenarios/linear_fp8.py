@@ -10,7 +10,7 @@ the GPU's measured ceilings, casts to fp8 and kernel launches included.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import field_validator, model_validator
@@ -41,7 +41,8 @@ class LinearFp8Params(ScenarioParams):
     model: str | None = None  # a preset of llmbench/models/presets.py; with `proj`
     proj: Proj | None = None  # the projection of `model` ("mlp": the whole gate/up/down block)
     tokens: int = 1024  # M: tokens in the batch (batch x sequence)
-    shape: tuple[int, int, int] | None = None  # (M, N, K) instead of model/proj; with proj="mlp": (M, intermediate, hidden)
+    # (M, N, K) instead of model/proj; with proj="mlp": (M, intermediate, hidden)
+    shape: tuple[int, int, int] | None = None
 
     @field_validator("model")
     @classmethod
@@ -60,7 +61,8 @@ class LinearFp8Params(ScenarioParams):
             if min(self.shape) < 1:
                 raise ValueError(f"shape dimensions must be >= 1, got {list(self.shape)}")
         elif self.model is None or self.proj is None:
-            raise ValueError("linear_fp8 needs model + proj (e.g. model = 'llama-3-8b', proj = 'down') or shape = [M, N, K]")
+            raise ValueError(
+                "linear_fp8 needs model + proj (e.g. model = 'llama-3-8b', proj = 'down') or shape = [M, N, K]")
         return self
 
     @property
@@ -121,7 +123,7 @@ class LinearFp8(Scenario):
     headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32")
     description = ("A linear layer or Llama MLP at real models' GEMM shapes: fp8 (Transformer Engine, torchao, "
                    "torch._scaled_mm) against bf16 in the same case, with a roofline prediction")
-    bounds: dict[str, Bound] = {"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"}
+    bounds: ClassVar[dict[str, Bound]] = {"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         return impl_reason(params.impl, device, params.dims())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import field_validator
 
@@ -56,7 +56,7 @@ class Mamf(Scenario):
     Params = MamfParams
     headline = ("tflops",)
     description = "Maximum achievable matmul TFLOP/s per precision: the best of a shape search (MAMF)"
-    bounds: dict[str, Bound] = {"tflops": "compute"}
+    bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         """The gemm gate of the precision, checked on the search's first shape and on every shape's
