@@ -53,6 +53,10 @@ _DEFS = [
     MetricDef("speedup_vs_bf16", "x", "higher", "time in bf16 / time in this precision"),
     MetricDef("rel_error_vs_fp32", "ratio", "lower", "||out - ref|| / ||ref|| against an fp32 reference"),
     MetricDef("roofline_ms", "ms", "neither", "the roofline bound time for this case"),
+    MetricDef("predicted_speedup_vs_bf16", "x", "neither",
+              "roofline time in bf16 / roofline time of this impl (casts and launches included)"),
+    MetricDef("last_vs_first_tflops", "ratio", "higher",
+              "sustained load: TFLOP/s of the last interval / of the first (below 1: throttled)"),
     MetricDef("tb_per_s", "TB/s", "higher", "device memory bandwidth, bytes read + bytes written"),
     MetricDef("gb_per_s", "GB/s", "higher",
               "transfer bandwidth (host<->device: bytes moved; host copy: read + written)"),
@@ -62,6 +66,7 @@ _DEFS = [
     MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),
     MetricDef("sm_clock_mhz", "MHz", "neither", "SM clock sampled during the timed window"),
     MetricDef("gpu_util_pct", "%", "neither", "GPU utilisation sampled during the timed window"),
+    MetricDef("max_temp_c", "°C", "neither", "highest GPU temperature sampled during the run (NVML)"),
     MetricDef("device_memory_used_gib", "GiB", "lower", "device memory in use (NVML), peak of the samples"),
     MetricDef("peak_reserved_gib", "GiB", "lower", "peak memory reserved by torch's caching allocator"),
 ]

@@ -80,7 +80,7 @@ def test_bad_value_is_quoted_in_the_message(tmp_path: Path) -> None:
     with pytest.raises(SuiteError) as e:
         load_suite(str(write(tmp_path, '[[case]]\nscenario = "gemm"\nprecision = "int3"\n')))
     assert "'int3'" in str(e.value)
-    assert e.value.choices == ["fp32", "tf32", "fp16", "bf16", "fp8"]
+    assert e.value.choices == ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
 
 
 def test_malformed_toml_and_missing_files(tmp_path: Path) -> None:

@@ -93,3 +93,41 @@ def compute_processes(h: Any) -> list[dict[str, Any]]:
         used = getattr(p, "usedGpuMemory", None)
         out.append({"pid": int(p.pid), "used_gib": round(used / 2**30, 2) if used else None})
     return out
+
+
+def temperature_c(h: Any) -> float | None:
+    """GPU core temperature in °C (NVML_TEMPERATURE_GPU), or None."""
+    sensor = const("NVML_TEMPERATURE_GPU")
+    t = call("nvmlDeviceGetTemperature", h, sensor) if sensor is not None else None
+    return float(t) if t is not None else None
+
+
+_REASON_PREFIXES = ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
+_NOT_REASONS = ("All", "None")
+
+
+def decode_reasons(mask: int, table: dict[str, int]) -> list[str]:
+    """Names of the bits set in an NVML clock-event bitmask, from a {name: bit} table."""
+    return sorted(name for name, bit in table.items() if bit and mask & bit)
+
+
+def reason_table() -> dict[str, int]:
+    """{"SwPowerCap": 0x4, ...} from the installed nvidia-ml-py (newer names first, older as fallback)."""
+    nv = _nvml()
+    if nv is None:
+        return {}
+    table: dict[str, int] = {}
+    for prefix in _REASON_PREFIXES:
+        for attr in dir(nv):
+            name = attr.removeprefix(prefix)
+            if attr.startswith(prefix) and name not in _NOT_REASONS and name not in table:
+                table[name] = int(getattr(nv, attr))
+    return table
+
+
+def clock_reasons(h: Any, table: dict[str, int]) -> list[str] | None:
+    """Why the clocks are where they are now (power cap, thermal slowdown, ...), or None."""
+    mask = call("nvmlDeviceGetCurrentClocksEventReasons", h)
+    if mask is None:
+        mask = call("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+    return decode_reasons(int(mask), table) if mask is not None else None

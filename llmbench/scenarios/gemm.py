@@ -2,18 +2,44 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator, model_validator
 
 from llmbench import precision as prec
+from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, unsupported_reason
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
-GemmPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+# The gemm precisions: the shared precision axis's float names, plus two that exist only as matmul
+# ceilings and are gated here: fp64 (Hopper runs DGEMM on FP64 tensor cores) and int8 (torch._int_mm,
+# int8 x int8 -> int32; the "int8" of llmbench.precision is a weight-only scheme, not this).
+GemmPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+GEMM_ONLY = ("fp64", "int8")
+INT8_MIN_CC = (7, 5)  # cuBLASLt integer tensor-core GEMM (Turing+)
+GEMM_ONLY_BYTES = {"fp64": 8, "int8": 1}  # operand bytes of the gemm-only names (the rest: llmbench.precision)
+
+
+def int8_shape_reason(shape: tuple[int, int, int]) -> str | None:
+    """torch._int_mm's shape rules: M > 16, K and N multiples of 8."""
+    m, n, k = shape
+    if m <= 16 or k % 8 or n % 8:
+        return (f"int8 matmul (torch._int_mm) needs M > 16 and K, N multiples of 8; got M={m}, N={n}, K={k}")
+    return None
+
+
+def gemm_only_reason(precision: str, shape: tuple[int, int, int], device: DeviceInfo) -> str | None:
+    """Why fp64 or int8 gemm cannot run here; None if it can."""
+    if precision == "fp64":
+        return None  # every device has float64 (slowly where there are no FP64 units)
+    if device.is_cuda and device.cc is not None and device.cc < INT8_MIN_CC:
+        return (f"int8 matmul needs compute capability >= {INT8_MIN_CC[0]}.{INT8_MIN_CC[1]} (integer tensor cores); "
+                f"this GPU is {device.cc[0]}.{device.cc[1]} ({device.name})")
+    return int8_shape_reason(shape)
 L2_SCALE_BYTES = 50_000_000  # about the L2 of Hopper GPUs (H100 50 MB, H200 60 MB)
 
 
@@ -47,6 +73,8 @@ class Gemm(Scenario):
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if params.precision in ("fp32", "fp16", "bf16"):
             return None
+        if params.precision in GEMM_ONLY:
+            return gemm_only_reason(params.precision, params.shape, device)
         return unsupported_reason(params.precision, device)
 
     def compute_precision(self, params: dict[str, Any]) -> str:
@@ -62,7 +90,7 @@ class Gemm(Scenario):
         if metric != "tflops" or not shape or len(shape) != 3 or not peak:
             return super().bound(params, metric, spec)
         m, n, k = (int(d) for d in shape)
-        elem = prec.get(precision).bits / 8 if precision in prec.PRECISIONS else 2
+        elem = GEMM_ONLY_BYTES.get(precision) or prec.get(precision).bits / 8
         out_elem = 2 if precision == "fp8" else elem  # fp8 products are written in bf16
         bytes_moved = (m * k + k * n) * elem + m * n * out_elem
         intensity = 2.0 * m * n * k / bytes_moved
@@ -75,22 +103,11 @@ class Gemm(Scenario):
         return rule.min_seconds + 1.0
 
     def run(self, params: Any, ctx: CaseContext) -> None:
-        import torch
 
         m, n, k = params.shape
-        dev = ctx.device.torch_device
-        torch.backends.cuda.matmul.allow_tf32 = params.precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = params.precision == "tf32"
-        gen = torch.Generator(device=dev).manual_seed(0)
-        # fp8 operands are cast from bf16 inside the timed call (_fp8_matmul), as a real fp8 layer does
-        dtype = getattr(torch, "bfloat16" if params.precision == "fp8" else prec.get(params.precision).dtype)
-        a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
-        b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
-        if params.precision == "fp8":
-            fn, out = _fp8_matmul(a, b)
-        else:
-            c = torch.empty(m, n, device=dev, dtype=dtype)
-            fn, out = (lambda: torch.matmul(a, b, out=c)), c
+        fn, a, b, out = matmul(params.precision, m, n, k, ctx.device.torch_device)
+        if params.precision == "int8":
+            ctx.info["unit_note"] = "int8: tflops counts integer operations (TOPS), int32 accumulate"
         ctx.progress(0.0, "checking the result")
         ctx.record_value("rel_error_vs_fp32", _rel_error(a, b, fn, out))
         ctx.reset_peak_memory()
@@ -99,6 +116,36 @@ class Gemm(Scenario):
         ctx.record("tflops", [flops / t / 1e12 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["flops_per_iter"] = flops
+
+
+def matmul(precision: str, m: int, n: int, k: int, dev: str) -> tuple[Any, Any, Any, Any]:
+    """(fn, A, B, C): random operands of `precision` and the call C = A @ B (fixed seed); sets the
+    TF32 switches for this precision."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    gen = torch.Generator(device=dev).manual_seed(0)
+    if precision == "int8":
+        a = torch.randint(-128, 128, (m, k), device=dev, dtype=torch.int8, generator=gen)
+        b = torch.randint(-128, 128, (k, n), device=dev, dtype=torch.int8, generator=gen)
+        fn, out = _int8_matmul(a, b)
+        return fn, a, b, out
+    # fp8 operands are cast from bf16 inside the timed call (_fp8_matmul), as a real fp8 layer does
+    name = "float64" if precision == "fp64" else "bfloat16" if precision == "fp8" else prec.get(precision).dtype
+    dtype = getattr(torch, name)
+    a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
+    b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
+    if precision == "fp8":
+        fn, out = _fp8_matmul(a, b)
+    else:
+        c = torch.empty(m, n, device=dev, dtype=dtype)
+
+        def fn() -> Any:
+            return torch.matmul(a, b, out=c)
+
+        out = c
+    return fn, a, b, out
 
 
 def _fp8_matmul(a: Any, b: Any) -> tuple[Any, Any]:
@@ -119,6 +166,19 @@ def _fp8_matmul(a: Any, b: Any) -> tuple[Any, Any]:
     return fn, out
 
 
+def _int8_matmul(a: Any, b: Any) -> tuple[Any, Any]:
+    """int8 x int8 -> int32 through torch._int_mm (B column-major, the layout cuBLASLt wants)."""
+    import torch
+
+    b_col = b.t().contiguous().t()
+    out = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=torch.int32)
+
+    def fn() -> Any:
+        return torch._int_mm(a, b_col, out=out)
+
+    return fn, out
+
+
 def _rel_error(a: Any, b: Any, fn: Any, out: Any) -> float:
     """||C - ref|| / ||ref|| on the first rows, against a float32 (TF32 off) reference."""
     import torch
@@ -128,10 +188,16 @@ def _rel_error(a: Any, b: Any, fn: Any, out: Any) -> float:
     prev = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        ref = a[:rows].float() @ b.float()
+        ref = a[:rows].double() @ b.double() if a.dtype == torch.float64 else a[:rows].float() @ b.float()
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
-    got = out[:rows].float()
+    got = out[:rows].double() if a.dtype == torch.float64 else out[:rows].float()
     if not torch.isfinite(got).all():
         return float("inf")
     return float((got - ref).norm() / ref.norm())
+
+
+def measured_peak_tflops(slug: str, precision: str, results_dir: Path = Path("results")) -> float | None:
+    """Matmul peak of `precision` from the newest ceilings result set of the GPU `slug` (the best of
+    its shapes: the ceiling); None when there is none (use the spec table)."""
+    return roofline.best_measured(slug, Gemm.name, "tflops", {"precision": precision}, results_dir)

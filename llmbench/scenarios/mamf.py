@@ -1,0 +1,100 @@
+"""mamf: Maximum Achievable Matmul FLOPS per precision, found by a shape search.
+
+The datasheet peak is never reached; the best a real matmul reaches depends on the shape (tile
+quantisation, wave quantisation). Following the MAMF idea of Stas Bekman's "Machine Learning
+Engineering" (mamf-finder), this sweeps M, N, K over ranges in steps, times each shape, and reports
+the best TFLOP/s and its shape; every point stays in `info` so the search can be plotted. The default
+ranges (7 x 7 x 4 = 196 shapes) stay well under a minute per precision on an H100/H200 (estimated
+10-20 s: about 40 ms per shape, allocation and warm-up included).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from typing import Any, ClassVar
+
+from pydantic import field_validator
+
+from llmbench.hardware.roofline import Bound
+from llmbench.measure.timing import StopRule
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.gemm import Gemm, GemmParams, GemmPrecision, matmul
+
+Range = tuple[int, int, int]  # start, stop (inclusive), step
+POINT_MIN_S = 0.02  # each shape is timed for about this long (after 2 warm-up calls)
+POINT_MIN_ITERS = 5
+
+
+def values(r: Range) -> list[int]:
+    start, stop, step = r
+    return list(range(start, stop + 1, step))
+
+
+class MamfParams(ScenarioParams):
+    precision: GemmPrecision = "bf16"
+    m: Range = (4096, 16384, 2048)
+    n: Range = (4096, 16384, 2048)
+    k: Range = (4096, 16384, 4096)
+
+    @field_validator("m", "n", "k")
+    @classmethod
+    def _range(cls, v: Range) -> Range:
+        start, stop, step = v
+        if start < 1 or step < 1 or stop < start:
+            raise ValueError(f"a range is [start, stop, step] with 1 <= start <= stop and step >= 1, got {list(v)}")
+        return v
+
+    def shapes(self) -> list[tuple[int, int, int]]:
+        return list(itertools.product(values(self.m), values(self.n), values(self.k)))
+
+
+@SCENARIOS.register("mamf")
+class Mamf(Scenario):
+    Params = MamfParams
+    headline = ("tflops",)
+    description = "Maximum achievable matmul TFLOP/s per precision: the best of a shape search (MAMF)"
+    bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        """The gemm gate of the precision, checked on the search's first shape and on every shape's
+        alignment (fp8: multiples of 16; int8: M > 16, K and N multiples of 8)."""
+        bad = [s for s in params.shapes() if _shape_reason(params.precision, s, device)]
+        if bad:
+            return f"{_shape_reason(params.precision, bad[0], device)} ({len(bad)} of {len(params.shapes())} shapes)"
+        return None
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        return len(params.shapes()) * (POINT_MIN_S + 0.05) + 2.0
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        shapes = params.shapes()
+        pts: dict[str, list[Any]] = {"m": [], "n": [], "k": [], "tflops": []}
+        for i, (m, n, k) in enumerate(shapes):
+            ctx.progress(i / len(shapes), f"{m}x{n}x{k}")
+            fn, *_ = matmul(params.precision, m, n, k, ctx.device.torch_device)
+            fn()
+            fn()
+            ctx.sync()
+            once = ctx.timer.time(fn, 1)[0]
+            iters = max(POINT_MIN_ITERS, math.ceil(POINT_MIN_S / max(once, 1e-9)))
+            t = statistics.median(ctx.timer.time(fn, iters))
+            for key, v in (("m", m), ("n", n), ("k", k), ("tflops", float(f"{2.0 * m * n * k / t / 1e12:.4g}"))):
+                pts[key].append(v)
+            del fn
+        if not pts["tflops"]:
+            raise Skip("the search ranges hold no shape")
+        best = max(range(len(pts["tflops"])), key=pts["tflops"].__getitem__)
+        ctx.record_value("tflops", pts["tflops"][best])
+        ctx.info.update(best_shape=[pts["m"][best], pts["n"][best], pts["k"][best]], points=pts,
+                        median_tflops=statistics.median(pts["tflops"]))
+
+
+def _shape_reason(precision: str, shape: tuple[int, int, int], device: DeviceInfo) -> str | None:
+    try:
+        p = GemmParams(precision=precision, shape=shape)  # type: ignore[arg-type]
+    except ValueError as e:
+        return str(e).splitlines()[-1] if "\n" in str(e) else str(e)
+    return Gemm().skip_reason(p, device)
