@@ -108,6 +108,22 @@ def test_layerwise_build_peaks_at_one_bf16_layer() -> None:
     assert max(peaks) - outside <= 8 * layer_bf16 // 2 + layer_bf16 + 2**16 < 8 * layer_bf16
 
 
+def test_qlora_session_builds_nf4_and_trains_its_adapters() -> None:
+    """bitsandbytes' CPU kernels (0.48+) quantize to nf4 here: the engine's QLoRA path itself, which
+    the scenario still reserves for a GPU."""
+    bnb = pytest.importorskip("bitsandbytes")
+    s = ENGINES.get("hf")().load_for_training(
+        ModelRef(model="tiny-llama"), TrainOptions(method="qlora", layers=1, gradient_checkpointing=True), CPU)
+    base = s.model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
+    assert isinstance(base, bnb.nn.Linear4bit) and base.weight.quant_type == "nf4"
+    lora = s.model.base_model.model.model.layers[0].self_attn.q_proj
+    before = lora.lora_B["default"].weight.detach().clone()
+    for i in range(2):
+        s.step(progression_batch(s.vocab_size, 2, 8, step=i))
+    assert len(s.loss_history()) == 2 and not lora.lora_B["default"].weight.equal(before)
+    assert 0 < s.trainable_params < s.frozen_params and s.info()["nf4_double_quant"] is True
+
+
 def test_train_flops_formula() -> None:
     assert train_flops(trainable=10, frozen=0, layers=1, hidden=1, seq=1, tokens=1) == 60 + 12
     assert train_flops(trainable=0, frozen=10, layers=2, hidden=3, seq=4, tokens=5) == 200 + 12 * 2 * 3 * 4 * 5

@@ -22,7 +22,7 @@ from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-BNB_INSTALL = "pip install bitsandbytes"
+BNB_INSTALL = "pip install 'llmbench[quant]'  (bitsandbytes)"
 
 
 class QLoRAParams(ScenarioParams):

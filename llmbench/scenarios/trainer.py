@@ -115,15 +115,14 @@ def _build(params: Any, device: str) -> Any:
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-    from llmbench.models.build import conv1d_to_linear, make_config
+    from llmbench.models.build import make_config
 
     cfg = make_config(params.model, params.pretrained)
     auto = AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False) else AutoModelForCausalLM
     torch.manual_seed(0)
     with torch.device(device):
         model = auto.from_config(cfg, dtype=torch.float32)
-    conv1d_to_linear(model)
-    return model
+    return model  # GPT-2 keeps its Conv1D: the Trainer as users run it
 
 
 def _dataset(vocab: int, batch: int, seq: int, steps: int) -> list[dict[str, Any]]:
