@@ -31,7 +31,8 @@ def fp8_reason(recipe: str, device: DeviceInfo) -> str | None:
     if recipe == "none":
         return None
     if not device.is_cuda or (device.cc or (0, 0)) < (8, 9):
-        return f"fp8 training ({recipe}) needs an NVIDIA GPU of compute capability 8.9+ (Ada, Hopper, Blackwell); this is {device.name}"
+        return (f"fp8 training ({recipe}) needs an NVIDIA GPU of compute capability 8.9+ (Ada, Hopper, "
+                f"Blackwell); this is {device.name}")
     if recipe.startswith("torchao") and importlib.util.find_spec("torchao") is None:
         return f"fp8 training ({recipe}) needs torchao, which is not installed: pip install torchao"
     if recipe.startswith("te") and importlib.util.find_spec("transformer_engine") is None:
@@ -58,6 +59,7 @@ def load_for_training(model: ModelRef, options: TrainOptions, device: DeviceInfo
         cfg.num_hidden_layers = options.layers
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[options.dtype]
     dev = device.torch_device
+    m: Any
     with init_empty_weights():  # the architecture's counts, before quantization packs the weights
         shape = shape_of(AutoModelForCausalLM.from_config(cfg, dtype=dtype))
     info: dict[str, Any] = {"method": options.method, "optimizer": options.optimizer, "dtype": options.dtype,

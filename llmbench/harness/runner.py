@@ -128,7 +128,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
 
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> CaseResult:
-    spec = {"scenario": case.scenario, "params": case.params_dict,
+    spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
             "settings": case.settings.model_dump(), "device": device}
     started = utc_now()
     t0 = time.perf_counter()
@@ -138,8 +138,8 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> Case
         if search.best is not None:
             spec = {**spec, "params": {**spec["params"], "batch_size": search.best, "max_batch": False}}
     if search is not None and search.best is None:
-        first = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
-        out = ChildOutcome(first["status"], first["reason"])
+        first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
+        out = ChildOutcome(str(first["status"]), first["reason"])
     else:
         out = run_case_process(spec, env, case.settings.timeout_s, ui.case_progress)
     payload = out.payload

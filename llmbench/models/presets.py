@@ -38,6 +38,7 @@ class ModelPreset:
 
     def config_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for the transformers config class of `model_type`."""
+        kw: dict[str, Any]
         if self.model_type == "t5":  # encoder-decoder: `layers` encoder and as many decoder layers
             kw = {
                 "d_model": self.hidden,
@@ -52,7 +53,7 @@ class ModelPreset:
                 "decoder_start_token_id": 0,
             }
         elif self.model_type == "gpt2":
-            kw: dict[str, Any] = {
+            kw = {
                 "n_embd": self.hidden,
                 "n_layer": self.layers,
                 "n_head": self.heads,

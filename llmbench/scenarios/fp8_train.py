@@ -12,11 +12,12 @@ recipe="bf16" runs the baseline alone (what runs on a CPU). Imports no torch at 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from llmbench.engines.base import ModelRef, TrainOptions
+from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import Measurement, StopRule
 from llmbench.models.presets import PRESETS
 from llmbench.precision import DeviceInfo
@@ -48,7 +49,7 @@ class FP8Train(Scenario):
     Params = FP8TrainParams
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16")
-    bounds = {"*": "compute"}
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         from llmbench.engines.hf_train import fp8_reason
@@ -65,8 +66,9 @@ class FP8Train(Scenario):
         with tr.oom_as_result(ctx):
             ctx.progress(0.0, "bf16 baseline")
             base, base_losses, _ = self._train(params, ctx, rule, "none")
+            session_info: dict[str, Any] = {}
             if params.recipe == "bf16":
-                run, losses, session_info = base, base_losses, {}
+                run, losses = base, base_losses
             else:
                 _free(ctx)
                 ctx.progress(0.5, params.recipe)
@@ -77,14 +79,18 @@ class FP8Train(Scenario):
         ctx.info["bf16_loss_curve"] = base_losses
         ctx.info["bf16_step_ms"] = [s * 1e3 for s in base.samples_s]
         if params.recipe != "bf16":
-            ctx.record_value("speedup_vs_bf16", statistics.median(base.samples_s) / statistics.median(run.samples_s))
+            speedup = statistics.median(base.samples_s) / statistics.median(run.samples_s)
+            ctx.record_value("speedup_vs_bf16", speedup)
             k = tr.LOSS_TAIL
-            ctx.record_value("loss_diff_vs_bf16", abs(statistics.fmean(losses[-k:]) - statistics.fmean(base_losses[-k:])))
+            diff = abs(statistics.fmean(losses[-k:]) - statistics.fmean(base_losses[-k:]))
+            ctx.record_value("loss_diff_vs_bf16", diff)
             ctx.info["max_step_loss_diff_vs_bf16"] = max(abs(a - b) for a, b in zip(losses, base_losses, strict=False))
 
-    def _train(self, params: Any, ctx: CaseContext, rule: StopRule, fp8: str) -> tuple[Measurement, list[float], dict[str, Any]]:
+    def _train(self, params: Any, ctx: CaseContext, rule: StopRule,
+               fp8: str) -> tuple[Measurement, list[float], dict[str, Any]]:
         opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
-        session = tr.training_engine(params.engine).load_for_training(ModelRef(model=params.model), opts, ctx.device)
+        engine = tr.training_engine(params.engine)
+        session = engine.load_for_training(ModelRef(model=params.model), opts, ctx.device)
         saved = ctx.rule
         ctx.rule = rule
         try:

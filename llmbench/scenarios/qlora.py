@@ -10,11 +10,12 @@ optimizer step, bracketed by CUDA events. This module imports no torch at import
 from __future__ import annotations
 
 import importlib.util
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from llmbench.engines.base import ModelRef, TrainOptions
+from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS
 from llmbench.precision import DeviceInfo
@@ -62,7 +63,7 @@ class QLoRA(Scenario):
     Params = QLoRAParams
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
-    bounds = {"*": "compute"}
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         reason = tr.engine_reason(params.engine)

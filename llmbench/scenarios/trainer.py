@@ -12,12 +12,14 @@ encoder-decoder (T5) architectures; any preset or a pretrained id's config (rand
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from llmbench.hardware.roofline import Bound
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule
 from llmbench.models.presets import PRESETS
@@ -58,7 +60,7 @@ class TrainerScenario(Scenario):
     Params = TrainerParams
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
     headline = ("train_samples_per_s", "step_ms", "peak_memory_gib")
-    bounds = {"*": "compute"}
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         reason = tr.engine_reason(params.engine)
@@ -178,8 +180,8 @@ class StepTimer:
     def period_seconds(self) -> list[float]:
         """Each step's begin to the next one's (the last: to its end): the whole loop, data loading
         and callbacks included, what throughput sees."""
-        starts = self.begins + [self.ends[-1]] if self.ends else self.begins
-        return [self._delta(a, b) for a, b in zip(starts, starts[1:], strict=False)]
+        starts = [*self.begins, self.ends[-1]] if self.ends else self.begins
+        return [self._delta(a, b) for a, b in itertools.pairwise(starts)]
 
 
 def _trainer(model: Any, data: list[dict[str, Any]], params: Any, out: str, steps: int, cuda: bool,
