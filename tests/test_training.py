@@ -272,7 +272,29 @@ max_batch = true
 
 
 @pytest.mark.parametrize("name", ["qlora-tiny", "trainer-tiny", "fp8-training-tiny", "qlora-llama3",
-                                  "trainer-variations", "fp8-training"])
+                                  "trainer-variations", "fp8-training", "ddp-tiny", "ddp-scaling"])
 def test_training_suites_validate(name: str) -> None:
     suite = load_suite(str(SUITES_DIR / f"{name}.toml"))
     assert suite.cases and suite.name == name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_ddp_launcher_two_gloo_processes(parallel: str) -> None:
+    out = run_case(spec("ddp", {"model": "tiny-llama", "layers": 1, "gpus": 2, "batch_size": 2, "seq_len": 16,
+                                "parallel": parallel}))
+    assert out["status"] == "ok", out
+    assert {int(r) for r in out["info"]["rank_step_ms"]} == {0, 1}
+    assert all(len(v) == 3 for v in out["info"]["rank_step_ms"].values())
+    assert len(out["metrics"]["step_ms"]["samples"]) == 3 and out["metrics"]["scaling_efficiency"]["value"] > 0
+    assert len(out["info"]["one_gpu_step_ms"]) == 3
+
+
+def test_ddp_asks_for_more_gpus_than_visible_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from llmbench.scenarios.ddp import DDP, DDPParams
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    reason = DDP().skip_reason(DDPParams(gpus=4), DeviceInfo("cuda", "H200", (9, 0), 139.8))
+    assert reason and "asks for 4 GPUs; 1 visible" in reason
