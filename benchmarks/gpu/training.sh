@@ -22,6 +22,8 @@
 #   fp8-training, 4 layers of the 8B shape, 2 x 2048, 5 cases (bf16; torchao tensorwise, rowwise;
 #     TE delayed, current): each case trains bf16 and then the recipe, 13 steps each, ~30 s: 2.5 min.
 #   t5-large runs only if the whole script so far took under 7 minutes (about 1.5 min more).
+#   ddp-scaling (DDP and FSDP2 on 2 GPUs against 1) runs only on a machine with 2+ GPUs
+#   (nvidia-h200-x2: about 3 min for its 2 two-GPU cases); on one GPU it is not started.
 set -u
 OUT=${OUT:-/tmp/llmbench-out}
 mkdir -p "$OUT/results"
@@ -42,5 +44,8 @@ run trainer-variations -k model=gpt2-medium
 run fp8-training -k layers=4
 if [ $(( $(date +%s) - start )) -lt 420 ]; then
   run trainer-variations -k model=t5-large -k tf32=True
+fi
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+  run ddp-scaling -k gpus=2
 fi
 echo "done in $(( $(date +%s) - start )) s" | tee -a "$OUT/training.log"
