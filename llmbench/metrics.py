@@ -46,6 +46,12 @@ _DEFS = [
     MetricDef("mfu", "ratio", "higher", "model FLOPs utilisation against the GPU's dense peak"),
     MetricDef("train_loss", "loss", "neither", "training loss at the end of the timed window"),
     MetricDef("energy_j_per_sample", "J/sample", "lower", "NVML energy per training sample"),
+    MetricDef("trainer_reported_samples_per_s", "samples/s", "higher",
+              "transformers Trainer's own train_samples_per_second (over every step, the first ones included)"),
+    MetricDef("scaling_efficiency", "ratio", "higher",
+              "samples/s on N GPUs / (N x samples/s on one GPU), same per-GPU batch"),
+    MetricDef("loss_diff_vs_bf16", "loss", "lower",
+              "|mean loss - bf16 mean loss| over the same steps, seed and data (fp8 training against bf16)"),
     # layers and ceilings
     MetricDef("fwd_ms", "ms", "lower", "forward pass time"),
     MetricDef("fwd_bwd_ms", "ms", "lower", "forward plus backward pass time"),

@@ -17,6 +17,7 @@ PUBLISHED_PARAMS = {
     "mistral-7b": 7.25e9,
     "qwen2.5-7b": 7.62e9,
     "gpt2-medium": 0.355e9,
+    "t5-large": 0.738e9,  # encoder + decoder, lm_head tied to the shared embedding
 }
 
 

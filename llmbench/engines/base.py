@@ -126,6 +126,66 @@ class GenerationSession(ABC):
         """Release the engine's resources (processes, GPU memory)."""
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    """How to train: which weights learn (method), how the frozen base is stored, the LoRA adapter,
+    memory savers, the optimizer, and the compute precision. Recorded with the case by the scenario."""
+
+    method: str = "full"  # "qlora" (nf4 base + LoRA), "lora" (bf16 base + LoRA), "full" (every weight)
+    double_quant: bool = True  # nf4: quantize the quantization constants too (bitsandbytes)
+    lora_rank: int = 16
+    lora_alpha: int = 32
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    gradient_checkpointing: bool = False
+    optimizer: str = "adamw"  # "adamw" (torch) or "paged_adamw_8bit" (bitsandbytes)
+    lr: float = 1e-4
+    dtype: str = "bf16"  # the weights' and activations' dtype: bf16 or fp32
+    fp8: str = "none"  # fp8 training recipe (llmbench.engines.hf_train.FP8_RECIPES); "none": dtype only
+    layers: int | None = None  # keep only the first n decoder layers of the architecture
+    seed: int = 0
+
+
+class TrainingSession(ABC):
+    """A model loaded for training with its optimizer, stepped one batch at a time. step() adds no
+    host synchronisation: losses stay on the device until loss_history() reads them after the timed
+    window."""
+
+    @abstractmethod
+    def step(self, batch: Any) -> None:
+        """One optimizer step on `batch` (token ids, batch x seq; labels are the ids shifted)."""
+
+    @abstractmethod
+    def loss_history(self) -> list[float]:
+        """Every step's loss so far, in order (synchronises: call it outside a timed window)."""
+
+    def last_loss(self) -> float | None:
+        h = self.loss_history()
+        return h[-1] if h else None
+
+    @property
+    @abstractmethod
+    def trainable_params(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def frozen_params(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int: ...
+
+    @abstractmethod
+    def shape(self) -> ModelShape:
+        """The architecture, for FLOP counts."""
+
+    def info(self) -> dict[str, Any]:
+        """Facts about the session (what was quantized, adapter sizes, optimizer), kept in the case's info."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release the session's resources."""
+
+
 class Engine(ABC):
     """An inference or training engine. Subclasses declare what they can do and load sessions."""
 
@@ -182,6 +242,10 @@ class Engine(ABC):
     @abstractmethod
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> GenerationSession:
         """Load (or build) the model on `device` as `options` say."""
+
+    def load_for_training(self, model: ModelRef, options: TrainOptions, device: DeviceInfo) -> TrainingSession:
+        """A training session (Capability.TRAIN)."""
+        raise NotImplementedError
 
 
 ENGINES: Registry[Engine] = Registry("engine", "llmbench.engines")

@@ -20,6 +20,8 @@ from llmbench.engines.base import (
     GenerationSession,
     LoadOptions,
     ModelRef,
+    TrainingSession,
+    TrainOptions,
 )
 from llmbench.precision import PRECISIONS, DeviceInfo
 
@@ -66,6 +68,7 @@ class HFEngine(Engine):
     modes = MODES
     capabilities = frozenset({
         Capability.TOKEN_TIMESTAMPS, Capability.LOGITS, Capability.CONVERT, Capability.PARTIAL_GENERATE,
+        Capability.TRAIN,
     })
     precisions = frozenset(PRECISIONS)  # every precision of the axis, through torchao and bitsandbytes
 
@@ -80,6 +83,12 @@ class HFEngine(Engine):
         if options.precision != "bf16":
             session.convert(options.precision)
         return session
+
+    def load_for_training(self, model: ModelRef, options: TrainOptions, device: DeviceInfo) -> TrainingSession:
+        """A training session: full, LoRA or QLoRA fine-tuning, optionally in fp8 (llmbench.engines.hf_train)."""
+        from llmbench.engines.hf_train import load_for_training
+
+        return load_for_training(model, options, device)
 
 
 @functools.cache

@@ -11,7 +11,8 @@ from typing import Any
 from llmbench import __version__
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
-from llmbench.harness.isolation import child_env, fingerprint, run_case_process
+from llmbench.harness.isolation import ChildOutcome, child_env, fingerprint, run_case_process
+from llmbench.harness.max_batch import search_max_batch
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
 from llmbench.results import CaseResult, ResultSet, latest_result, load, result_path, save, utc_now
 from llmbench.suite import CaseSpec, Suite
@@ -127,12 +128,23 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
 
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> CaseResult:
-    spec = {"scenario": case.scenario, "params": case.params_dict,
+    spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
             "settings": case.settings.model_dump(), "device": device}
     started = utc_now()
     t0 = time.perf_counter()
-    out = run_case_process(spec, env, case.settings.timeout_s, ui.case_progress)
+    search = None
+    if case.params_dict.get("max_batch"):  # the largest batch that fits, then the case measured there
+        search = search_max_batch(spec, env, case.settings.timeout_s)
+        if search.best is not None:
+            spec = {**spec, "params": {**spec["params"], "batch_size": search.best, "max_batch": False}}
+    if search is not None and search.best is None:
+        first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
+        out = ChildOutcome(str(first["status"]), first["reason"])
+    else:
+        out = run_case_process(spec, env, case.settings.timeout_s, ui.case_progress)
     payload = out.payload
+    if search is not None:
+        payload.setdefault("info", {})["max_batch"] = search.info()
     return CaseResult(
         id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
         reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),

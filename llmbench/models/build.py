@@ -50,6 +50,9 @@ def build_model(
         m = AutoModelForCausalLM.from_pretrained(pretrained, dtype=dtype, device_map=device)
     elif weights == "random":
         cfg = make_config(model, pretrained)
+        if getattr(cfg, "is_encoder_decoder", False):
+            raise ValueError(f"{model or pretrained} is an encoder-decoder model; build_model builds causal LMs "
+                             "(the trainer scenario trains encoder-decoders)")
         torch.manual_seed(seed)
         with torch.device(device):
             m = AutoModelForCausalLM.from_config(cfg, dtype=dtype)

@@ -38,8 +38,22 @@ class ModelPreset:
 
     def config_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for the transformers config class of `model_type`."""
-        if self.model_type == "gpt2":
-            kw: dict[str, Any] = {
+        kw: dict[str, Any]
+        if self.model_type == "t5":  # encoder-decoder: `layers` encoder and as many decoder layers
+            kw = {
+                "d_model": self.hidden,
+                "d_ff": self.intermediate,
+                "num_layers": self.layers,
+                "num_decoder_layers": self.layers,
+                "num_heads": self.heads,
+                "d_kv": self.head_dim,
+                "vocab_size": self.vocab,
+                "pad_token_id": 0,  # as google-t5's configs: the decoder starts from pad
+                "eos_token_id": 1,
+                "decoder_start_token_id": 0,
+            }
+        elif self.model_type == "gpt2":
+            kw = {
                 "n_embd": self.hidden,
                 "n_layer": self.layers,
                 "n_head": self.heads,
@@ -67,6 +81,10 @@ class ModelPreset:
         h, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         attn = self.hidden * h + 2 * self.hidden * kv + h * self.hidden
         mlp = (3 if self.gated_mlp else 2) * self.hidden * self.intermediate
+        if self.model_type == "t5":  # decoder layers add cross-attention; `layers` counts both stacks
+            return ModelShape(layers=2 * self.layers, hidden=self.hidden, heads=self.heads, kv_heads=self.kv_heads,
+                              head_dim=self.head_dim, linear_params=self.layers * (3 * attn + 2 * mlp),
+                              lm_head_params=self.vocab * self.hidden, embedding_params=0)
         return ModelShape(
             layers=self.layers,
             hidden=self.hidden,
@@ -168,6 +186,20 @@ PRESETS: dict[str, ModelPreset] = {
             gated_mlp=False,
             qkv_bias=True,
         ),
+        ModelPreset(
+            "t5-large",
+            "t5",
+            1024,
+            24,
+            16,
+            16,
+            4096,
+            32128,
+            512,
+            "google-t5/t5-large config.json (24 encoder + 24 decoder layers, ReLU MLP, relative positions)",
+            tie_embeddings=True,
+            gated_mlp=False,
+        ),
         # A few million parameters, Llama-shaped (GQA, SwiGLU, RoPE): CPU tests and CI.
         ModelPreset(
             "tiny-llama",
@@ -182,6 +214,9 @@ PRESETS: dict[str, ModelPreset] = {
             "llmbench test model",
             extra={"rope_theta": 10000.0, "rms_norm_eps": 1e-5},
         ),
+        # An encoder-decoder of a few hundred thousand parameters: the trainer scenario's T5 path on a CPU.
+        ModelPreset("tiny-t5", "t5", 64, 2, 4, 4, 128, 512, 512, "llmbench test model", tie_embeddings=True,
+                    gated_mlp=False),
     ]
 }
 

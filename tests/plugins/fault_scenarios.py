@@ -49,3 +49,26 @@ class Fault(Scenario):
             ctx.info["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
+
+
+class BatchParams(ScenarioParams):
+    batch_size: int = 1
+    fits_up_to: int = 4  # a batch above this raises torch.OutOfMemoryError
+    max_batch: bool = False
+
+
+@SCENARIOS.register("batch_oom")
+class BatchOOM(Scenario):
+    """test-only: out of memory above a batch threshold (for the max-batch search)."""
+
+    Params = BatchParams
+    headline = ("time_ms",)
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        import torch
+
+        ctx.info["batch_size_run"] = params.batch_size
+        if params.batch_size > params.fits_up_to:
+            raise torch.OutOfMemoryError(f"planted: batch {params.batch_size} > {params.fits_up_to}")
+        m = ctx.measure(lambda: sum(range(100)))
+        ctx.record("time_ms", [t * 1e3 for t in m.samples_s])

@@ -1,0 +1,107 @@
+"""ddp: data-parallel training over several GPUs of one host, one process per GPU through torchrun
+(torch.distributed.run): DDP or FSDP2 (fully_shard). Each case also runs the same per-GPU batch on
+one GPU, so it reports samples/s on 1 and N GPUs and the scaling efficiency
+(samples/s on N) / (N x samples/s on 1). The case stays one case: rank 0's step times are its
+metrics, every rank's are in the info. A case asking for more GPUs than are visible is skipped. On a
+CPU the ranks are CPU processes over gloo (the launcher path, tested with two)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from llmbench.hardware.roofline import Bound
+from llmbench.measure.timing import StopRule
+from llmbench.models.presets import PRESETS
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios import training as tr
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+
+
+class DDPParams(ScenarioParams):
+    engine: str = "hf"
+    model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
+    layers: int | None = Field(4, ge=1, description="keep the first n decoder layers; null: all")
+    parallel: Literal["ddp", "fsdp"] = "ddp"
+    gpus: int = Field(2, ge=1, description="processes (one per GPU; CPU processes on a CPU)")
+    batch_size: int = Field(4, ge=1, description="per GPU")
+    seq_len: int = Field(1024, ge=2)
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
+        return v
+
+
+@SCENARIOS.register("ddp")
+class DDP(Scenario):
+    Params = DDPParams
+    description = "data-parallel training through torchrun (DDP, FSDP2): samples/s on 1 and N GPUs, scaling"
+    headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        reason = tr.engine_reason(params.engine)
+        if reason:
+            return reason
+        if device.is_cuda:
+            import torch
+
+            visible = torch.cuda.device_count()
+            if params.gpus > visible:
+                return f"the case asks for {params.gpus} GPUs; {visible} visible here (CUDA_VISIBLE_DEVICES / --gpus)"
+        return None
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        return 60.0
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        ctx.info["config"] = params.model_dump(mode="json")
+        ranks = self._launch(params, ctx, params.gpus)
+        rank0 = ranks[0]
+        ctx.record("step_ms", [s * 1e3 for s in rank0["step_s"]])
+        global_batch = params.batch_size * params.gpus
+        ctx.record("train_samples_per_s", [global_batch / s for s in rank0["step_s"]])
+        ctx.record("train_tokens_per_s", [global_batch * params.seq_len / s for s in rank0["step_s"]])
+        ctx.info["rank_step_ms"] = {r["rank"]: [s * 1e3 for s in r["step_s"]] for r in ranks}
+        ctx.info["loss_curve"] = rank0["losses"]
+        if rank0["peak_memory_gib"] is not None:
+            ctx.record_value("peak_memory_gib", max(r["peak_memory_gib"] for r in ranks))
+        if params.gpus > 1:
+            ctx.progress(0.5, "one-GPU baseline")
+            one = self._launch(params, ctx, 1)[0]
+            n_rate = global_batch / statistics.median(rank0["step_s"])
+            one_rate = params.batch_size / statistics.median(one["step_s"])
+            ctx.record_value("scaling_efficiency", n_rate / (params.gpus * one_rate))
+            ctx.info["one_gpu_samples_per_s"] = one_rate
+            ctx.info["one_gpu_step_ms"] = [s * 1e3 for s in one["step_s"]]
+
+    def _launch(self, params: Any, ctx: CaseContext, nproc: int) -> list[dict[str, Any]]:
+        """torchrun with `nproc` processes; the ranks' JSON outputs, rank 0 first."""
+        spec = {"model": params.model, "layers": params.layers, "parallel": params.parallel,
+                "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
+                "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
+        with tempfile.TemporaryDirectory(prefix="llmbench-ddp-") as tmp:
+            spec_path = Path(tmp, "spec.json")
+            spec_path.write_text(json.dumps(spec))
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+                   "-m", "llmbench.scenarios.ddp_rank", str(spec_path), tmp]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ctx.rule.timeout_s)
+            files = sorted(Path(tmp).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
+            if proc.returncode != 0 or len(files) != nproc:
+                tail = (proc.stderr or proc.stdout)[-3000:]
+                if "out of memory" in tail.lower():
+                    import torch
+
+                    raise torch.OutOfMemoryError(f"a rank ran out of memory ({nproc} processes):\n{tail}")
+                raise RuntimeError(f"torchrun with {nproc} processes exited with code {proc.returncode}:\n{tail}")
+            return [json.loads(p.read_text()) for p in files]

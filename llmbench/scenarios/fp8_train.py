@@ -1,0 +1,118 @@
+"""fp8_train: full fine-tuning of a Llama-shaped model in fp8 against bf16, in the same case.
+
+Each case trains the model (the first `layers` decoder layers of the preset, or all of them) for a
+fixed number of steps in bf16 (the baseline) and again, from the same seed and on the same data, with
+an fp8 recipe: torchao's convert_to_float8_training (tensorwise or rowwise scaling) or Transformer
+Engine's te.Linear under DelayedScaling or Float8CurrentScaling. It records the fp8 run's step_ms,
+train_tokens_per_s and peak memory, speedup_vs_bf16 (median step time of bf16 / fp8) and
+loss_diff_vs_bf16 (mean loss of the last steps, fp8 against bf16); both loss curves go to the info.
+recipe="bf16" runs the baseline alone (what runs on a CPU). Imports no torch at import time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from llmbench.engines.base import ModelRef, TrainOptions
+from llmbench.hardware.roofline import Bound
+from llmbench.measure.timing import Measurement, StopRule
+from llmbench.models.presets import PRESETS
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios import training as tr
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+
+RECIPES = ("bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current")
+
+
+class FP8TrainParams(ScenarioParams):
+    engine: str = "hf"
+    model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
+    layers: int | None = Field(2, ge=1, description="keep the first n decoder layers; null: the whole model")
+    recipe: Literal["bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current"] = "torchao-tensorwise"
+    batch_size: int = Field(1, ge=1)
+    seq_len: int = Field(2048, ge=16)
+    lr: float = Field(1e-4, gt=0)
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
+        return v
+
+
+@SCENARIOS.register("fp8_train")
+class FP8Train(Scenario):
+    Params = FP8TrainParams
+    description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
+    headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16")
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        from llmbench.engines.hf_train import fp8_reason
+
+        return tr.engine_reason(params.engine) or fp8_reason(_fp8(params.recipe), device)
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        return 2 * (rule.warmup_iters + rule.min_iters) * 0.5 + 30.0
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        ctx.info["config"] = params.model_dump(mode="json")
+        # Exactly warmup_iters + min_iters steps per run, so the two loss curves cover the same steps.
+        rule = ctx.rule.model_copy(update={"min_seconds": 0.0, "max_iters": ctx.rule.min_iters, "min_sample_s": 0.0})
+        with tr.oom_as_result(ctx):
+            ctx.progress(0.0, "bf16 baseline")
+            base, base_losses, _ = self._train(params, ctx, rule, "none")
+            session_info: dict[str, Any] = {}
+            if params.recipe == "bf16":
+                run, losses = base, base_losses
+            else:
+                _free(ctx)
+                ctx.progress(0.5, params.recipe)
+                run, losses, session_info = self._train(params, ctx, rule, _fp8(params.recipe))
+        ctx.info.update(session_info)
+        tr.record_step_metrics(ctx, run, batch=params.batch_size, seq=params.seq_len)
+        tr.loss_metrics(ctx, losses)
+        ctx.info["bf16_loss_curve"] = base_losses
+        ctx.info["bf16_step_ms"] = [s * 1e3 for s in base.samples_s]
+        if params.recipe != "bf16":
+            speedup = statistics.median(base.samples_s) / statistics.median(run.samples_s)
+            ctx.record_value("speedup_vs_bf16", speedup)
+            k = tr.LOSS_TAIL
+            diff = abs(statistics.fmean(losses[-k:]) - statistics.fmean(base_losses[-k:]))
+            ctx.record_value("loss_diff_vs_bf16", diff)
+            ctx.info["max_step_loss_diff_vs_bf16"] = max(abs(a - b) for a, b in zip(losses, base_losses, strict=False))
+
+    def _train(self, params: Any, ctx: CaseContext, rule: StopRule,
+               fp8: str) -> tuple[Measurement, list[float], dict[str, Any]]:
+        opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
+        engine = tr.training_engine(params.engine)
+        session = engine.load_for_training(ModelRef(model=params.model), opts, ctx.device)
+        saved = ctx.rule
+        ctx.rule = rule
+        try:
+            m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len)
+        finally:
+            ctx.rule = saved
+        losses, info = session.loss_history(), session.info()
+        session.close()
+        return m, losses, info
+
+
+def _fp8(recipe: str) -> str:
+    return "none" if recipe == "bf16" else recipe
+
+
+def _free(ctx: CaseContext) -> None:
+    """The baseline's memory goes back before the fp8 model is built; peak memory restarts."""
+    import gc
+
+    gc.collect()
+    if ctx.device.is_cuda:
+        import torch
+
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()

@@ -1,0 +1,101 @@
+"""qlora: fine-tuning throughput and memory of QLoRA (nf4 base via bitsandbytes, LoRA adapters via
+peft) against its baselines, plain LoRA on a bf16 base and full bf16 fine-tuning.
+
+The model is a preset's architecture with random weights; QLoRA's base is built in nf4 one decoder
+layer at a time (llmbench.models.quantized_build), so the Llama-3-70B shape fits one GPU. Data is the
+learnable progression task (llmbench.models.synthetic), so train_loss falls. Each timed step is one
+optimizer step, bracketed by CUDA events. This module imports no torch at import time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from llmbench.engines.base import ModelRef, TrainOptions
+from llmbench.hardware.roofline import Bound
+from llmbench.measure.timing import StopRule
+from llmbench.models.presets import PRESETS
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios import training as tr
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+BNB_INSTALL = "pip install 'llmbench[quant]'  (bitsandbytes)"
+
+
+class QLoRAParams(ScenarioParams):
+    engine: str = "hf"
+    model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
+    method: Literal["qlora", "lora", "full"] = Field(
+        "qlora", description="qlora: nf4 base + LoRA; lora: bf16 base + LoRA; full: every weight in bf16")
+    double_quant: bool = True
+    lora_rank: int = Field(16, ge=1)
+    lora_alpha: int = Field(32, ge=1)
+    target_modules: tuple[str, ...] = DEFAULT_TARGETS
+    gradient_checkpointing: bool = True
+    optimizer: Literal["adamw", "paged_adamw_8bit"] = "adamw"
+    batch_size: int = Field(1, ge=1)
+    seq_len: int = Field(512, ge=2)
+    layers: int | None = Field(None, ge=1, description="keep the first n decoder layers")
+    lr: float = Field(1e-4, gt=0)
+    max_batch: bool = Field(False, description="the runner searches the largest batch_size that fits")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
+        return v
+
+
+def train_options(p: Any) -> TrainOptions:
+    return TrainOptions(method=p.method, double_quant=p.double_quant, lora_rank=p.lora_rank,
+                        lora_alpha=p.lora_alpha, target_modules=tuple(p.target_modules),
+                        gradient_checkpointing=p.gradient_checkpointing, optimizer=p.optimizer, lr=p.lr,
+                        dtype="bf16", layers=p.layers)
+
+
+@SCENARIOS.register("qlora")
+class QLoRA(Scenario):
+    Params = QLoRAParams
+    description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
+    headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
+    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        reason = tr.engine_reason(params.engine)
+        if reason:
+            return reason
+        if params.method != "full" and importlib.util.find_spec("peft") is None:
+            return f"method {params.method!r} needs peft, which is not installed: pip install peft"
+        needs_bnb = [w for w, on in (("nf4 weights (method 'qlora')", params.method == "qlora"),
+                                     ("the paged_adamw_8bit optimizer", params.optimizer == "paged_adamw_8bit")) if on]
+        if needs_bnb and not device.is_cuda:
+            return f"{' and '.join(needs_bnb)} need bitsandbytes' CUDA kernels: an NVIDIA GPU; this is {device.name}"
+        if needs_bnb and importlib.util.find_spec("bitsandbytes") is None:
+            return f"{' and '.join(needs_bnb)} need bitsandbytes, which is not installed: {BNB_INSTALL}"
+        return None
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        return rule.min_seconds + 30.0
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        ctx.info["config"] = params.model_dump(mode="json")
+        with tr.oom_as_result(ctx):
+            ctx.progress(0.0, f"building {params.model} for {params.method}")
+            session = tr.training_engine(params.engine).load_for_training(
+                ModelRef(model=params.model), train_options(params), ctx.device)
+            ctx.info.update(session.info())
+            m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len)
+        flops = tr.step_flops(session.shape(), method=params.method, trainable=session.trainable_params,
+                              batch=params.batch_size, seq=params.seq_len)
+        ctx.info["flops_per_step"] = flops
+        ctx.info["hardware_flops_per_step"] = tr.step_flops(
+            session.shape(), method=params.method, trainable=session.trainable_params, batch=params.batch_size,
+            seq=params.seq_len, recompute=params.gradient_checkpointing)
+        tr.record_step_metrics(ctx, m, batch=params.batch_size, seq=params.seq_len, flops_per_step=flops)
+        tr.loss_metrics(ctx, session.loss_history())
+        session.close()

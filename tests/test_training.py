@@ -1,0 +1,300 @@
+"""Training scenarios on the CPU with tiny models, through the same code the GPU runs: the learnable
+data, the layer-by-layer quantized build, the qlora / trainer / fp8_train scenarios, out-of-memory
+as a result, the FLOP formula, the max-batch search, and the base diff of a trainer result set."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from llmbench.engines.base import ENGINES, Capability, ModelRef, TrainOptions
+from llmbench.harness.isolation import ChildOutcome
+from llmbench.harness.max_batch import PROBE_SETTINGS, search_max_batch
+from llmbench.harness.worker import run_case
+from llmbench.models.synthetic import progression_batch
+from llmbench.models.train_flops import train_flops
+from llmbench.precision import DeviceInfo
+from llmbench.suite import SUITES_DIR, load_suite
+
+CPU = DeviceInfo("cpu", "CPU test")
+FAST = {"warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0, "min_sample_s": 0.0}
+
+
+def spec(scenario: str, params: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    return {"scenario": scenario, "params": params, "settings": {**FAST, **settings}, "device": "cpu"}
+
+
+def test_progression_data_is_deterministic_and_follows_its_rule() -> None:
+    a = progression_batch(1000, 4, 10, step=3, seed=1, span=97)
+    assert a.equal(progression_batch(1000, 4, 10, step=3, seed=1, span=97))
+    assert not a.equal(progression_batch(1000, 4, 10, step=4, seed=1, span=97))
+    assert int(a.max()) < 97
+    stride = (a[:, 1] - a[:, 0]) % 97
+    assert ((a[:, 1:] - a[:, :-1]) % 97 == stride[:, None]).all()
+
+
+def test_loss_falls_on_the_learnable_task() -> None:
+    engine = ENGINES.get("hf")()
+    assert Capability.TRAIN in engine.capabilities
+    s = engine.load_for_training(ModelRef(model="tiny-llama"),
+                                 TrainOptions(method="full", dtype="fp32", layers=1, lr=3e-3), CPU)
+    data = [progression_batch(s.vocab_size, 8, 16, step=i) for i in range(40)]
+    for b in data:
+        s.step(b)
+    losses = s.loss_history()
+    assert len(losses) == 40
+    assert losses[0] > 0.9 * math.log(s.vocab_size), losses  # starts near chance over the vocabulary
+    assert sum(losses[-5:]) / 5 < 0.9 * math.log(128), losses  # below chance over the task's 128 ids: the rule
+
+
+def test_layerwise_build_peaks_at_one_bf16_layer() -> None:
+    import torch
+    from torch import nn
+
+    from llmbench.models.build import make_config
+    from llmbench.models.quantized_build import build_layerwise, decoder_layers
+
+    cfg = make_config("tiny-llama")
+    cfg.num_hidden_layers = 8
+    holder: dict[str, Any] = {}
+    peaks: list[int] = []
+
+    def live_bytes() -> int:
+        m = holder["model"]
+        return sum(t.numel() * t.element_size() for t in [*m.parameters(), *m.buffers()] if t.device.type != "meta")
+
+    class Int8Linear(nn.Module):  # stand-in for nf4: int8 weights and a per-row scale
+        def __init__(self, lin: nn.Linear) -> None:
+            super().__init__()
+            w = lin.weight.data.float()
+            scale = w.abs().amax(1, keepdim=True) / 127
+            self.register_buffer("scale", scale.to(torch.bfloat16))
+            self.register_buffer("qweight", (w / scale).round().to(torch.int8))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x @ (self.qweight.to(x.dtype) * self.scale).t()
+
+    def quantize(lin: nn.Linear) -> nn.Module:
+        if "model" in holder:  # the bf16 layer is whole when its first linear is quantized
+            peaks.append(live_bytes())
+        return Int8Linear(lin)
+
+    import transformers
+
+    real = transformers.AutoModelForCausalLM.from_config
+
+    def grab(*a: Any, **kw: Any) -> Any:
+        holder["model"] = real(*a, **kw)
+        return holder["model"]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(transformers.AutoModelForCausalLM, "from_config", grab)
+        model = build_layerwise(cfg, device="cpu", quantize=quantize)
+    layers = decoder_layers(model)
+    assert not any(p.device.type == "meta" for p in model.parameters())
+    assert not any(isinstance(m, nn.Linear) for m in layers.modules())
+    assert model(torch.randint(0, 100, (1, 8))).logits.shape == (1, 8, cfg.vocab_size)
+    # what the whole model would take in bf16, and one layer of it
+    layer_bf16 = 2 * sum(m.qweight.numel() for m in layers[0].modules() if isinstance(m, Int8Linear))
+    outside = sum(p.numel() * 2 for n, p in model.named_parameters() if ".layers." not in n)
+    whole_bf16 = outside + 8 * layer_bf16
+    final = live_bytes()
+    assert max(peaks) <= final + layer_bf16  # never more than the result plus one bf16 layer
+    assert max(peaks) < whole_bf16
+    # the layers at their peak: 8 layers in int8 (half of bf16) plus one layer still in bf16, where a
+    # bf16-first build would hold all 8 in bf16
+    assert max(peaks) - outside <= 8 * layer_bf16 // 2 + layer_bf16 + 2**16 < 8 * layer_bf16
+
+
+def test_qlora_session_builds_nf4_and_trains_its_adapters() -> None:
+    """bitsandbytes' CPU kernels (0.48+) quantize to nf4 here: the engine's QLoRA path itself, which
+    the scenario still reserves for a GPU."""
+    bnb = pytest.importorskip("bitsandbytes")
+    s = ENGINES.get("hf")().load_for_training(
+        ModelRef(model="tiny-llama"), TrainOptions(method="qlora", layers=1, gradient_checkpointing=True), CPU)
+    base = s.model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
+    assert isinstance(base, bnb.nn.Linear4bit) and base.weight.quant_type == "nf4"
+    lora = s.model.base_model.model.model.layers[0].self_attn.q_proj
+    before = lora.lora_B["default"].weight.detach().clone()
+    for i in range(2):
+        s.step(progression_batch(s.vocab_size, 2, 8, step=i))
+    assert len(s.loss_history()) == 2 and not lora.lora_B["default"].weight.equal(before)
+    assert 0 < s.trainable_params < s.frozen_params and s.info()["nf4_double_quant"] is True
+
+
+def test_train_flops_formula() -> None:
+    assert train_flops(trainable=10, frozen=0, layers=1, hidden=1, seq=1, tokens=1) == 60 + 12
+    assert train_flops(trainable=0, frozen=10, layers=2, hidden=3, seq=4, tokens=5) == 200 + 12 * 2 * 3 * 4 * 5
+    assert (train_flops(trainable=1, frozen=2, layers=1, hidden=1, seq=1, tokens=1, recompute=True)
+            - train_flops(trainable=1, frozen=2, layers=1, hidden=1, seq=1, tokens=1)) == 2 * 3 + 4
+
+
+def test_qlora_scenario_lora_and_full_run_nf4_is_skipped() -> None:
+    base = {"model": "tiny-llama", "layers": 1, "seq_len": 16, "batch_size": 2, "gradient_checkpointing": True}
+    for method in ("lora", "full"):
+        out = run_case(spec("qlora", {**base, "method": method}))
+        assert out["status"] == "ok", out
+        assert {"step_ms", "train_tokens_per_s", "train_samples_per_s", "train_loss"} <= set(out["metrics"])
+        assert len(out["metrics"]["step_ms"]["samples"]) == 3
+        assert out["info"]["method"] == method and len(out["info"]["loss_curve"]) == out["info"]["steps"] >= 4
+    info = out["info"]
+    assert info["trainable_params"] > 0 and info["flops_per_step"] < info["hardware_flops_per_step"]
+    lora = run_case(spec("qlora", {**base, "method": "lora"}))["info"]
+    assert 0 < lora["trainable_params"] < info["trainable_params"] and lora["frozen_params"] > 0
+    skipped = run_case(spec("qlora", {**base, "method": "qlora"}))
+    assert skipped["status"] == "skipped" and "bitsandbytes" in skipped["reason"] and "GPU" in skipped["reason"]
+
+
+def test_out_of_memory_is_a_result_with_its_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from llmbench.engines import hf_train
+
+    def boom(self: Any, batch: Any) -> None:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(hf_train.HFTrainingSession, "step", boom)
+    out = run_case(spec("qlora", {"model": "tiny-llama", "layers": 1, "method": "full", "batch_size": 64,
+                                  "seq_len": 16}))
+    assert out["status"] == "oom"
+    assert out["info"]["config"]["batch_size"] == 64 and out["info"]["config"]["method"] == "full"
+    assert out["info"]["oom"]["error"] == "OutOfMemoryError"
+
+
+def test_trainer_excludes_warmup_and_diffs_against_fp32() -> None:
+    from llmbench.report.basediff import base_diff
+    from llmbench.results import CaseResult
+    from tests.test_compare_support import refs, result_set
+
+    cases = []
+    for precision in ("fp32", "bf16"):
+        params = {"model": "tiny-t5", "precision": precision, "batch_size": 2, "seq_len": 16}
+        out = run_case(spec("trainer", params, warmup_iters=2, min_iters=3))
+        assert out["status"] == "ok", out
+        info, metrics = out["info"], out["metrics"]
+        assert info["warmup_steps"] == 2 and info["timed_steps"] == 3 and info["steps"] == 5
+        assert len(metrics["step_ms"]["samples"]) == 3 and len(metrics["train_samples_per_s"]["samples"]) == 3
+        assert metrics["trainer_reported_samples_per_s"]["value"] > 0
+        from llmbench.scenarios.trainer import TrainerParams
+
+        pdict = TrainerParams.model_validate(params).model_dump(mode="json")
+        from llmbench.ids import case_id
+
+        cases.append(CaseResult(id=case_id("trainer", pdict), scenario="trainer", params=pdict, status="ok",
+                                metrics=metrics, info=info))
+    bd = base_diff(refs(result_set({"gpu": {"name": "CPU", "slug": "cpu"}}, cases, suite="trainer-tiny"))[0],
+                   "precision", "fp32")
+    row = next(r for r in bd.rows if r.metric == "train_samples_per_s")
+    assert row.diff_pct == pytest.approx((row.value / row.base_value - 1) * 100)
+    assert "precision=bf16" in row.case
+
+
+def test_trainer_skips_what_a_cpu_cannot_do() -> None:
+    for params, why in (({"precision": "fp16"}, "fp16"), ({"tf32": True}, "tf32")):
+        out = run_case(spec("trainer", {"model": "tiny-t5", **params}))
+        assert out["status"] == "skipped" and why in out["reason"]
+
+
+def test_fp8_train_bf16_runs_and_fp8_recipes_skip_with_reasons() -> None:
+    out = run_case(spec("fp8_train", {"model": "tiny-llama", "layers": 1, "recipe": "bf16", "seq_len": 16}))
+    assert out["status"] == "ok", out
+    assert "speedup_vs_bf16" not in out["metrics"] and len(out["info"]["bf16_loss_curve"]) == 4
+    for recipe in ("torchao-tensorwise", "te-delayed"):
+        skipped = run_case(spec("fp8_train", {"model": "tiny-llama", "recipe": recipe}))
+        assert skipped["status"] == "skipped" and "compute capability 8.9" in skipped["reason"]
+
+
+def test_torchao_fp8_conversion_leaves_lm_head_in_bf16() -> None:
+    pytest.importorskip("torchao")
+    from llmbench.engines.hf_train import _apply_fp8
+    from llmbench.models.build import build_model
+
+    m = build_model(model="tiny-llama")
+    _, info = _apply_fp8(m, "torchao-tensorwise")
+    assert info["fp8_linears"] == 4 * 7
+    assert type(m.lm_head).__name__ == "Linear"
+
+
+def fake_run(threshold: int, fail_at: int | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    def run(s: dict[str, Any], env: dict[str, str], timeout: float) -> ChildOutcome:
+        seen.append(s)
+        b = s["params"]["batch_size"]
+        if fail_at is not None and b == fail_at:
+            return ChildOutcome("failed", "planted")
+        return ChildOutcome("ok" if b <= threshold else "oom", None if b <= threshold else "OutOfMemoryError")
+
+    return run, seen
+
+
+@pytest.mark.parametrize("threshold", [1, 5, 8, 13, 1024])
+def test_max_batch_search_finds_the_threshold(threshold: int) -> None:
+    run, seen = fake_run(threshold)
+    s = search_max_batch({"params": {"batch_size": 1, "max_batch": True}, "settings": {}}, {}, 10.0, run=run)
+    assert s.best == threshold
+    assert all(p["params"]["max_batch"] is False and p["settings"] == PROBE_SETTINGS for p in seen)
+    assert len(seen) <= 2 * math.ceil(math.log2(threshold + 1)) + 2
+
+
+def test_max_batch_search_stops_on_a_failure_and_reports_none_when_nothing_fits() -> None:
+    run, _ = fake_run(100, fail_at=8)
+    s = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, run=run)
+    assert s.best == 4 and s.stopped and "failed" in s.stopped
+    run, _ = fake_run(0)
+    s = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, run=run)
+    assert s.best is None and s.probes[0]["status"] == "oom"
+
+
+@pytest.mark.slow
+def test_runner_measures_a_max_batch_case_at_the_batch_found(fault_plugin: str, tmp_path: Any) -> None:
+    from llmbench.harness.runner import RunOptions, run_suite
+    from llmbench.results import load
+    from tests.conftest import write
+
+    path = write(tmp_path, """name = "maxb"
+[defaults]
+min_iters = 1
+min_seconds = 0
+warmup_iters = 0
+[[case]]
+scenario = "batch_oom"
+fits_up_to = 6
+max_batch = true
+""")
+    suite = load_suite(str(path))
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
+    (c,) = rs.cases
+    assert c.status == "ok" and c.info["batch_size_run"] == 6 and c.info["max_batch"]["batch_size"] == 6
+    assert [p["batch_size"] for p in c.info["max_batch"]["probes"]] == [1, 2, 4, 8, 6, 7]
+
+
+@pytest.mark.parametrize("name", ["qlora-tiny", "trainer-tiny", "fp8-training-tiny", "qlora-llama3",
+                                  "trainer-variations", "fp8-training", "ddp-tiny", "ddp-scaling"])
+def test_training_suites_validate(name: str) -> None:
+    suite = load_suite(str(SUITES_DIR / f"{name}.toml"))
+    assert suite.cases and suite.name == name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_ddp_launcher_two_gloo_processes(parallel: str) -> None:
+    out = run_case(spec("ddp", {"model": "tiny-llama", "layers": 1, "gpus": 2, "batch_size": 2, "seq_len": 16,
+                                "parallel": parallel}))
+    assert out["status"] == "ok", out
+    assert {int(r) for r in out["info"]["rank_step_ms"]} == {0, 1}
+    assert all(len(v) == 3 for v in out["info"]["rank_step_ms"].values())
+    assert len(out["metrics"]["step_ms"]["samples"]) == 3 and out["metrics"]["scaling_efficiency"]["value"] > 0
+    assert len(out["info"]["one_gpu_step_ms"]) == 3
+
+
+def test_ddp_asks_for_more_gpus_than_visible_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from llmbench.scenarios.ddp import DDP, DDPParams
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    reason = DDP().skip_reason(DDPParams(gpus=4), DeviceInfo("cuda", "H200", (9, 0), 139.8))
+    assert reason and "asks for 4 GPUs; 1 visible" in reason
