@@ -71,7 +71,7 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
         args["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
     else:
         args["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
-    args.update(extra)  # anything else a suite asks of vLLM, as vLLM names it
+    args.update(extra.get("engine_args", {}))  # anything else asked of vLLM, as vLLM names it
     return args
 
 

@@ -413,7 +413,8 @@ def _load_options(params: GenerateParams, precision: str | None = None) -> LoadO
         precision=precision or params.precision,
         mode=params.mode,
         tensor_parallel=params.tensor_parallel,
-        extra={"max_model_len": params.input_len + params.output_len, "max_batch": params.batch_size},
+        extra={"max_model_len": params.input_len + params.output_len, "max_batch": params.batch_size,
+               "output_len": params.output_len},
     )
 
 
