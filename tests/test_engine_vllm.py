@@ -40,12 +40,17 @@ def test_engine_args_follow_precision_mode_and_case_size() -> None:
     bf16 = args()
     assert bf16["dtype"] == "bfloat16" and "quantization" not in bf16 and bf16["load_format"] == "dummy"
     assert bf16["enforce_eager"] is True and bf16["skip_tokenizer_init"] is True
-    assert bf16["max_model_len"] == 2176 and bf16["max_num_seqs"] == 8
+    # sizes rounded up to buckets: the cases of a suite share one compile-cache key per precision
+    assert bf16["max_model_len"] == 4096 and bf16["max_num_seqs"] == 32
+    assert args(max_batch=64)["max_num_seqs"] == 64 and args(max_positions=2048)["max_model_len"] == 2048
     fp8 = args("fp8", "compiled")
     assert fp8["quantization"] == "fp8" and fp8["dtype"] == "bfloat16" and "kv_cache_dtype" not in fp8
-    assert fp8["enforce_eager"] is False and fp8["compilation_config"] == {"cudagraph_capture_sizes": [8]}
+    assert fp8["enforce_eager"] is False
+    assert fp8["compilation_config"] == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 24, 32]}
+    assert args("fp8", "compiled", max_batch=1) == fp8 and args("fp8", "compiled", max_model_len=256) == fp8
     assert args("fp8", kv_cache_dtype="fp8")["kv_cache_dtype"] == "fp8"
     assert args("fp16")["dtype"] == "float16"
+    assert args(engine_args={"block_size": 32})["block_size"] == 32
     # the CPU backend reserves host memory by size, not by a fraction of the machine's memory
     cpu = args(device=CPU)
     assert "gpu_memory_utilization" not in cpu and cpu["kv_cache_memory_bytes"] > 0

@@ -15,9 +15,11 @@ llmbench's own fp8. The KV cache stays in the model dtype, as in the transformer
 the two engines' fp8 cases measure the same thing; `LoadOptions.extra["kv_cache_dtype"] = "fp8"`
 asks vLLM for an fp8 KV cache too (recorded in the case's info).
 
-Mode "eager" is `enforce_eager=True`; "compiled" is vLLM's default (torch.compile and CUDA graphs),
-with the CUDA graphs captured for the case's batch size only and max_model_len set to what the case
-needs, which keeps the start of each case (one case = one process) short.
+Mode "eager" is `enforce_eager=True`; "compiled" is vLLM's default (torch.compile and CUDA graphs).
+Each case is a new process and so a new vLLM start; to keep that short the batch slots, max_model_len
+and CUDA-graph sizes are what the case needs rounded up to a few buckets (BATCH_BUCKETS,
+MODEL_LEN_BUCKETS), so that the cases of a suite share one entry of vLLM's compile cache per precision
+and capture a handful of CUDA graphs instead of vLLM's 67.
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ INSTALL = "pip install 'llmbench[vllm]' (a CUDA build of vLLM; on a CPU: pip ins
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
 GPU_MEMORY_UTILIZATION = 0.85
 CPU_KV_CACHE_BYTES = 512 << 20  # the CPU backend reserves host memory for the KV cache; tests need little
+# vLLM's compile cache is keyed by max_num_seqs, max_num_batched_tokens, the CUDA-graph sizes and the
+# model config: sizes rounded up to these buckets give the cases of a suite one key per precision, so
+# only the first case of each compiles (the others load it from VLLM_CACHE_ROOT).
+BATCH_BUCKETS = (32, 64, 128, 256, 512)
+MODEL_LEN_BUCKETS = (4096, 8192, 16384, 32768, 131072)
+
+
+def _bucket(n: int, buckets: tuple[int, ...]) -> int:
+    return next((b for b in buckets if b >= n), n)
 
 
 def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model_dir: str) -> dict[str, Any]:
@@ -58,15 +69,16 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
     if "kv_cache_dtype" in extra:
         args["kv_cache_dtype"] = extra.pop("kv_cache_dtype")
     if "max_model_len" in extra:
-        args["max_model_len"] = int(extra.pop("max_model_len"))
+        args["max_model_len"] = _bucket(int(extra.pop("max_model_len")), MODEL_LEN_BUCKETS)
+        if "max_positions" in extra:
+            args["max_model_len"] = min(args["max_model_len"], int(extra.pop("max_positions")))
+        args["max_num_batched_tokens"] = max(8192, args["max_model_len"])
     batch = extra.pop("max_batch", None)
     if batch is not None:
-        args["max_num_seqs"] = int(batch)
-        # every sequence's prompt is scheduled in one step when it fits: no chunked prefill split
-        if "max_model_len" in args:
-            args["max_num_batched_tokens"] = max(int(batch) * args["max_model_len"], 2048)
+        slots = _bucket(int(batch), BATCH_BUCKETS)
+        args["max_num_seqs"] = slots
         if options.mode == "compiled" and device.is_cuda:
-            args["compilation_config"] = {"cudagraph_capture_sizes": [int(batch)]}
+            args["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, *range(8, slots + 1, 8)]}
     if device.is_cuda:
         args["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
     else:

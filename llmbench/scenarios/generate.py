@@ -409,13 +409,12 @@ TIMING = frozenset({Capability.TOKEN_TIMESTAMPS, Capability.REQUEST_METRICS})  #
 def _load_options(params: GenerateParams, precision: str | None = None) -> LoadOptions:
     """The load options of a case. `extra` tells engines that size themselves (vLLM's max_model_len
     and batch slots, CUDA-graph sizes) what the case needs; engines that do not, ignore it."""
-    return LoadOptions(
-        precision=precision or params.precision,
-        mode=params.mode,
-        tensor_parallel=params.tensor_parallel,
-        extra={"max_model_len": params.input_len + params.output_len, "max_batch": params.batch_size,
-               "output_len": params.output_len},
-    )
+    extra: dict[str, Any] = {"max_model_len": params.input_len + params.output_len,
+                             "max_batch": params.batch_size, "output_len": params.output_len}
+    if params.model is not None:
+        extra["max_positions"] = PRESETS[params.model].max_positions
+    return LoadOptions(precision=precision or params.precision, mode=params.mode,
+                       tensor_parallel=params.tensor_parallel, extra=extra)
 
 
 def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:
