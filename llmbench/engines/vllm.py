@@ -210,6 +210,7 @@ class VLLMSession(GenerationSession):
 
         args = {k: v for k, v in self.args.items() if k != "model"}
         return {"vllm_version": vllm.__version__, "vllm_engine_args": args,
+                "token_times": "host clock: when each engine step's tokens reach this process from vLLM's engine core",
                 "vllm_model": "preset config dir" if self.model.model else self.args["model"]}
 
     def close(self) -> None:
