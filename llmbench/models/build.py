@@ -112,6 +112,16 @@ def shape_of(model: nn.Module) -> ModelShape:
     )
 
 
+def shape_of_config(cfg: Any) -> ModelShape:
+    """The shape of the model a transformers config describes, from a weightless copy on the meta
+    device (no memory, any architecture): for engines that load the model themselves."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        return shape_of(AutoModelForCausalLM.from_config(cfg))
+
+
 def max_positions(model: nn.Module) -> int | None:
     cfg: Any = model.config
     return getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)

@@ -50,6 +50,9 @@ class GenerateParams(ScenarioParams):
     input_len: int = Field(128, ge=1)
     output_len: int = Field(128, ge=2, description=">= 2: TPOT = (E2E - TTFT) / (N - 1)")
     mode: Literal["eager", "compiled"] = "eager"
+    tensor_parallel: int = Field(1, ge=1, description="GPUs the engine shards the model over (engines that can)")
+
+    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel"})
 
     @model_validator(mode="before")
     @classmethod
@@ -430,7 +433,14 @@ TIMING = frozenset({Capability.TOKEN_TIMESTAMPS, Capability.REQUEST_METRICS})  #
 
 
 def _load_options(params: GenerateParams, precision: str | None = None) -> LoadOptions:
-    return LoadOptions(precision=precision or params.precision, mode=params.mode)
+    """The load options of a case. `extra` tells engines that size themselves (vLLM's max_model_len
+    and batch slots, CUDA-graph sizes) what the case needs; engines that do not, ignore it."""
+    extra: dict[str, Any] = {"max_model_len": params.input_len + params.output_len,
+                             "max_batch": params.batch_size, "output_len": params.output_len}
+    if params.model is not None:
+        extra["max_positions"] = PRESETS[params.model].max_positions
+    return LoadOptions(precision=precision or params.precision, mode=params.mode,
+                       tensor_parallel=params.tensor_parallel, extra=extra)
 
 
 def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:

