@@ -35,6 +35,7 @@ class FakeOptions:
     http_status: int = 200  # answer every completion with this status
     usage_offset: int = 0  # report this many tokens more (or fewer) than sent
     eos_after: int | None = None  # without ignore_eos, stop after this many tokens (a model's EOS)
+    fail_every: int = 1  # error_after/drop_after/http_status hit every k-th request (1: all)
     hold_until: int = 0  # hold each request until this many are in flight together (or hold_timeout_s)
     hold_timeout_s: float = 5.0
 
@@ -45,6 +46,7 @@ class Gauge:
 
     in_flight: int = 0
     peak: int = 0
+    requests: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # hold_until was reached
 
@@ -80,10 +82,12 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
     async def complete(request: web.Request, chat: bool) -> web.StreamResponse:
         body = await request.json()
         g.bodies.append(body)
+        g.requests += 1
+        planted = g.requests % opts.fail_every == 0
         if body.get("model") != opts.model:
             return web.json_response({"error": {"message": f"The model `{body.get('model')}` does not exist.",
                                                 "type": "NotFoundError", "code": 404}}, status=404)
-        if opts.http_status != 200:
+        if opts.http_status != 200 and planted:
             return web.json_response({"error": {"message": "planted failure", "code": opts.http_status}},
                                      status=opts.http_status)
         g.in_flight += 1
@@ -91,11 +95,11 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
         try:
             if opts.hold_until:
                 await hold()
-            return await stream(request, body, chat)
+            return await stream(request, body, chat, planted)
         finally:
             g.in_flight -= 1
 
-    async def stream(request: web.Request, body: dict[str, Any], chat: bool) -> web.StreamResponse:
+    async def stream(request: web.Request, body: dict[str, Any], chat: bool, planted: bool) -> web.StreamResponse:
         n = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
         if opts.eos_after is not None and not body.get("ignore_eos"):
             n = min(n, opts.eos_after)
@@ -117,10 +121,10 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
         token = chunk(" tok" * opts.tokens_per_chunk)
         sent = 0
         while sent < n:
-            if opts.error_after is not None and sent >= opts.error_after:
+            if planted and opts.error_after is not None and sent >= opts.error_after:
                 await resp.write(_event({"error": {"message": "planted mid-stream failure", "code": 500}}))
                 return resp
-            if opts.drop_after is not None and sent >= opts.drop_after:
+            if planted and opts.drop_after is not None and sent >= opts.drop_after:
                 assert request.transport is not None
                 request.transport.abort()
                 return resp
