@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from llmbench import __version__
+from llmbench.commands.serve_bench import register as register_serve_bench
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import local_slug
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
@@ -251,6 +252,7 @@ def doctor(
 
 
 register_report_commands(app)
+register_serve_bench(app)
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:
