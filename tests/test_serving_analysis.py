@@ -109,3 +109,23 @@ def test_a_large_itl_distribution_keeps_exact_percentiles_and_every_sample() -> 
     itl = m["itl_ms"]
     assert itl.stats["n"] == 20000 and len(itl.samples) == 20000
     assert itl.value == pytest.approx(1.0)
+
+
+def test_pareto_points_of_a_sweep() -> None:
+    from llmbench.results import CaseResult, MetricResult
+    from llmbench.serving.plots import pareto_plot, pareto_points
+
+    def case(conc: int, user: float, gpu: float, status: str = "ok") -> CaseResult:
+        return CaseResult(id=f"serving/{conc}", scenario="serving", status=status,
+                          params={"preset": "tiny-llama", "precision": "bf16", "concurrency": conc},
+                          metrics={"tokens_per_s_per_user": MetricResult.single("tokens_per_s_per_user", user),
+                                   "output_tokens_per_s_per_gpu": MetricResult.single(
+                                       "output_tokens_per_s_per_gpu", gpu)})
+
+    cases = [case(8, 40.0, 320.0), case(1, 100.0, 100.0), case(64, 5.0, 300.0, "failed")]
+    pts = pareto_points(cases)
+    assert pts == {"preset=tiny-llama precision=bf16": [(40.0, 320.0, "concurrency 8"),
+                                                        (100.0, 100.0, "concurrency 1")]}
+    pytest.importorskip("matplotlib")
+    fig = pareto_plot(cases)
+    assert fig.axes[0].get_xlabel().startswith("tokens/s per user")

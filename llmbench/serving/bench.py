@@ -22,12 +22,13 @@ class ServerUnusable(RuntimeError):
     """The server cannot be benchmarked: unreachable, not serving the model, or failing a test request."""
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> tuple[T, str]:
+def run_async(coro: Coroutine[Any, Any, T], uvloop_if_installed: bool = True) -> tuple[T, str]:
     """Run on uvloop when it is installed (a faster client), else asyncio's loop; which one is returned."""
-    with contextlib.suppress(ImportError):
-        import uvloop
+    if uvloop_if_installed:
+        with contextlib.suppress(ImportError):
+            import uvloop
 
-        return uvloop.run(coro), "uvloop"
+            return uvloop.run(coro), "uvloop"
     return asyncio.run(coro), "asyncio"
 
 
