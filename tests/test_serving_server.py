@@ -65,3 +65,12 @@ def test_a_server_that_never_answers_times_out_and_its_whole_group_is_stopped(tm
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+@pytest.mark.slow
+def test_the_reason_is_the_root_cause_not_the_last_error(tmp_path: Path) -> None:
+    script = ("print('INFO loading'); print('ERROR [worker] ValueError: not enough memory for the KV cache'); "
+              "print('RuntimeError: Engine core initialization failed. See root cause above.'); raise SystemExit(1)")
+    server = ServerProcess([sys.executable, "-c", script], tmp_path / "server.log")
+    with server, pytest.raises(RuntimeError, match=r"exited with code 1 .*: ValueError: not enough memory"):
+        server.wait_ready("http://127.0.0.1:9", timeout_s=60)

@@ -22,20 +22,19 @@ from pydantic import Field, field_serializer, model_validator
 
 from llmbench.errors import UserError
 from llmbench.harness.timing import StopRule
-from llmbench.ids import case_id, params_text
+from llmbench.ids import case_id
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
 LOG_DIR_ENV = "LLMBENCH_SERVING_LOGS"  # where server logs go (default ./serving-logs)
 LOG_TAIL_LINES = 30
-LABEL_KEYS = ("preset", "model", "precision", "endpoint", "input_len", "output_len", "rate", "concurrency",
-              "burstiness", "trace", "time_scale", "dataset", "multi_turn", "slo")
 
 
 class ServingParams(ScenarioParams):
     url: str | None = Field(None, description="base URL of a running server, http://host:port")
     server: list[str] | None = Field(None, description="command that starts the server, with placeholders "
                                      "{python} {host} {port} {model} {model_dir} {tokenizer_dir}")
+    server_env: dict[str, str] | None = Field(None, description="environment variables added for the server")
     ready_timeout_s: float = Field(900.0, gt=0, description="how long a started server may take to answer")
     preset: str | None = Field(None, description="model preset whose config dir {model_dir} is written")
     model: str | None = Field(None, description="model name sent in requests (default: the preset)")
@@ -100,11 +99,6 @@ class ServingScenario(Scenario):
     Params = ServingParams
     headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")
     description = "load on an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput"
-
-    @staticmethod
-    def label(params: ScenarioParams) -> str:
-        d = params.model_dump(mode="json")
-        return params_text(d, [k for k in LABEL_KEYS if k in d])
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if importlib.util.find_spec("aiohttp") is None:
@@ -208,7 +202,7 @@ def _server(params: ServingParams, work: Path, tok_dir: str, info: dict[str, Any
     command = fill(params.server, values)
     log = _log_path(params)
     info["server_log"] = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log.name
-    server = ServerProcess(command, log)
+    server = ServerProcess(command, log, env={**os.environ, **params.server_env} if params.server_env else None)
     with sigterm_as_interrupt():
         server.start()
         try:

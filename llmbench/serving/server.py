@@ -26,6 +26,7 @@ from llmbench.errors import UserError
 
 READY_PATHS = ("/health", "/v1/models")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception): .*")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -118,8 +119,14 @@ class ServerProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def last_line(self) -> str:
-        return next((ln.strip() for ln in reversed(self.log_tail(80).splitlines()) if ln.strip()),
-                    "(the log is empty)")[:300]
+        """The line that says why the server failed: the first exception message of its log (the
+        root cause, before the chain of errors it set off), else the log's last line."""
+        try:
+            lines = [ln.strip() for ln in self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
+        except OSError:
+            lines = []
+        cause = next((m.group(0) for ln in lines if (m := _EXCEPTION.search(ln))), None)
+        return (cause or next((ln for ln in reversed(lines) if ln), "(the log is empty)"))[:300]
 
     def __enter__(self) -> ServerProcess:
         self.start()
