@@ -3,7 +3,7 @@
 The command line is a list of arguments with placeholders ({port}, {host}, {python}, {model},
 {model_dir}, {tokenizer_dir}) filled here. The server runs in its own process group with its
 output in a log file; readiness is a 200 from /health or /v1/models; stopping is SIGTERM to the
-group, then SIGKILL to what is left. If the process that started it dies first, the server gets
+server, then to its group, then SIGKILL to what is left. If the process that started it dies first, the server gets
 SIGTERM (Linux), so no server outlives its case.
 """
 
@@ -96,19 +96,19 @@ class ServerProcess:
             time.sleep(0.5)
 
     def stop(self, grace_s: float = 20.0) -> int | None:
-        """SIGTERM the server's process group, SIGKILL it after `grace_s`; the exit code."""
+        """SIGTERM the server (it shuts its own workers down, as vLLM does), then SIGTERM and at last
+        SIGKILL its process group for whatever is left; the server's exit code."""
         if self.proc is None:
             return None
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=grace_s)
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, sig)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # children that outlived the leader
-            os.killpg(self.proc.pid, signal.SIGKILL)
         return self.proc.returncode
 
     def log_tail(self, lines: int = 40) -> str:
