@@ -129,3 +129,12 @@ def test_pareto_points_of_a_sweep() -> None:
     pytest.importorskip("matplotlib")
     fig = pareto_plot(cases)
     assert fig.axes[0].get_xlabel().startswith("tokens/s per user")
+
+
+def test_chunks_read_in_bursts_are_flagged() -> None:
+    burst = rec(0, 0.0, [0.07] * 8, 0.071, tokens=8, asked=8)  # every chunk in one read
+    m, _ = summarize([burst])
+    assert any("arrived in the same read" in f for f in m["itl_ms"].flags)
+    steady = rec(0, 0.0, [0.01 * i for i in range(1, 9)], 0.09, tokens=8, asked=8)
+    m, _ = summarize([steady])
+    assert not m["itl_ms"].flags

@@ -158,7 +158,7 @@ def test_several_tokens_per_chunk_are_noted_on_itl() -> None:
         res = load(url, sessions(3, 8), Schedule(concurrency=3))
     metrics, info = summarize(res.records)
     assert info["tokens_per_chunk"] == 4.0
-    assert any("4.00 tokens per chunk" in f for f in metrics["itl_ms"].flags)
+    assert any("4.00 tokens per chunk of text" in f for f in metrics["itl_ms"].flags)
 
 
 @pytest.mark.parametrize("kind", ["completions", "chat"])

@@ -27,6 +27,7 @@ from llmbench.serving.records import NO_COUNT, RequestRecord
 
 SLO_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "e2el": "e2e_ms"}
 MAX_BOOTSTRAP = 5000  # samples the 95% CI of a large distribution (all ITL gaps) is bootstrapped from
+BURST_SHARE = 0.5  # more than this share of ITL gaps exactly 0: chunks were read in bursts
 QUEUE_GROWTH = 0.5  # latency up this much from the first tenth of the requests to the last: a queue grew
 QUEUE_METRICS = {"ttft_ms": "in the server", "e2e_ms": "in the server", "client_queue_ms": "in the client"}
 
@@ -151,8 +152,14 @@ def summarize(
     if itls:
         m = distribution("itl_ms", itls)
         if tokens > chunks * 1.01:
-            m.flags.append(f"the server sent {tokens / chunks:.2f} tokens per chunk on average: itl_ms is the gap "
-                           "between chunks; tpot_ms is per token")
+            m.flags.append(f"{tokens / chunks:.2f} tokens per chunk of text on average (the server put several "
+                           "tokens in a chunk, or some tokens had no text): itl_ms is the gap between chunks; "
+                           "tpot_ms is per token")
+        together = sum(g == 0.0 for g in itls) / len(itls)
+        if together > BURST_SHARE:
+            m.flags.append(f"{together:.0%} of the token chunks arrived in the same read as the one before: the "
+                           "server sent them in bursts, or the client or server was short of CPU (a busy machine); "
+                           "itl_ms and tpot_ms then say little about decoding")
         metrics["itl_ms"] = m
     no_usage = sum(not x.tokens_from_usage for x in lats)
     mismatched = [r for r in ok if r.output_tokens not in (NO_COUNT, r.requested_tokens)]
