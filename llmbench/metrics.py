@@ -39,6 +39,11 @@ _DEFS = [
     MetricDef("request_throughput_per_s", "req/s", "higher", "completed requests per second"),
     MetricDef("goodput_per_s", "req/s", "higher", "requests per second that met every latency objective"),
     MetricDef("client_queue_ms", "ms", "lower", "time a request waited in the client before it was sent"),
+    MetricDef("achieved_request_rate_per_s", "req/s", "neither",
+              "requests sent per second, first to last send (beside the rate asked)"),
+    MetricDef("failed_requests", "requests", "lower", "requests that ended in an error (excluded from latencies)"),
+    MetricDef("output_tokens_per_s_per_gpu", "tok/s/GPU", "higher", "output tokens per second per server GPU"),
+    MetricDef("tokens_per_s_per_user", "tok/s", "higher", "decode speed one request sees: 1000 / its TPOT"),
     # training
     MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)"),
     MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second"),

@@ -92,7 +92,7 @@ def test_config_dir_of_a_preset_loads_as_that_architecture(tmp_path: Path) -> No
     from llmbench.models.hf_dir import write_config_dir
     from llmbench.models.presets import PRESETS
 
-    out = write_config_dir("llama-3-8b", tmp_path / "m")
+    out = write_config_dir("llama-3-8b", tmp_path / "m", tokenizer=False)
     cfg = AutoConfig.from_pretrained(out)
     p = PRESETS["llama-3-8b"]
     assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.vocab_size) == (

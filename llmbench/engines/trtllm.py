@@ -212,7 +212,7 @@ class TRTLLMEngine(Engine):
             if model.model is not None:
                 from llmbench.models.hf_dir import write_config_dir
 
-                source = str(write_config_dir(model.model, tmp))
+                source = str(write_config_dir(model.model, tmp, tokenizer=False))
             else:
                 source = str(model.pretrained)
             quant = settings["quant"]

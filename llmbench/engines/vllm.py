@@ -121,7 +121,7 @@ class VLLMEngine(Engine):
             from llmbench.models.hf_dir import write_config_dir
 
             tmp = tempfile.TemporaryDirectory(prefix="llmbench-vllm-")
-            model_dir = str(write_config_dir(model.model, tmp.name))
+            model_dir = str(write_config_dir(model.model, tmp.name, tokenizer=False))
         else:
             model_dir = str(model.pretrained)
         args = engine_args(model, options, device, model_dir)

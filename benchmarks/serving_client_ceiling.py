@@ -1,0 +1,71 @@
+"""How many requests (and token chunks) per second one client core sustains: the serving client
+against llmbench's fake SSE server (fixed tokens, no delay) in another process, at fixed
+concurrency. A server faster than this ceiling would be measured as the client's speed, so served
+figures near it say more about the client than the server.
+
+Figures per second of wall time, and per second of the client's own CPU time (what one core
+sustains, whatever the server process took from a shared machine).
+
+    python benchmarks/serving_client_ceiling.py [--requests 2000] [--concurrency 64] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from report_out import emit
+
+from llmbench.serving.bench import run_async
+from llmbench.serving.client import Endpoint
+from llmbench.serving.load import Schedule, Session, Turn, run_load
+from llmbench.serving.server import ServerProcess, free_port
+
+
+async def _load(url: str, n: int, output_len: int, concurrency: int) -> tuple[float, float, int, int]:
+    sessions = [Session((Turn(f"hello {i}", output_len),)) for i in range(n)]
+    ep = Endpoint(url, "completions", "fake")
+    await run_load(ep, sessions[: min(n, 50)], Schedule(concurrency=concurrency))  # warm: connections, imports
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    res = await run_load(ep, sessions, Schedule(concurrency=concurrency))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    failed = sum(not r.ok for r in res.records)
+    chunks = sum(len(r.chunks_s) for r in res.records)
+    return wall, cpu, chunks, failed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--output-lens", default="1,16,128")
+    ap.add_argument("--asyncio", action="store_true", help="asyncio's own event loop even where uvloop is installed")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(
+        [sys.executable, "-m", "llmbench.serving.fake_server", "--port", str(port)], Path(tmp, "server.log")
+    ) as server:
+        server.wait_ready(url, 60)
+        for out_len in (int(x) for x in a.output_lens.split(",")):
+            n = max(200, a.requests * 16 // max(out_len, 16))  # fewer requests when each carries more chunks
+            (wall, cpu, chunks, failed), loop = run_async(_load(url, n, out_len, a.concurrency), not a.asyncio)
+            rows.append({
+                "output_tokens": out_len, "requests": n, "failed": failed, "concurrency": a.concurrency,
+                "event_loop": loop, "wall_s": round(wall, 3), "client_cpu_s": round(cpu, 3),
+                "requests_per_s": round(n / wall, 1), "chunks_per_s": round(chunks / wall, 1),
+                "requests_per_client_cpu_s": round(n / cpu, 1), "chunks_per_client_cpu_s": round(chunks / cpu, 1),
+            })
+            print(rows[-1], file=sys.stderr)
+    emit({"benchmark": "serving_client_ceiling", "machine": {"cpu": platform.processor() or platform.machine(),
+          "python": platform.python_version()}, "rows": rows}, a.out)
+
+
+if __name__ == "__main__":
+    main()

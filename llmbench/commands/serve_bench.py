@@ -1,0 +1,196 @@
+"""`llmbench serve-bench`: load a running OpenAI-compatible server at several rates or concurrencies,
+print one row per point, and write a result set that `compare` and `report` read."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from llmbench import __version__
+from llmbench.errors import UserError
+from llmbench.results import CaseResult, MetricResult, ResultSet, result_path, save, utc_now
+
+HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
+E2E latency, throughput and goodput at each point of a sweep.
+
+Give --rate (requests/s: Poisson arrivals, or gamma with --burstiness; 'inf' sends all at once) or
+--concurrency (requests kept in flight), each a comma-separated list: one point per value. Prompts
+have exactly --input-len tokens for --tokenizer (default: the model name) and every answer exactly
+--output-len tokens (ignore_eos and min_tokens are sent). The result set goes to
+OUT/<gpu-slug>/<name>-<UTC>.json, one case per point, with every request's timings.
+
+Example: llmbench serve-bench --url http://127.0.0.1:8000 --model meta-llama/Meta-Llama-3-8B --concurrency 1,4,16,64
+"""
+
+
+def parse_points(text: str | None, what: str, integer: bool) -> list[float] | None:
+    """'1,2,4' -> [1.0, 2.0, 4.0]; 'inf' allowed for rates; anything else is a UserError."""
+    if text is None:
+        return None
+    out: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            v = float(part)
+        except ValueError:
+            raise UserError(f"--{what} {text!r}: {part!r} is not a number") from None
+        if not v > 0 or math.isnan(v):
+            raise UserError(f"--{what} {text!r}: every value must be > 0 (got {part})")
+        if integer and (math.isinf(v) or v != int(v)):
+            raise UserError(f"--{what} {text!r}: every value must be a whole number (got {part})")
+        out.append(v)
+    return out
+
+
+def _params(base: dict[str, Any], **point: Any) -> Any:
+    from llmbench.scenarios.serving import ServingParams
+
+    try:
+        return ServingParams.model_validate({**base, **point})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from None
+
+
+def _env(gpu: str | None) -> dict[str, Any]:
+    """This machine's fingerprint; with --gpu, the server's GPU named by the user instead."""
+    from llmbench.harness.isolation import child_env, fingerprint
+
+    env = fingerprint(child_env(None))
+    if gpu:
+        env["gpu"] = {"name": f"{gpu} (named with --gpu: the server's GPU)", "slug": gpu, "count": None}
+    return env
+
+
+def _value(m: dict[str, MetricResult], name: str, stat: str | None = None) -> float | None:
+    r = m.get(name)
+    if r is None:
+        return None
+    return float((r.stats or {}).get(stat, r.value)) if stat else r.value
+
+
+def _row(case: CaseResult) -> list[str]:
+    from llmbench.report.tables import fmt_num
+
+    p, m, info = case.params, case.metrics, case.info
+    point = f"rate {p['rate']}" if p.get("rate") is not None else f"concurrency {p.get('concurrency')}"
+    if case.status != "ok":
+        return [point, "", "", "", "", "", "", "", "", "", f"[red]{escape(case.reason or case.status)}[/red]"]
+    asked = info.get("asked_request_rate_per_s")
+    cells = [
+        fmt_num(asked) if isinstance(asked, (int, float)) else str(asked or "-"),
+        fmt_num(_value(m, "achieved_request_rate_per_s")),
+        fmt_num(_value(m, "request_throughput_per_s")),
+        fmt_num(_value(m, "output_tokens_per_s")),
+        fmt_num(_value(m, "ttft_ms")), fmt_num(_value(m, "ttft_ms", "p99")),
+        fmt_num(_value(m, "tpot_ms")), fmt_num(_value(m, "itl_ms")),
+        fmt_num(_value(m, "goodput_per_s")) if "goodput_per_s" in m else "-",
+    ]
+    failed = int(_value(m, "failed_requests") or 0)
+    return [point, *cells, f"[red]{failed}[/red]" if failed else "0"]
+
+
+def results_table(cases: list[CaseResult], title: str) -> Table:
+    t = Table(title=title)
+    for col in ("point", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms",
+                "TPOT p50 ms", "ITL p50 ms", "goodput req/s", "failed"):
+        t.add_column(col, justify="left" if col == "point" else "right")
+    for c in cases:
+        t.add_row(*_row(c))
+    return t
+
+
+def serve_bench(
+    url: str = typer.Option(..., "--url", help="Base URL of the running server, e.g. http://127.0.0.1:8000."),
+    model: str = typer.Option(..., "--model", help="Model name the server serves (sent in every request)."),
+    rate: Optional[str] = typer.Option(None, "--rate", help="Request rates to sweep, req/s: 1,2,4 (inf: all at "
+                                       "once)."),
+    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="Concurrencies to sweep: 1,4,16."),
+    endpoint: str = typer.Option("completions", "--endpoint", help="completions or chat."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="Tokenizer dir or hub id for exact-length "
+                                            "prompts (default: --model)."),
+    input_len: int = typer.Option(128, "--input-len", min=1, help="Prompt tokens per request."),
+    output_len: int = typer.Option(128, "--output-len", min=1, help="Output tokens per request (exact)."),
+    num_requests: int = typer.Option(100, "--num-requests", "-n", min=1, help="Requests per point (at most)."),
+    duration: Optional[float] = typer.Option(None, "--duration", help="Stop starting requests after this many "
+                                             "seconds of a point."),
+    burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape of arrival gaps: 1 is Poisson, < 1 "
+                                     "burstier, > 1 more regular."),
+    seed: int = typer.Option(0, "--seed", help="Seed of prompts and arrivals (recorded)."),
+    goodput: Optional[str] = typer.Option(None, "--goodput", help="SLOs in ms for goodput: 'ttft:500 tpot:50' "
+                                          "(keys ttft, tpot, e2e)."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Replay a trace instead: JSONL (Mooncake: "
+                                         "timestamp ms, input_length, output_length) or CSV (BurstGPT)."),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="Multiply the trace's time offsets (0.5: twice as "
+                                     "fast)."),
+    dataset: Optional[Path] = typer.Option(None, "--dataset", help="ShareGPT-style JSON of real prompts."),
+    multi_turn: int = typer.Option(1, "--multi-turn", min=1, help="Turns per conversation (shared prefix)."),
+    n_gpus: int = typer.Option(1, "--n-gpus", min=1, help="GPUs the server uses (for tok/s per GPU)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Slug of the server's GPU for the result path and "
+                                      "comparisons (e.g. h100-sxm-80gb) when the server is on another machine."),
+    name: str = typer.Option("serve-bench", "--name", help="Result-set name (as a suite name)."),
+    out: Path = typer.Option(Path("results"), "--out", help="Root folder of result sets."),
+) -> None:
+    from llmbench.hardware.fingerprint import llmbench_info
+    from llmbench.scenarios.serving import measure
+    from llmbench.serving.analysis import parse_slo
+    from llmbench.serving.bench import ServerUnusable
+
+    rates = parse_points(rate, "rate", integer=False)
+    concs = parse_points(concurrency, "concurrency", integer=True)
+    if rates is not None and concs is not None:
+        raise UserError("give --rate or --concurrency, not both (one sweep at a time)")
+    if rates is None and concs is None and trace is None:
+        raise UserError("give --rate 1,2,4 or --concurrency 1,4,16 (or --trace FILE)")
+    parse_slo(goodput)
+    base = dict(url=url, model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
+                output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
+                seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
+                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, n_gpus=n_gpus)
+    points = ([_params(base, rate=r) for r in rates] if rates is not None else
+              [_params(base, concurrency=int(c)) for c in concs] if concs is not None else [_params(base)])
+    from llmbench.serving.prompts import load_tokenizer
+
+    load_tokenizer(base["tokenizer"])  # a bad tokenizer is one message before anything is sent
+    console = Console()
+    env = _env(gpu)
+    rs = ResultSet(suite=name, description=f"serve-bench against {url} ({model})",
+                   llmbench={**llmbench_info(), "version": __version__}, env=env)
+    path = result_path(out, env["gpu"]["slug"], name)
+    from llmbench.ids import case_id
+
+    for i, p in enumerate(points, 1):
+        params = p.model_dump(mode="json")
+        info: dict[str, Any] = {}
+        started = utc_now()
+        console.print(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
+                      f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
+        try:
+            metrics = measure(p, info)
+            case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
+                              metrics=metrics, timer="perf_counter", started_at=started, info=info)
+        except ServerUnusable as e:
+            rs.upsert(CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
+                                 reason=str(e), started_at=started, info=info))
+            save(rs, path)
+            console.print(results_table(rs.cases, f"serve-bench {model} at {url}"))
+            raise UserError(f"{e} (the result set keeps what was measured: {path})") from None
+        except (RuntimeError, OSError) as e:
+            case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
+                              reason=f"{type(e).__name__}: {e}".splitlines()[0][:500], started_at=started, info=info)
+        rs.upsert(case)
+        rs.finished_at = utc_now()
+        save(rs, path)
+    console.print(results_table(rs.cases, f"serve-bench {model} at {url}"))
+    console.print(f"-> {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve-bench", help=HELP)(serve_bench)

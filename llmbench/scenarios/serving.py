@@ -1,0 +1,219 @@
+"""serving: a load point against an OpenAI-compatible server (TTFT, TPOT, ITL, throughput, goodput).
+
+A case talks to a server already running (`url`), or starts one (`server`, a command line with
+placeholders) and stops it at the end, also when the case fails. One case is one load point (a
+rate, a concurrency or a trace); a sweep is a suite matrix over `rate` or `concurrency`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_serializer, model_validator
+
+from llmbench.errors import UserError
+from llmbench.measure.timing import StopRule
+from llmbench.ids import case_id
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+
+LOG_DIR_ENV = "LLMBENCH_SERVING_LOGS"  # where server logs go (default ./serving-logs)
+LOG_TAIL_LINES = 30
+
+
+class ServingParams(ScenarioParams):
+    url: str | None = Field(None, description="base URL of a running server, http://host:port")
+    server: list[str] | None = Field(None, description="command that starts the server, with placeholders "
+                                     "{python} {host} {port} {model} {model_dir} {tokenizer_dir}")
+    server_env: dict[str, str] | None = Field(None, description="environment variables added for the server")
+    ready_timeout_s: float = Field(900.0, gt=0, description="how long a started server may take to answer")
+    preset: str | None = Field(None, description="model preset whose config dir {model_dir} is written")
+    model: str | None = Field(None, description="model name sent in requests (default: the preset)")
+    precision: str | None = Field(None, description="what the server runs, as a label for tables and "
+                                  "compare --base (the server command sets it)")
+    endpoint: Literal["completions", "chat"] = "completions"
+    tokenizer: str = Field("offline", description="tokenizer dir or hub id; 'offline': built for the preset")
+    input_len: int = Field(128, ge=1)
+    output_len: int = Field(128, ge=1)
+    rate: float | None = Field(None, gt=0, description="requests per second (inf: all at once)")
+    concurrency: int | None = Field(None, ge=1, description="requests kept in flight")
+    num_requests: int = Field(100, ge=1, description="requests (sessions with multi_turn) to send at most")
+    duration_s: float | None = Field(None, gt=0, description="stop starting requests after this long")
+    burstiness: float = Field(1.0, gt=0, description="gamma shape of arrival gaps (1: Poisson)")
+    seed: int = 0
+    slo: str | None = Field(None, description="goodput objectives in ms, e.g. 'ttft:500 tpot:50'")
+    trace: str | None = Field(None, description="JSONL (Mooncake) or CSV (BurstGPT) trace to replay")
+    time_scale: float = Field(1.0, gt=0, description="multiplies the trace's time offsets")
+    dataset: str | None = Field(None, description="ShareGPT-style JSON of real prompts")
+    multi_turn: int = Field(1, ge=1, description="turns per conversation (each appends to the history)")
+    n_gpus: int = Field(1, ge=1, description="GPUs the server uses, for per-GPU throughput")
+    request_timeout_s: float = Field(600.0, gt=0, description="longest silence inside one response")
+
+    @field_serializer("rate")
+    def _rate_text(self, v: float | None) -> float | str | None:
+        return "inf" if v is not None and math.isinf(v) else v  # JSON has no infinity
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ServingParams:
+        from llmbench.serving.analysis import parse_slo
+
+        if (self.url is None) == (self.server is None):
+            raise ValueError("give either url (a running server) or server (a command that starts one)")
+        if self.trace is not None:
+            if self.rate is not None or self.concurrency is not None or self.multi_turn > 1 or self.dataset:
+                raise ValueError("a trace sets its own arrivals and lengths: leave out rate, concurrency, "
+                                 "dataset and multi_turn")
+        elif (self.rate is None) == (self.concurrency is None):
+            raise ValueError("give either rate (requests per second, inf for all at once) or concurrency")
+        if self.tokenizer == "offline" and self.preset is None:
+            raise ValueError("tokenizer 'offline' is built for a preset's vocabulary: give preset, or a tokenizer")
+        if self.model is None and self.preset is None:
+            raise ValueError("give model (the name the server serves) or preset")
+        if self.preset is not None:
+            from llmbench.models.presets import PRESETS
+
+            if self.preset not in PRESETS:
+                raise ValueError(f"unknown preset {self.preset!r}; valid: {', '.join(PRESETS)}")
+        try:
+            parse_slo(self.slo)
+        except UserError as e:
+            raise ValueError(str(e)) from None
+        return self
+
+    @property
+    def served_model(self) -> str:
+        return self.model or str(self.preset)
+
+
+@SCENARIOS.register("serving")
+class ServingScenario(Scenario):
+    Params = ServingParams
+    headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")
+    description = "load on an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput"
+
+    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        if importlib.util.find_spec("aiohttp") is None:
+            return "the serving client needs aiohttp: pip install 'llmbench[serving]'"
+        if importlib.util.find_spec("transformers") is None:
+            return "exact-length prompts need transformers: pip install 'llmbench[hf]'"
+        module = _server_module(params.server)
+        if module and importlib.util.find_spec(module.split(".")[0]) is None:
+            return f"the server module {module} is not installed here ({module.split('.')[0]} is missing)"
+        return None
+
+    def estimate_s(self, params: Any, rule: StopRule) -> float:
+        startup = 60.0 if params.server else 5.0
+        if params.duration_s:
+            return startup + params.duration_s + 10.0
+        if params.rate and math.isfinite(params.rate):
+            return startup + params.num_requests / params.rate + 10.0
+        return startup + 30.0
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        ctx.metrics.update(measure(params, ctx.info, lambda f: ctx.progress(f, "requests")))
+
+
+def _server_module(server: list[str] | None) -> str | None:
+    """The module of a `{python} -m module ...` server command (to say when it is not installed)."""
+    if server and len(server) >= 3 and server[1] == "-m" and "python" in server[0]:
+        return server[2]
+    return None
+
+
+def measure(params: ServingParams, info: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """One load point: workload, server (started here or already running), load, metrics. `info`
+    is filled as it goes, so a failed case keeps the server's log tail and what was measured."""
+    from llmbench.serving.analysis import parse_slo
+    from llmbench.serving.bench import run_point
+    from llmbench.serving.client import Endpoint
+
+    with tempfile.TemporaryDirectory(prefix="llmbench-serving-") as work:
+        tok_dir = _tokenizer_dir(params, Path(work))
+        sessions, sched, asked = workload(params, tok_dir, info)
+        with _server(params, Path(work), tok_dir, info) as url:
+            ep = Endpoint(url, params.endpoint, params.served_model, params.request_timeout_s)
+            info["url"] = url
+            return run_point(ep, sessions, sched, slo=parse_slo(params.slo), n_gpus=params.n_gpus,
+                             asked_rate=asked, progress=progress, info=info)
+
+
+def _tokenizer_dir(params: ServingParams, work: Path) -> str:
+    if params.tokenizer != "offline":
+        return params.tokenizer
+    from llmbench.models.presets import get_preset
+    from llmbench.models.tokenizer import build_offline_tokenizer
+
+    return str(build_offline_tokenizer(work / "tokenizer", get_preset(str(params.preset)).vocab))
+
+
+def workload(params: ServingParams, tok_dir: str, info: dict[str, Any]) -> tuple[list[Any], Any, float | None]:
+    """The sessions to send, their schedule, and the rate asked (None for concurrency)."""
+    from llmbench.serving.load import Schedule, arrival_offsets
+    from llmbench.serving.prompts import load_tokenizer, sharegpt_sessions, sized_sessions, synthetic_sessions
+    from llmbench.serving.trace import read_trace
+
+    tok = load_tokenizer(tok_dir)
+    n, seed = params.num_requests, params.seed
+    info["seed"] = seed
+    if params.trace is not None:
+        rows = read_trace(params.trace, params.time_scale, limit=n)
+        sessions = sized_sessions(tok, [(r.input_len, r.output_len) for r in rows], seed)
+        span = rows[-1].offset_s
+        info["trace"] = {"requests": len(rows), "span_s": round(span, 3)}
+        sched = Schedule(offsets_s=tuple(r.offset_s for r in rows), duration_s=params.duration_s)
+        return sessions, sched, (len(rows) - 1) / span if span > 0 else math.inf
+    if params.dataset is not None:
+        sessions = sharegpt_sessions(params.dataset, tok, n, output_len=params.output_len, seed=seed)
+    else:
+        sessions = synthetic_sessions(tok, n, params.input_len, params.output_len, turns=params.multi_turn, seed=seed)
+    if params.concurrency is not None:
+        return sessions, Schedule(concurrency=params.concurrency, duration_s=params.duration_s), None
+    rate = float(params.rate)  # type: ignore[arg-type]
+    offsets = arrival_offsets(len(sessions), rate, params.burstiness, seed)
+    if len(offsets) > 1 and offsets[-1] > 0:
+        info["scheduled_request_rate_per_s"] = round((len(offsets) - 1) / offsets[-1], 4)
+    return sessions, Schedule(offsets_s=offsets, duration_s=params.duration_s), rate
+
+
+@contextmanager
+def _server(params: ServingParams, work: Path, tok_dir: str, info: dict[str, Any]) -> Iterator[str]:
+    """The URL to load: `params.url`, or a server started from `params.server` and stopped after."""
+    if params.server is None:
+        yield str(params.url)
+        return
+    from llmbench.serving.server import ServerProcess, fill, free_port, sigterm_as_interrupt
+
+    host, port = "127.0.0.1", free_port()
+    values = {"python": sys.executable, "host": host, "port": str(port), "model": params.served_model,
+              "tokenizer_dir": tok_dir}
+    if params.preset is not None and any("{model_dir}" in a for a in params.server):
+        from llmbench.models.hf_dir import write_config_dir
+
+        values["model_dir"] = str(write_config_dir(params.preset, work / "model", tok_dir))
+    command = fill(params.server, values)
+    log = _log_path(params)
+    info["server_log"] = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log.name
+    server = ServerProcess(command, log, env={**os.environ, **params.server_env} if params.server_env else None)
+    with sigterm_as_interrupt():
+        server.start()
+        try:
+            info["server_ready_s"] = round(server.wait_ready(f"http://{host}:{port}", params.ready_timeout_s), 2)
+            yield f"http://{host}:{port}"
+        finally:
+            info["server_exit_code"] = server.stop()
+            info["server_log_tail"] = server.log_tail(LOG_TAIL_LINES).splitlines()
+
+
+def _log_path(params: ServingParams) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = case_id("serving", params.model_dump(mode="json")).replace("/", "-")
+    return Path(os.environ.get(LOG_DIR_ENV, "serving-logs")) / f"{name}-{stamp}.log"

@@ -1,0 +1,102 @@
+"""One load point against one server: check the server, send the workload on its schedule, and
+turn the records into metrics. The scenario and `llmbench serve-bench` both call `run_point`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from llmbench.results import MetricResult
+from llmbench.serving.analysis import peak_in_flight, summarize
+from llmbench.serving.client import Endpoint, connect_error, stream_request
+from llmbench.serving.load import LoadResult, Schedule, Session, open_session, run_load
+from llmbench.serving.records import RequestRecord, to_columns
+
+T = TypeVar("T")
+TEST_TOKENS = 4
+
+
+class ServerUnusable(RuntimeError):
+    """The server cannot be benchmarked: unreachable, not serving the model, or failing a test request."""
+
+
+def run_async(coro: Coroutine[Any, Any, T], uvloop_if_installed: bool = True) -> tuple[T, str]:
+    """Run on uvloop when it is installed (a faster client), else asyncio's loop; which one is returned."""
+    if uvloop_if_installed:
+        with contextlib.suppress(ImportError):
+            import uvloop
+
+            return uvloop.run(coro), "uvloop"
+    return asyncio.run(coro), "asyncio"
+
+
+async def check_server(ep: Endpoint, first: Session) -> dict[str, Any]:
+    """GET /v1/models (is the server there, does it serve the model?), then one short streamed
+    request (does the endpoint stream, and report usage?). Raises ServerUnusable with one line."""
+    import aiohttp
+
+    info: dict[str, Any] = {}
+    async with open_session(ep, 1) as http:  # type: ignore[attr-defined]
+        try:
+            async with http.get(ep.url.rstrip("/") + "/v1/models", timeout=aiohttp.ClientTimeout(total=30)) as r:
+                if r.status == 200:
+                    served = [m.get("id") for m in (await r.json()).get("data", [])]
+                    info["served_models"] = served
+                    if served and ep.model not in served:
+                        raise ServerUnusable(f"{ep.url} does not serve the model {ep.model!r}; it serves: "
+                                             + ", ".join(map(str, served)))
+        except aiohttp.ClientConnectorError as e:
+            raise ServerUnusable(f"cannot reach the server at {ep.url}: {connect_error(e)}") from None
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+            raise ServerUnusable(f"the server at {ep.url} did not answer GET /v1/models: {type(e).__name__} {e}") \
+                from None
+        rec = RequestRecord(index=0, scheduled_s=0.0, requested_tokens=min(TEST_TOKENS, first.turns[0].output_len))
+        await stream_request(http, ep, first.turns[0].text, rec, 0.0)
+        if rec.error:
+            raise ServerUnusable(f"the test request to {ep.request_url} failed: {rec.error}")
+        info["test_request"] = {"tokens": rec.output_tokens, "chunks": len(rec.chunks_s),
+                                "usage_reported": rec.output_tokens >= 0}
+    return info
+
+
+def run_point(
+    ep: Endpoint,
+    sessions: list[Session],
+    sched: Schedule,
+    *,
+    slo: dict[str, float] | None = None,
+    n_gpus: int = 1,
+    asked_rate: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    info: dict[str, Any] | None = None,
+) -> dict[str, MetricResult]:
+    """Check the server, run the load, and return the metrics; `info` (filled as it goes, so a
+    failure keeps what was learnt) gets the facts and every request's record."""
+    info = {} if info is None else info
+    total = sum(len(s.turns) for s in sessions)
+    done = 0
+
+    def on_done(rec: RequestRecord) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and (done % max(1, total // 50) == 0 or done == total):
+            progress(done / total)
+
+    async def main() -> tuple[dict[str, Any], LoadResult]:
+        checked = await check_server(ep, sessions[0])
+        return checked, await run_load(ep, sessions, sched, on_done)
+
+    (checked, result), loop = run_async(main())
+    info.update(checked)
+    info["event_loop"] = loop
+    metrics, facts = summarize(result.records, slo=slo, n_gpus=n_gpus, asked_rate=asked_rate)
+    info.update(facts)
+    info["not_started"] = result.not_started
+    info["peak_in_flight"] = peak_in_flight(result.records)
+    info["requests"] = to_columns(result.records)
+    if not facts["requests_ok"]:
+        raise RuntimeError(f"all {facts['requests_sent']} requests to {ep.request_url} failed: "
+                           + "; ".join(facts.get("first_errors", []))[:400])
+    return metrics

@@ -1,0 +1,157 @@
+"""One streamed request to an OpenAI-compatible endpoint, measured.
+
+Output length is made exact: `max_tokens` and `min_tokens` both equal the requested length and
+`ignore_eos` is true (vLLM and SGLang accept both), and the count the server reports in `usage`
+is what the figures use. A chunk counts as a token chunk only when it carries output text: the
+role-only first delta of a chat stream and empty texts are not the first token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llmbench.serving.records import RequestRecord
+from llmbench.serving.sse import events
+
+Prompt = str | list[dict[str, str]]  # completions: a string; chat: messages
+
+
+@dataclass(frozen=True)
+class EndpointKind:
+    """What differs between /v1/completions and /v1/chat/completions: the path, how a request body
+    says prompt and length, and where a chunk's text is."""
+
+    path: str
+    body: Callable[[str, Prompt, int], dict[str, Any]]
+    text: Callable[[dict[str, Any]], str]
+
+
+def _exact(n: int) -> dict[str, Any]:
+    return {"min_tokens": n, "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True},
+            "temperature": 0.0}
+
+
+def _completion_body(model: str, prompt: Prompt, n: int) -> dict[str, Any]:
+    if not isinstance(prompt, str):
+        raise TypeError("the completions endpoint takes a text prompt")
+    return {"model": model, "prompt": prompt, "max_tokens": n, **_exact(n)}
+
+
+def _chat_body(model: str, prompt: Prompt, n: int) -> dict[str, Any]:
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    return {"model": model, "messages": messages, "max_tokens": n, "max_completion_tokens": n, **_exact(n)}
+
+
+def _completion_text(choice: dict[str, Any]) -> str:
+    return str(choice.get("text") or "")
+
+
+def _chat_text(choice: dict[str, Any]) -> str:
+    delta = choice.get("delta") or {}
+    # reasoning models stream their thinking as reasoning_content (vLLM) or reasoning: tokens too
+    return str(delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning") or "")
+
+
+ENDPOINTS: dict[str, EndpointKind] = {
+    "completions": EndpointKind("/v1/completions", _completion_body, _completion_text),
+    "chat": EndpointKind("/v1/chat/completions", _chat_body, _chat_text),
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str  # the server's base URL, http://host:port
+    kind: str  # a key of ENDPOINTS
+    model: str
+    request_timeout_s: float = 600.0  # longest silence inside one response
+
+    @property
+    def request_url(self) -> str:
+        return self.url.rstrip("/") + ENDPOINTS[self.kind].path
+
+
+class StreamError(Exception):
+    """The server reported an error inside the stream, or the stream broke off."""
+
+
+def _error_text(obj: Any) -> str:
+    if isinstance(obj, dict):
+        return str(obj.get("message") or obj.get("detail") or json.dumps(obj)[:300])
+    return str(obj)[:300]
+
+
+async def stream_request(
+    session: Any, ep: Endpoint, prompt: Prompt, rec: RequestRecord, t0: float, keep_text: bool = False
+) -> None:
+    """Send one request on `session` (an aiohttp ClientSession) and fill `rec`: sent, each token
+    chunk's arrival, end, usage counts, or the error. Never raises for a failed request: an HTTP
+    error, a refused connection, a mid-stream error or a broken stream becomes `rec.error`."""
+    import aiohttp
+
+    kind = ENDPOINTS[ep.kind]
+    body = kind.body(ep.model, prompt, rec.requested_tokens)
+    parts: list[str] = []
+    done = False
+    rec.sent_s = time.perf_counter() - t0
+    try:
+        async with session.post(ep.request_url, json=body) as resp:
+            if resp.status != 200:
+                detail = (await resp.text())[:500]
+                raise StreamError(f"HTTP {resp.status} from {ep.request_url}: {_first_line(detail)}")
+            async for ev in events(resp.content.iter_any()):
+                if ev.data.strip() == "[DONE]":
+                    done = True
+                    break
+                obj = json.loads(ev.data)
+                if ev.event == "error" or "error" in obj:
+                    raise StreamError(f"error in the stream after {len(rec.chunks_s)} chunks: "
+                                      f"{_error_text(obj.get('error', obj))}")
+                for choice in obj.get("choices") or []:
+                    text = kind.text(choice)
+                    if text:
+                        rec.chunks_s.append(ev.time_s - t0)
+                        if keep_text:
+                            parts.append(text)
+                        break
+                usage = obj.get("usage")
+                if usage:
+                    rec.output_tokens = int(usage.get("completion_tokens", rec.output_tokens))
+                    rec.input_tokens = int(usage.get("prompt_tokens", rec.input_tokens))
+        if not done:
+            raise StreamError(f"the stream ended before [DONE], after {len(rec.chunks_s)} chunks")
+    except StreamError as e:
+        rec.error = str(e)
+    except aiohttp.ClientConnectorError as e:
+        rec.error = f"cannot connect to {ep.url}: {connect_error(e)}"
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
+        rec.error = f"the connection broke after {len(rec.chunks_s)} chunks: {type(e).__name__}: {e}"
+    except asyncio.TimeoutError:
+        rec.error = f"no data from {ep.url} for {ep.request_timeout_s:g} s"
+    except json.JSONDecodeError as e:
+        rec.error = f"malformed data in the stream: {e}"
+    except aiohttp.ClientError as e:
+        rec.error = f"{type(e).__name__}: {e}"
+    finally:
+        rec.end_s = time.perf_counter() - t0
+    rec.text = "".join(parts)
+
+
+def connect_error(e: Exception) -> str:
+    """Why a connection failed, in words ('connection refused'), from aiohttp's ClientConnectorError."""
+    os_error = getattr(e, "os_error", None)
+    if isinstance(os_error, ConnectionRefusedError):
+        return "connection refused (nothing listens there)"
+    return str(getattr(os_error, "strerror", None) or os_error or e)
+
+
+def _first_line(text: str) -> str:
+    try:  # OpenAI-style error bodies: {"error": {"message": ...}} or {"message": ...}
+        obj = json.loads(text)
+        return _error_text(obj.get("error", obj)) if isinstance(obj, dict) else text
+    except ValueError:
+        return (text.strip().splitlines() or [""])[0][:300]

@@ -1,0 +1,155 @@
+"""A server process a case starts, waits for, and always stops.
+
+The command line is a list of arguments with placeholders ({port}, {host}, {python}, {model},
+{model_dir}, {tokenizer_dir}) filled here. The server runs in its own process group with its
+output in a log file; readiness is a 200 from /health or /v1/models; stopping is SIGTERM to the
+server, then to its group, then SIGKILL to what is left. If the process that started it dies first, the server gets
+SIGTERM (Linux), so no server outlives its case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from llmbench.errors import UserError
+
+READY_PATHS = ("/health", "/v1/models")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception): .*")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on `host` now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def fill(command: list[str], values: dict[str, str]) -> list[str]:
+    """The command with {name} placeholders replaced; an unknown name is an error listing the known
+    ones (other braces, such as a JSON argument, are left alone)."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) not in values:
+            raise UserError(f"server command: unknown placeholder {m.group(0)}; valid: "
+                            + ", ".join("{" + k + "}" for k in sorted(values)))
+        return values[m.group(1)]
+
+    return [_PLACEHOLDER.sub(sub, arg) for arg in command]
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG, Linux)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+class ServerProcess:
+    """One server: start() it, wait_ready(), and stop() it (also as a context manager)."""
+
+    def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.command = command
+        self.log_path = log_path
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("wb") as log:
+            try:
+                self.proc = subprocess.Popen(
+                    self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=self.env, start_new_session=True, preexec_fn=_die_with_parent,
+                )
+            except OSError as e:
+                raise RuntimeError(f"cannot start the server command {self.command[0]!r}: {e.strerror}") from None
+
+    def wait_ready(self, base_url: str, timeout_s: float) -> float:
+        """Poll until the server answers 200 on one of READY_PATHS; the seconds it took. A server
+        that exits, or is not ready within `timeout_s`, is an error with the end of its log."""
+        assert self.proc is not None
+        t0 = time.monotonic()
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                raise RuntimeError(f"the server exited with code {code} before it answered on {base_url}: "
+                                   f"{self.last_line()}\n{self.log_tail()}")
+            for path in READY_PATHS:
+                with contextlib.suppress(OSError, urllib.error.URLError), \
+                        urllib.request.urlopen(base_url + path, timeout=2) as r:
+                    if r.status == 200:
+                        return time.monotonic() - t0
+            if time.monotonic() - t0 > timeout_s:
+                raise RuntimeError(f"the server did not answer on {base_url} within {timeout_s:g} s: "
+                                   f"{self.last_line()}\n{self.log_tail()}")
+            time.sleep(0.5)
+
+    def stop(self, grace_s: float = 20.0) -> int | None:
+        """SIGTERM the server (it shuts its own workers down, as vLLM does), then SIGTERM and at last
+        SIGKILL its process group for whatever is left; the server's exit code."""
+        if self.proc is None:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=grace_s)
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=wait)
+        return self.proc.returncode
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def last_line(self) -> str:
+        """The line that says why the server failed: the first exception message of its log (the
+        root cause, before the chain of errors it set off), else the log's last line."""
+        try:
+            lines = [ln.strip() for ln in self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()]
+        except OSError:
+            lines = []
+        cause = next((m.group(0) for ln in lines if (m := _EXCEPTION.search(ln))), None)
+        return (cause or next((ln for ln in reversed(lines) if ln), "(the log is empty)"))[:300]
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While a server runs: SIGTERM (the harness ending a case) raises KeyboardInterrupt, so the
+    `finally` that stops the server runs. Only in the main thread; elsewhere nothing changes."""
+    try:
+        old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,76 @@
+"""A server process a case starts: placeholders, readiness, a clear error when it dies or hangs,
+and stopping the whole process group."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmbench.errors import UserError
+from llmbench.serving.server import ServerProcess, fill, free_port
+
+
+def test_placeholders_are_filled_and_json_braces_left_alone() -> None:
+    cmd = fill(["{python}", "--port", "{port}", "--cfg", '{"level": 3}', "x{port}y"], {"python": "py", "port": "8"})
+    assert cmd == ["py", "--port", "8", "--cfg", '{"level": 3}', "x8y"]
+    with pytest.raises(UserError, match=r"unknown placeholder \{prot\}; valid: \{port\}, \{python\}"):
+        fill(["{prot}"], {"python": "py", "port": "8"})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_a_server_is_started_waited_for_and_stopped(tmp_path: Path) -> None:
+    port = free_port()
+    server = ServerProcess([sys.executable, "-m", "llmbench.serving.fake_server", "--port", str(port)],
+                           tmp_path / "log" / "server.log")
+    with server:
+        ready = server.wait_ready(f"http://127.0.0.1:{port}", timeout_s=60)
+        assert ready >= 0
+        assert server.proc is not None and server.proc.poll() is None
+    assert server.proc.poll() is not None
+    assert (tmp_path / "log" / "server.log").exists()
+
+
+@pytest.mark.slow
+def test_a_server_that_exits_is_a_clear_error_with_its_log(tmp_path: Path) -> None:
+    server = ServerProcess([sys.executable, "-c", "print('boom: no such model', flush=True); raise SystemExit(3)"],
+                           tmp_path / "server.log")
+    with server, pytest.raises(RuntimeError, match=r"exited with code 3 before it answered on http://127\.0\.0\.1:9:"
+                                                   r" boom: no such model"):
+        server.wait_ready("http://127.0.0.1:9", timeout_s=60)
+
+
+@pytest.mark.slow
+def test_a_server_that_never_answers_times_out_and_its_whole_group_is_stopped(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = ("import subprocess, sys, time; "
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              f"open({str(pid_file)!r}, 'w').write(str(c.pid)); print('loading', flush=True); time.sleep(60)")
+    server = ServerProcess([sys.executable, "-c", script], tmp_path / "server.log")
+    with server, pytest.raises(RuntimeError, match=r"did not answer on http://127\.0\.0\.1:9 within 1 s: loading"):
+        server.wait_ready("http://127.0.0.1:9", timeout_s=1)
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+@pytest.mark.slow
+def test_the_reason_is_the_root_cause_not_the_last_error(tmp_path: Path) -> None:
+    script = ("print('INFO loading'); print('ERROR [worker] ValueError: not enough memory for the KV cache'); "
+              "print('RuntimeError: Engine core initialization failed. See root cause above.'); raise SystemExit(1)")
+    server = ServerProcess([sys.executable, "-c", script], tmp_path / "server.log")
+    with server, pytest.raises(RuntimeError, match=r"exited with code 1 .*: ValueError: not enough memory"):
+        server.wait_ready("http://127.0.0.1:9", timeout_s=60)
