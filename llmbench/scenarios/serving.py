@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import Field, field_serializer, model_validator
 
 from llmbench.errors import UserError
-from llmbench.measure.timing import StopRule
 from llmbench.ids import case_id
+from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
