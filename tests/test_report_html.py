@@ -82,3 +82,18 @@ def test_console_check_does_catch_problems(tmp_path: Path) -> None:
     )
     _, console = _load(page, tmp_path)
     assert console, "an external image under the page's CSP must produce a console message"
+
+
+def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:
+    from llmbench.report.inputs import SetRef
+    from llmbench.report.plots import timeline_charts
+    from llmbench.results import CaseResult, ResultSet
+
+    tl = {"t_s": [1.0, 2.0, 3.0], "tflops": [700.0, 690.0, 600.0], "sm_clock_mhz": [1980, 1900, 1700],
+          "power_w": [690.0, 700.0, 700.0], "temp_c": [50.0, 60.0, 70.0]}
+    burn = CaseResult(id="burn/x", scenario="burn", params={"precision": "bf16"}, status="ok",
+                      info={"timeline": tl, "throttled": True})
+    charts = timeline_charts([SetRef(name="h200", rs=ResultSet(suite="burn", cases=[burn]))])
+    assert len(charts) == 1 and "throttling flagged" in charts[0].title and charts[0].svg.startswith("<svg")
+    plain = CaseResult(id="gemm/x", scenario="gemm", params={}, status="ok")
+    assert timeline_charts([SetRef(name="h200", rs=ResultSet(suite="q", cases=[plain]))]) == []

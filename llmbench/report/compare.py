@@ -204,18 +204,32 @@ def _note(cid: str, rep: CaseResult, label: str, found: list[CaseResult | None])
     )
 
 
+HEADLINE_EXTRAS = frozenset({"peak_memory_gib", "energy_j_per_token", "energy_j_per_sample"})
+
+
 def headline_metric_names() -> set[str]:
     """Each registered scenario's headline metrics, plus peak memory and energy per unit: what a
-    published comparison shows (`llmbench compare` shows every metric unless asked otherwise)."""
+    published comparison shows (`llmbench compare` shows every metric unless asked otherwise). A
+    comparison keeps, of these, each case's own scenario's headline (`is_headline`)."""
     from llmbench.scenarios.base import SCENARIOS
 
     names = {m for _, cls in SCENARIOS for m in cls.headline}
-    return names | {"peak_memory_gib", "energy_j_per_token", "energy_j_per_sample"}
+    return names | HEADLINE_EXTRAS
+
+
+def is_headline(scenario: str, metric: str) -> bool:
+    """Whether `metric` is a headline metric of `scenario` (or memory or energy per unit); any metric
+    of a scenario this llmbench does not know."""
+    from llmbench.scenarios.base import SCENARIOS
+
+    if metric in HEADLINE_EXTRAS or scenario not in SCENARIOS:
+        return True
+    return metric in SCENARIOS.get(scenario).headline
 
 
 def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | None = None) -> Comparison:
     """Join `sets` by case id and compare every other set with `sets[baseline]` (on `metrics` only,
-    when given)."""
+    when given, and of those only each case's own scenario's headline ones)."""
     if len(sets) < 2:
         raise ValueError("compare needs at least two result sets")
     order, rep = _all_cases(sets)
@@ -234,7 +248,7 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
         rows.extend(
             r
             for r in _metric_rows(cid, rep[cid].scenario, labels[cid], found, baseline)  # type: ignore[arg-type]
-            if metrics is None or r.metric in metrics
+            if metrics is None or (r.metric in metrics and is_headline(r.scenario, r.metric))
         )
     return Comparison(
         sets,

@@ -16,6 +16,7 @@ from llmbench.report.plots import (
     metric_bars,
     percentile_charts,
     speedup_chart,
+    timeline_charts,
 )
 from llmbench.report.tables import Table
 from llmbench.report.views import comparison_tables, set_tables
@@ -79,7 +80,7 @@ def section_html(sec: Section) -> str:
     else:
         tables, charts = set_tables(sec.sets[0]), []
     charts += metric_bars(sec.sets, "rate") + metric_bars(sec.sets, "time")
-    charts += percentile_charts(sec.sets) + efficiency_charts(sec.sets)
+    charts += percentile_charts(sec.sets) + efficiency_charts(sec.sets) + timeline_charts(sec.sets)
     return "\n".join(
         [
             f"<h2>{_cell(sec.title)}</h2>",

@@ -186,3 +186,30 @@ def efficiency_charts(sets: list[SetRef], metric: str = "roofline_efficiency") -
             hline=1.0,
         )
     ]
+
+
+TIMELINE_PANELS = (("tflops", "TFLOP/s"), ("sm_clock_mhz", "SM clock (MHz)"), ("power_w", "power (W)"),
+                   ("temp_c", "temperature (°C)"))
+
+
+def timeline_charts(sets: list[SetRef]) -> list[Chart]:
+    """Sustained-load timelines (the `burn` scenario's info.timeline): throughput, SM clock, power and
+    temperature against time, one line per GPU, so throttling shows as a falling curve."""
+    runs = [(s, c) for s in sets for c in s.rs.cases
+            if c.status == "ok" and isinstance(c.info.get("timeline"), dict) and c.info["timeline"].get("t_s")]
+    if not runs:
+        return []
+    labels = case_labels([c for _, c in runs])
+    fig, axes = plt.subplots(1, len(TIMELINE_PANELS), figsize=(12.0, 2.8))
+    for ax, (key, title) in zip(axes, TIMELINE_PANELS, strict=True):
+        for s, c in runs:
+            tl = c.info["timeline"]
+            ys = tl.get(key) or []
+            if ys and len(ys) == len(tl["t_s"]):
+                ax.plot(tl["t_s"], ys, label=f"{s.name or s.rs.gpu_slug} {labels[c.id]}"[:60])
+        ax.set_title(title)
+        ax.set_xlabel("s")
+    axes[0].legend(fontsize=6)
+    throttled = any(c.info.get("throttled") for _, c in runs)
+    title = "sustained load over time" + (" (throttling flagged)" if throttled else "")
+    return [Chart(title, to_svg(fig))]

@@ -70,6 +70,24 @@ def projection_check(
     return out
 
 
+def _ok_count(ref: SetRef) -> str:
+    return f"{sum(c.status == 'ok' for c in ref.rs.cases)} of {len(ref.rs.cases)}"
+
+
+def _single_machine_sections(
+    h100: dict[str, tuple[Path, SetRef]], h200: dict[str, tuple[Path, SetRef]], suites: list[str],
+    headline: frozenset[str],
+) -> list[tuple[Section, str]]:
+    """A section per suite measured on one of the two machines only, with the path of its set."""
+    out = []
+    for suite in suites:
+        path, ref = h100[suite] if suite in h100 else h200[suite]
+        gpu = H100_SLUG if suite in h100 else H200_SLUG
+        rel = f"{gpu}/{path.name}"
+        out.append((Section(f"{suite}: {gpu} only", name_sets([ref]), metrics=headline), rel))
+    return out
+
+
 def publish(results_dir: Path) -> list[Path]:
     """Write the Markdown comparison and the HTML report under `results_dir`; return their paths."""
     h100 = newest_by_suite(results_dir / H100_SLUG)
@@ -96,6 +114,14 @@ def publish(results_dir: Path) -> list[Path]:
         cmp = compare(sec.sets, 0, sec.metrics)
         tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp)]
     tables += projection_check(h100, h200, common)
+    single = _single_machine_sections(h100, h200, one_side, headline)
+    if single:
+        tables.append(Table(
+            "Measured on one machine only (no comparison yet; each is a section of the HTML report)",
+            ["suite", "GPU", "result set", "cases ok"],
+            [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets[0])]
+             for sec, path in single],
+        ))
     md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
     if not common:
         md += "\nNo suite has a measured result set on both machines yet.\n"
@@ -104,7 +130,7 @@ def publish(results_dir: Path) -> list[Path]:
     write_atomic(
         html_path,
         render_html(
-            sections + _published_sections(results_dir / PUBLISHED_DIR),
+            sections + [sec for sec, _ in single] + _published_sections(results_dir / PUBLISHED_DIR),
             "llmbench: H100 vs H200 and published references",
         ),
     )
