@@ -45,6 +45,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         yield f"http://127.0.0.1:{port}", model_dir
 
 
+@pytest.mark.vllm
 @pytest.mark.slow
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_a_concurrency_sweep_against_vllm_on_the_cpu(vllm_server: tuple[str, Path], endpoint: str) -> None:
