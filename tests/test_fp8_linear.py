@@ -45,7 +45,7 @@ def test_llama3_8b_numbers() -> None:
 
 
 def test_params_say_what_is_wrong() -> None:
-    with pytest.raises(ValidationError, match=r"valid: .*llama-3-8b"):
+    with pytest.raises(ValidationError, match=r"valid presets: .*llama-3-8b"):
         LinearFp8Params(model="llama-9", proj="q")
     with pytest.raises(ValidationError, match=r"model \+ proj"):
         LinearFp8Params(model="llama-3-8b")

@@ -227,3 +227,10 @@ def get_preset(name: str) -> ModelPreset:
         return PRESETS[name]
     except KeyError:
         raise KeyError(f"unknown model preset {name!r}; valid: {', '.join(PRESETS)}") from None
+
+
+def known_preset(name: str | None) -> str | None:
+    """A param validator: `name` if it is a preset (or None), else a ValueError naming the valid ones."""
+    if name is not None and name not in PRESETS:
+        raise ValueError(f"unknown model {name!r}; valid presets: {', '.join(PRESETS)}")
+    return name

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
-from llmbench.models.presets import PRESETS
+from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
@@ -34,12 +34,7 @@ class DDPParams(ScenarioParams):
     batch_size: int = Field(4, ge=1, description="per GPU")
     seq_len: int = Field(1024, ge=2)
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str) -> str:
-        if v not in PRESETS:
-            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
-        return v
+    _known_model = field_validator("model")(known_preset)
 
 
 @SCENARIOS.register("ddp")

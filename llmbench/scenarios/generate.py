@@ -25,7 +25,7 @@ from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
 from llmbench.measure.kernel_profile import StepProfile, decode_step_profile
 from llmbench.measure.timing import StopRule
-from llmbench.models.presets import PRESETS
+from llmbench.models.presets import PRESETS, known_preset
 from llmbench.models.shape import ModelShape
 from llmbench.precision import DeviceInfo
 from llmbench.results import MetricResult
@@ -61,12 +61,7 @@ class GenerateParams(ScenarioParams):
             data = {**data, "weights": "pretrained"}
         return data
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str | None) -> str | None:
-        if v is not None and v not in PRESETS:
-            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
-        return v
+    _known_model = field_validator("model")(known_preset)
 
     @field_validator("precision")
     @classmethod

@@ -20,7 +20,7 @@ from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
 from llmbench.measure.stats import bootstrap_distribution
 from llmbench.measure.timing import StopRule
-from llmbench.models.presets import PRESETS
+from llmbench.models.presets import PRESETS, known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import fp8_impls
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
@@ -46,12 +46,7 @@ class LinearFp8Params(ScenarioParams):
     # (M, N, K) instead of model/proj; with proj="mlp": (M, intermediate, hidden)
     shape: tuple[int, int, int] | None = None
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str | None) -> str | None:
-        if v is not None and v not in PRESETS:
-            raise ValueError(f"unknown model {v!r}; valid: {', '.join(PRESETS)}")
-        return v
+    _known_model = field_validator("model")(known_preset)
 
     @model_validator(mode="after")
     def _one_shape(self) -> LinearFp8Params:

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from llmbench.engines.base import ModelRef, TrainOptions
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
-from llmbench.models.presets import PRESETS
+from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
@@ -43,12 +43,7 @@ class QLoRAParams(ScenarioParams):
     lr: float = Field(1e-4, gt=0)
     max_batch: bool = Field(False, description="the runner searches the largest batch_size that fits")
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str) -> str:
-        if v not in PRESETS:
-            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
-        return v
+    _known_model = field_validator("model")(known_preset)
 
 
 def train_options(p: Any) -> TrainOptions:

@@ -22,7 +22,7 @@ from pydantic import Field, field_validator, model_validator
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule
-from llmbench.models.presets import PRESETS
+from llmbench.models.presets import PRESETS, known_preset
 from llmbench.models.synthetic import progression_batch
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
@@ -40,12 +40,7 @@ class TrainerParams(ScenarioParams):
     seq_len: int = Field(128, ge=2)
     lr: float = Field(5e-5, gt=0)
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str | None) -> str | None:
-        if v is not None and v not in PRESETS:
-            raise ValueError(f"unknown model {v!r}; valid presets: {', '.join(PRESETS)}")
-        return v
+    _known_model = field_validator("model")(known_preset)
 
     @model_validator(mode="after")
     def _one_model(self) -> TrainerParams:
