@@ -97,3 +97,24 @@ def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:
     assert len(charts) == 1 and "throttling flagged" in charts[0].title and charts[0].svg.startswith("<svg")
     plain = CaseResult(id="gemm/x", scenario="gemm", params={}, status="ok")
     assert timeline_charts([SetRef(name="h200", rs=ResultSet(suite="q", cases=[plain]))]) == []
+
+
+def test_a_serving_sweep_of_two_gpus_gets_one_pareto_chart_naming_both() -> None:
+    from llmbench.report.inputs import SetRef
+    from llmbench.report.plots import pareto_charts, pareto_lines
+    from llmbench.results import CaseResult, MetricResult, ResultSet
+
+    def point(concurrency: int, per_user: float, per_gpu: float) -> CaseResult:
+        metrics = {"tokens_per_s_per_user": MetricResult(value=per_user, unit="tok/s"),
+                   "output_tokens_per_s_per_gpu": MetricResult(value=per_gpu, unit="tok/s")}
+        return CaseResult(id=f"serving/{concurrency}", scenario="serving", status="ok", metrics=metrics,
+                          params={"model": "m", "precision": "bf16", "concurrency": concurrency})
+
+    a = ResultSet(suite="s", cases=[point(1, 90.0, 90.0), point(8, 60.0, 480.0)])
+    b = ResultSet(suite="s", cases=[point(1, 110.0, 110.0), point(8, 80.0, 640.0)])
+    sets = [SetRef(name="h100-sxm-80gb", rs=a), SetRef(name="h200-sxm-141gb", rs=b)]
+    assert len(pareto_charts(sets)) == 1
+    lines = pareto_lines(sets)
+    assert [label.split()[0] for label, _ in lines] == ["h100-sxm-80gb", "h200-sxm-141gb"]
+    assert [(x, y) for x, y, _ in lines[1][1]] == [(80.0, 640.0), (110.0, 110.0)]  # sorted by speed per user
+    assert pareto_charts([SetRef(name="x", rs=ResultSet(suite="s", cases=[]))]) == []

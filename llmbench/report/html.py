@@ -14,6 +14,7 @@ from llmbench.report.plots import (
     Chart,
     efficiency_charts,
     metric_bars,
+    pareto_charts,
     percentile_charts,
     speedup_chart,
     timeline_charts,
@@ -81,6 +82,7 @@ def section_html(sec: Section) -> str:
         tables, charts = set_tables(sec.sets[0]), []
     charts += metric_bars(sec.sets, "rate") + metric_bars(sec.sets, "time")
     charts += percentile_charts(sec.sets) + efficiency_charts(sec.sets) + timeline_charts(sec.sets)
+    charts += pareto_charts(sec.sets)
     return "\n".join(
         [
             f"<h2>{_cell(sec.title)}</h2>",

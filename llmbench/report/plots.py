@@ -213,3 +213,30 @@ def timeline_charts(sets: list[SetRef]) -> list[Chart]:
     throttled = any(c.info.get("throttled") for _, c in runs)
     title = "sustained load over time" + (" (throttling flagged)" if throttled else "")
     return [Chart(title, to_svg(fig))]
+
+
+def pareto_lines(sets: list[SetRef]) -> list[tuple[str, list[tuple[float, float, str]]]]:
+    """(label naming the GPU and the server configuration, its points) of every serving sweep."""
+    from llmbench.serving.plots import pareto_points
+
+    return [(f"{s.name or s.rs.gpu_slug} {series}".strip(), pts)
+            for s in sets for series, pts in pareto_points(s.rs.cases).items()]
+
+
+def pareto_charts(sets: list[SetRef]) -> list[Chart]:
+    """The serving Pareto view: output tokens/s per GPU against tokens/s per user, one line per GPU
+    and server configuration, one point per load point of a sweep (llmbench.serving.plots)."""
+    lines = pareto_lines(sets)
+    if not lines:
+        return []
+    fig, ax = plt.subplots(figsize=(7.0, 4.5))
+    for label, pts in lines:
+        xs, ys, names = zip(*pts, strict=True)
+        ax.plot(xs, ys, marker="o", label=label[:70])
+        for x, y, name in zip(xs, ys, names, strict=True):
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel("tokens/s per user (1000 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return [Chart("serving: throughput per GPU against speed per user", to_svg(fig))]
