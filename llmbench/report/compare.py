@@ -26,6 +26,7 @@ from llmbench.report.labels import mixing_warning
 from llmbench.results import CaseResult, MetricResult
 
 CONFIDENCE = 0.95
+RATIO_CI_METHOD = "percentile bootstrap of the ratio of medians (each side resampled from its raw samples)"
 # Units of the speed metrics that enter a scenario's all-metric geometric mean (memory, quality,
 # energy and efficiency ratios get their own per-metric geomeans only).
 SPEED_UNITS = frozenset({"ms", "tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
@@ -40,7 +41,11 @@ class Ratio:
     draws: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "ci95": list(self.ci) if self.ci else None}
+        return {
+            "value": self.value,
+            "ci95": list(self.ci) if self.ci else None,
+            "ci_method": RATIO_CI_METHOD if self.ci else None,
+        }
 
 
 @dataclass
