@@ -276,8 +276,28 @@ def _metric_rows(
     return rows
 
 
+def _family(metric_name: str) -> str:
+    mdef = METRICS.get(metric_name)
+    return mdef.family_name if mdef else metric_name
+
+
+def _speed_geomean(members: list[MetricRow], i: int) -> tuple[Ratio | None, int]:
+    """The geomean over speed metrics for set `i`, each measurement counted once: the ratios of one
+    case's metrics of one family (TPOT and decode tok/s, reciprocals of one timing) are first
+    averaged (geomean) into one cell. Returns it and the number of (case, family) cells."""
+    cells: dict[tuple[str, str], list[Ratio]] = {}
+    for r in members:
+        got = r.ratios[i]
+        if got is not None:
+            cells.setdefault((r.case_id, _family(r.metric)), []).append(got)
+    if not cells:
+        return None, 0
+    return geomean([rs[0] if len(rs) == 1 else geomean(rs) for rs in cells.values()]), len(cells)
+
+
 def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
-    """Per scenario and metric, per scenario over its speed metrics, and overall over speed metrics."""
+    """Per scenario and metric, per scenario over its speed metrics, and overall over speed metrics;
+    a speed geomean counts each metric family (metrics.py) once per case."""
     groups: dict[tuple[str, str], list[MetricRow]] = {}
     for r in rows:
         if r.better == "neither":
@@ -291,9 +311,13 @@ def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
         per_set: list[Ratio | None] = []
         n = 0
         for i in range(nsets):
-            rs = [r.ratios[i] for r in members if r.ratios[i] is not None]
-            per_set.append(geomean(rs) if rs else None)  # type: ignore[arg-type]
-            n = max(n, len(rs))
+            if metric == "speed":
+                g, cells = _speed_geomean(members, i)
+            else:
+                rs = [r.ratios[i] for r in members if r.ratios[i] is not None]
+                g, cells = (geomean(rs) if rs else None), len(rs)  # type: ignore[arg-type]
+            per_set.append(g)
+            n = max(n, cells)
         if n:
             out.append(Geomean(scenario, metric, per_set, n))
     out.sort(key=lambda g: (g.scenario == "overall", g.scenario, g.metric != "speed", g.metric))

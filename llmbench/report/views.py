@@ -113,7 +113,9 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                     for g in cmp.geomeans
                 ],
                 notes=short_note(sets),
-                caption="'speed' = every latency and throughput metric of the scenario. "
+                caption="'speed' = the latency and throughput metrics of the scenario, each measurement once "
+                "(metrics of one family, e.g. TPOT and decode tok/s, are averaged into one cell per case; "
+                "'cells' counts those). "
                 + RATIO_CAPTION.format(base=base_name),
             )
         )
