@@ -58,6 +58,7 @@ class MetricRow:
     better: Better
     values: list[float | None]  # one per set, None where the set lacks it
     ratios: list[Ratio | None]  # one per set; None for the baseline, `neither` metrics and gaps
+    ns: list[int | None] = field(default_factory=list)  # samples behind each value; None: a single reading
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +69,7 @@ class MetricRow:
             "unit": self.unit,
             "better": self.better,
             "values": self.values,
+            "n": self.ns,
             "ratios": [r.to_dict() if r else None for r in self.ratios],
         }
 
@@ -253,6 +255,16 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
     )
 
 
+def sample_count(m: MetricResult | None) -> int | None:
+    """How many raw samples a value is the median of (None for a single reading or no value)."""
+    if m is None:
+        return None
+    n = (m.stats or {}).get("n")
+    if isinstance(n, int):
+        return n
+    return len(m.samples) if m.samples else None
+
+
 def _metric_rows(
     cid: str, scenario: str, label: str, cases: list[CaseResult], baseline: int
 ) -> list[MetricRow]:
@@ -270,9 +282,8 @@ def _metric_rows(
             None if (i == baseline or m is None or base is None) else ratio(base, m, better, f"{cid}:{name}")
             for i, m in enumerate(got)
         ]
-        rows.append(
-            MetricRow(cid, scenario, label, name, unit, better, [m.value if m else None for m in got], ratios)
-        )
+        values = [m.value if m else None for m in got]
+        rows.append(MetricRow(cid, scenario, label, name, unit, better, values, ratios, [sample_count(m) for m in got]))
     return rows
 
 
