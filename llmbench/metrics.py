@@ -14,21 +14,40 @@ Better = Literal["higher", "lower", "neither"]
 
 @dataclass(frozen=True)
 class MetricDef:
+    """`family`: metrics that are one measurement seen two ways (TPOT and decode tok/s are reciprocals)
+    share a family, so an average over metrics counts that measurement once; by default a metric is
+    its own family."""
+
     name: str
     unit: str
     better: Better
     description: str
+    family: str | None = None
+
+    @property
+    def family_name(self) -> str:
+        return self.family or self.name
+
+
+# Families of metrics derived from one timing (see MetricDef.family).
+DECODE_RATE, PREFILL_RATE, E2E_RATE, TRAIN_STEP_RATE, OP_RATE = (
+    "decode_rate", "prefill_rate", "e2e_rate", "train_step_rate", "op_rate"
+)
 
 
 _DEFS = [
     # generation / serving (definitions follow vLLM bench and NVIDIA AIPerf)
-    MetricDef("ttft_ms", "ms", "lower", "time to first token: request start to the first output token"),
-    MetricDef("tpot_ms", "ms", "lower", "time per output token after the first: (E2E - TTFT) / (N - 1)"),
-    MetricDef("itl_ms", "ms", "lower", "inter-token latency: each gap between consecutive output tokens"),
-    MetricDef("e2e_ms", "ms", "lower", "end-to-end latency of one request (or one batch)"),
-    MetricDef("prefill_tokens_per_s", "tok/s", "higher", "input tokens processed per second of TTFT"),
-    MetricDef("decode_tokens_per_s", "tok/s", "higher", "output tokens after the first per second"),
-    MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E"),
+    MetricDef("ttft_ms", "ms", "lower",
+              "time to first token: request start to the first output token", family=PREFILL_RATE),
+    MetricDef("tpot_ms", "ms", "lower",
+              "time per output token after the first: (E2E - TTFT) / (N - 1)", family=DECODE_RATE),
+    MetricDef("itl_ms", "ms", "lower",
+              "inter-token latency: each gap between consecutive output tokens", family=DECODE_RATE),
+    MetricDef("e2e_ms", "ms", "lower", "end-to-end latency of one request (or one batch)", family=E2E_RATE),
+    MetricDef("prefill_tokens_per_s", "tok/s", "higher",
+              "input tokens processed per second of TTFT", family=PREFILL_RATE),
+    MetricDef("decode_tokens_per_s", "tok/s", "higher", "output tokens after the first per second", family=DECODE_RATE),
+    MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E", family=E2E_RATE),
     MetricDef("roofline_efficiency", "ratio", "higher", "roofline bound time / measured time"),
     MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case"),
     MetricDef("energy_j_per_token", "J/tok", "lower", "NVML energy over the timed window per output token"),
@@ -43,11 +62,12 @@ _DEFS = [
               "requests sent per second, first to last send (beside the rate asked)"),
     MetricDef("failed_requests", "requests", "lower", "requests that ended in an error (excluded from latencies)"),
     MetricDef("output_tokens_per_s_per_gpu", "tok/s/GPU", "higher", "output tokens per second per server GPU"),
-    MetricDef("tokens_per_s_per_user", "tok/s", "higher", "decode speed one request sees: 1000 / its TPOT"),
+    MetricDef("tokens_per_s_per_user", "tok/s", "higher",
+              "decode speed one request sees: 1000 / its TPOT", family=DECODE_RATE),
     # training
-    MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)"),
-    MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second"),
-    MetricDef("train_tokens_per_s", "tok/s", "higher", "training tokens per second"),
+    MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)", family=TRAIN_STEP_RATE),
+    MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second", family=TRAIN_STEP_RATE),
+    MetricDef("train_tokens_per_s", "tok/s", "higher", "training tokens per second", family=TRAIN_STEP_RATE),
     MetricDef("mfu", "ratio", "higher", "model FLOPs utilisation against the GPU's dense peak"),
     MetricDef("train_loss", "loss", "neither", "training loss at the end of the timed window"),
     MetricDef("energy_j_per_sample", "J/sample", "lower", "NVML energy per training sample"),
@@ -60,7 +80,7 @@ _DEFS = [
     # layers and ceilings
     MetricDef("fwd_ms", "ms", "lower", "forward pass time"),
     MetricDef("fwd_bwd_ms", "ms", "lower", "forward plus backward pass time"),
-    MetricDef("tflops", "TFLOP/s", "higher", "dense floating-point throughput (2*M*N*K per matmul)"),
+    MetricDef("tflops", "TFLOP/s", "higher", "dense floating-point throughput (2*M*N*K per matmul)", family=OP_RATE),
     MetricDef("speedup_vs_bf16", "x", "higher", "time in bf16 / time in this precision"),
     MetricDef("rel_error_vs_fp32", "ratio", "lower", "||out - ref|| / ||ref|| against an fp32 reference"),
     MetricDef("roofline_ms", "ms", "neither", "the roofline bound time for this case"),
@@ -68,10 +88,10 @@ _DEFS = [
               "roofline time in bf16 / roofline time of this impl (casts and launches included)"),
     MetricDef("last_vs_first_tflops", "ratio", "higher",
               "sustained load: TFLOP/s of the last interval / of the first (below 1: throttled)"),
-    MetricDef("tb_per_s", "TB/s", "higher", "device memory bandwidth, bytes read + bytes written"),
+    MetricDef("tb_per_s", "TB/s", "higher", "device memory bandwidth, bytes read + bytes written", family=OP_RATE),
     MetricDef("gb_per_s", "GB/s", "higher",
-              "transfer bandwidth (host<->device: bytes moved; host copy: read + written)"),
-    MetricDef("time_ms", "ms", "lower", "time of one iteration of the timed work"),
+              "transfer bandwidth (host<->device: bytes moved; host copy: read + written)", family=OP_RATE),
+    MetricDef("time_ms", "ms", "lower", "time of one iteration of the timed work", family=OP_RATE),
     # monitors
     MetricDef("energy_j", "J", "lower", "NVML energy over the timed window"),
     MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),

@@ -78,6 +78,23 @@ class CaseResult(BaseModel):
     traceback: str | None = None
 
 
+def history_of(case: CaseResult) -> list[dict[str, Any]]:
+    """The earlier results a case replaced, oldest first (empty for a case measured once)."""
+    return list((case.model_extra or {}).get("history") or [])
+
+
+def compact_entry(case: CaseResult) -> dict[str, Any]:
+    """One replaced result, as `history` keeps it: what it measured and with which code, no samples."""
+    return {
+        "status": case.status,
+        "started_at": case.started_at,
+        "llmbench_commit": case.info.get("llmbench_commit"),
+        "llmbench_tree_modified": case.info.get("llmbench_tree_modified"),
+        "metrics": {name: {"value": m.value, "unit": m.unit} for name, m in case.metrics.items()},
+        **({"reason": case.reason} if case.reason else {}),
+    }
+
+
 class Source(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -105,7 +122,12 @@ class ResultSet(BaseModel):
         return next((c for c in self.cases if c.id == case_id), None)
 
     def upsert(self, result: CaseResult) -> None:
-        """Add a case, replacing an earlier result of the same id (a resumed or re-run case)."""
+        """Add a case, replacing an earlier result of the same id (a resumed or re-run case). The
+        replaced result is kept, compact, under the new one's `history` (its status, commit and metric
+        values, not its samples): a re-measure (`--force`) does not erase what was measured before."""
+        old = self.case(result.id)
+        if old is not None and old is not result:
+            result.history = [*history_of(old), compact_entry(old)]  # type: ignore[attr-defined]
         self.cases = [c for c in self.cases if c.id != result.id] + [result]
 
     @property

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_compare_support import H100_ENV, case, h100_set, h200_set, refs, result_set
+from test_compare_support import H100_ENV, H200_ENV, case, h100_set, h200_set, metric, refs, result_set
 
 from llmbench.errors import UserError
 from llmbench.metrics import METRICS
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import Ratio, compare, geomean, orient, ratio
 from llmbench.report.inputs import resolve_baseline
-from llmbench.results import MetricResult, Source
+from llmbench.results import CaseResult, MetricResult, Source
 
 
 @pytest.mark.parametrize("name", sorted(METRICS))
@@ -167,3 +167,36 @@ def test_a_case_without_counterpart_is_listed() -> None:
     )
     bd = base_diff(refs(rs)[0], "precision", "bf16")
     assert bd.rows == [] and bd.unmatched[0][2].startswith("no case differing only in precision")
+
+
+def test_speed_geomean_counts_one_measurement_once() -> None:
+    """TPOT and decode tok/s are reciprocals of one timing: a decode-only speed-up enters 'speed' once."""
+    def gen(decode_tps: float, seed: int) -> CaseResult:
+        tpot = 1000.0 / decode_tps
+        return case("generate", {"model": "m", "precision": "bf16"}, {
+            "ttft_ms": metric("ttft_ms", 20.0, seed=seed),
+            "tpot_ms": metric("tpot_ms", tpot, seed=seed),  # same seed: exactly reciprocal samples' medians
+            "decode_tokens_per_s": metric("decode_tokens_per_s", decode_tps, seed=seed),
+        })
+
+    a = result_set(H100_ENV, [gen(60.0, 1)])
+    b = result_set(H200_ENV, [gen(90.0, 2)])
+    cmp = compare(refs(a, b), 0)
+    speed = next(g for g in cmp.geomeans if (g.scenario, g.metric) == ("generate", "speed"))
+    decode = next(g for g in cmp.geomeans if g.metric == "decode_tokens_per_s").ratios[1]
+    ttft = next(g for g in cmp.geomeans if g.metric == "ttft_ms").ratios[1]
+    assert speed.n == 2  # two families: prefill, decode
+    assert decode is not None and ttft is not None and speed.ratios[1] is not None
+    assert speed.ratios[1].value == pytest.approx((decode.value * ttft.value) ** 0.5, rel=0.01)
+    assert speed.ratios[1].ci is not None
+
+
+def test_every_declared_family_has_several_members() -> None:
+    families: dict[str, list[str]] = {}
+    for m in METRICS.values():
+        if m.family:
+            families.setdefault(m.family, []).append(m.name)
+    assert families and all(len(v) >= 2 for v in families.values()), families
+    assert METRICS["tpot_ms"].family == METRICS["decode_tokens_per_s"].family
+    assert METRICS["ttft_ms"].family == METRICS["prefill_tokens_per_s"].family
+    assert METRICS["kl_divergence"].family_name == "kl_divergence"

@@ -60,6 +60,12 @@ def test_every_cpu_precision_runs_eager(precision: str) -> None:
     for name in TIMING:
         assert len(m[name]["samples"]) == n and m[name]["value"] > 0
     assert len(m["itl_ms"]["samples"]) == n * (4 - 1)
+    # honest intervals: a 95% one only from 6 samples on, the coverage reached always stated
+    for name in (*TIMING, "itl_ms"):
+        st = m[name]["stats"]
+        assert st["n"] == len(m[name]["samples"]) and st["ci_method"] == "order statistic"
+        assert (st["ci95"] is None) == (st["n"] < 6)
+        assert (st["ci"]["level"] >= 0.95) == (st["n"] >= 6)
     # TPOT is (E2E - TTFT) / (N - 1) sample by sample
     for e2e, ttft, tpot in zip(m["e2e_ms"]["samples"], m["ttft_ms"]["samples"], m["tpot_ms"]["samples"], strict=True):
         assert tpot == pytest.approx((e2e - ttft) / 3, rel=1e-4)  # samples are stored rounded

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from llmbench.harness.runner import RunOptions, latest_result, run_suite
-from llmbench.results import load
+from llmbench.results import history_of, load
 from llmbench.suite import load_suite
 from tests.conftest import ROOT, write
 
@@ -151,6 +151,7 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
     assert {c.id: c.started_at for c in rs2.cases[:3]} == first_ids
     assert rs2.finished_at is not None
     assert all(c.info["llmbench_commit"] == rs2.llmbench["git_commit"] for c in rs2.cases)
+    assert all(c.info["llmbench_tree_modified"] == rs2.llmbench["git_dirty"] for c in rs2.cases)
 
     # --force re-measures the selected cases in place; the others stay as they were
     proc = _runner(suite, out, "--resume", "--force", "--filter", "seconds=0.1")
@@ -159,6 +160,10 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
     assert len(rs3.cases) == 4
     redone = next(c for c in rs3.cases if c.params["seconds"] == 0.1)
     assert redone.started_at > first_ids[redone.id]
+    replaced = next(c for c in rs2.cases if c.id == redone.id)
+    (kept,) = history_of(redone)  # what the re-measure replaced: its values and commit, no samples
+    assert kept["started_at"] == replaced.started_at and kept["llmbench_commit"] == replaced.info["llmbench_commit"]
+    assert kept["metrics"] == {n: {"value": m.value, "unit": m.unit} for n, m in replaced.metrics.items()}
     assert {c.id: c.started_at for c in rs3.cases if c.params["seconds"] != 0.1} == {
         c.id: c.started_at for c in rs2.cases if c.params["seconds"] != 0.1}
 

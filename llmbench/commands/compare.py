@@ -11,8 +11,9 @@ from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, emit
 from llmbench.errors import UserError
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import compare, headline_metric_names
+from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import load_sets, resolve_baseline
-from llmbench.report.tables import Table
+from llmbench.report.tables import Table, fmt_ratio
 from llmbench.report.views import basediff_tables, comparison_tables
 
 
@@ -35,18 +36,32 @@ def compare_cmd(
     headline: bool = typer.Option(
         False, "--headline", help="Only each scenario's headline metrics, peak memory and energy per unit."
     ),
+    fail_if_slower: Optional[str] = typer.Option(
+        None,
+        "--fail-if-slower",
+        help="A regression gate, e.g. 5%: exit 1 when a headline metric of a joined case is slower than "
+        "the baseline by more than this AND its 95% interval lies beyond it (more than the noise).",
+    ),
 ) -> None:
     """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
     95% bootstrap CIs, geometric means, and every missing or failed case listed."""
+    threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     sets = load_sets(files)
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets, or --base KEY=VALUE to compare within one")
+    if len(sets) < 2 and threshold is not None:
+        raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
     tables: list[Table] = []
     data: dict[str, Any] = {}
+    verdict: GateResult | None = None
     if len(sets) >= 2:
         cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
         tables += comparison_tables(cmp)
         data["comparison"] = cmp.to_dict()
+        if threshold is not None:
+            verdict = gate(cmp, threshold, headline_metric_names())
+            tables.append(gate_table(verdict))
+            data["gate"] = verdict.to_dict()
     elif baseline is not None:
         resolve_baseline(sets, baseline)
     if base is not None:
@@ -55,6 +70,12 @@ def compare_cmd(
         tables += [t for d in diffs for t in basediff_tables(d)]
         data["base_diffs"] = [d.to_dict() for d in diffs]
     emit(tables, fmt, out, data)
+    if verdict is not None and verdict.failed:
+        typer.echo(f"regression gate failed: {len(verdict.failures)} headline metric(s) slower than "
+                   f"{verdict.threshold:.1%} vs {verdict.baseline}, beyond the noise:", err=True)
+        for c in verdict.failures:
+            typer.echo(f"  {c.set_label}: {c.scenario} {c.case}: {c.metric} {fmt_ratio(c.ratio, c.ci)}", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

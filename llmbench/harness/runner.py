@@ -67,7 +67,8 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     ui = ui or RunUI()
     env = child_env(opts.gpus, opts.extra_env)
     fp = fingerprint(env)
-    commit = llmbench_info().get("git_commit")
+    code = llmbench_info()
+    commit, modified = code.get("git_commit"), code.get("git_dirty")  # modified: None = unknown (pinned)
     if opts.device == "cpu":
         fp["gpu"] = {"name": "none (CPU forced)", "slug": cpu_slug(), "count": 0}
     slug = fp["gpu"]["slug"]
@@ -113,6 +114,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         ui.case_start(case, i)
         result = run_one(case, env, opts.device, ui)
         result.info["llmbench_commit"] = commit  # a resumed result set can span commits
+        result.info["llmbench_tree_modified"] = modified  # tracked files differ from that commit
         if others:
             result.info["other_gpu_processes"] = others
         rs.upsert(result)

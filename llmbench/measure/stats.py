@@ -60,14 +60,64 @@ def drift(samples: Sequence[float] | np.ndarray) -> float | None:
     return last / first - 1.0 if first else None
 
 
+CI_METHOD = "order statistic"  # distribution-free binomial interval of the median
+CI_LEVEL = 0.95
+MIN_N_FOR_CI95 = 6  # 1 - 2 * 0.5**n >= 0.95 first holds at n = 6
+
+
+def _binomial_half_cdf(n: int) -> np.ndarray:
+    """P(B <= j) for B ~ Binomial(n, 1/2), j = 0..n (log-space recursion: exact enough for any n)."""
+    j = np.arange(n, dtype=np.float64)
+    log_pmf = np.concatenate(([0.0], np.cumsum(np.log((n - j) / (j + 1))))) + n * np.log(0.5)
+    return np.minimum(np.cumsum(np.exp(log_pmf)), 1.0)
+
+
+def median_order_ranks(n: int, confidence: float = CI_LEVEL) -> tuple[int, float]:
+    """The largest 1-based rank k such that [X_(k), X_(n-k+1)] holds the true median with probability
+    >= `confidence` for ANY continuous distribution, and that exact probability 1 - 2 P(B <= k-1),
+    B ~ Binomial(n, 1/2). k = 0 when no pair of order statistics reaches `confidence` (n < 6 at 95%);
+    the coverage returned then is that of [min, max], the widest interval there is."""
+    if n <= 0:
+        raise ValueError("no samples")
+    cdf = _binomial_half_cdf(n)
+    alpha_half = (1.0 - confidence) / 2.0
+    ok = np.flatnonzero(cdf[: (n + 1) // 2] <= alpha_half + 1e-12)
+    if ok.size == 0:
+        return 0, float(1.0 - 2.0 * cdf[0])
+    k = int(ok[-1]) + 1
+    return k, float(1.0 - 2.0 * cdf[k - 1])
+
+
+def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CI_LEVEL) -> dict[str, object]:
+    """The distribution-free order-statistic interval of the median: {"lo", "hi", "level", "method"},
+    `level` being the coverage it achieves (>= `confidence`, not a nominal one). With too few samples
+    for `confidence` it is [min, max] with the lower level stated, and `reaches` is False: such an
+    interval must not be shown as a 95% one (3 samples: [min, max] holds the median 75% of the time)."""
+    x = np.sort(np.asarray(samples, dtype=np.float64))
+    if x.size == 0:
+        raise ValueError("no samples")
+    k, level = median_order_ranks(x.size, confidence)
+    lo, hi = (x[k - 1], x[x.size - k]) if k else (x[0], x[-1])
+    return {"lo": float(lo), "hi": float(hi), "level": level, "method": CI_METHOD, "reaches": bool(k)}
+
+
+def interval_stats(samples: Sequence[float] | np.ndarray) -> dict[str, object]:
+    """The interval keys of `summarize`: `ci` (with its exact coverage), `ci95` ([lo, hi] where that
+    coverage reaches 95%, else None) and `ci_method`."""
+    ci = median_ci(samples)
+    reaches = ci.pop("reaches")
+    return {"ci95": [ci["lo"], ci["hi"]] if reaches else None, "ci": ci, "ci_method": CI_METHOD}
+
+
 def summarize(samples: Sequence[float]) -> dict[str, object]:
-    """median, mean, p90, p99, min, max, stdev, cv, ci95 (bootstrap of the median) and n."""
+    """median, mean, p90, p99, min, max, stdev, cv, n, the median's order-statistic interval `ci`
+    (with its exact coverage) and `ci95` = [lo, hi] where that coverage reaches 95% (n >= 6), else
+    None: no 95% interval exists from so few samples, and none is claimed."""
     x = np.asarray(samples, dtype=np.float64)
     if x.size == 0:
         raise ValueError("no samples")
     mean = float(x.mean())
     stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
-    lo, hi = bootstrap_ci(x)
     return {
         "median": float(np.median(x)),
         "mean": mean,
@@ -77,6 +127,6 @@ def summarize(samples: Sequence[float]) -> dict[str, object]:
         "max": float(x.max()),
         "stdev": stdev,
         "cv": stdev / mean if mean else 0.0,
-        "ci95": [lo, hi],
+        **interval_stats(x),
         "n": int(x.size),
     }

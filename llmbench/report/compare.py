@@ -26,6 +26,7 @@ from llmbench.report.labels import mixing_warning
 from llmbench.results import CaseResult, MetricResult
 
 CONFIDENCE = 0.95
+RATIO_CI_METHOD = "percentile bootstrap of the ratio of medians (each side resampled from its raw samples)"
 # Units of the speed metrics that enter a scenario's all-metric geometric mean (memory, quality,
 # energy and efficiency ratios get their own per-metric geomeans only).
 SPEED_UNITS = frozenset({"ms", "tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
@@ -40,7 +41,11 @@ class Ratio:
     draws: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "ci95": list(self.ci) if self.ci else None}
+        return {
+            "value": self.value,
+            "ci95": list(self.ci) if self.ci else None,
+            "ci_method": RATIO_CI_METHOD if self.ci else None,
+        }
 
 
 @dataclass
@@ -53,6 +58,7 @@ class MetricRow:
     better: Better
     values: list[float | None]  # one per set, None where the set lacks it
     ratios: list[Ratio | None]  # one per set; None for the baseline, `neither` metrics and gaps
+    ns: list[int | None] = field(default_factory=list)  # samples behind each value; None: a single reading
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +69,7 @@ class MetricRow:
             "unit": self.unit,
             "better": self.better,
             "values": self.values,
+            "n": self.ns,
             "ratios": [r.to_dict() if r else None for r in self.ratios],
         }
 
@@ -262,6 +269,16 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
     )
 
 
+def sample_count(m: MetricResult | None) -> int | None:
+    """How many raw samples a value is the median of (None for a single reading or no value)."""
+    if m is None:
+        return None
+    n = (m.stats or {}).get("n")
+    if isinstance(n, int):
+        return n
+    return len(m.samples) if m.samples else None
+
+
 def _metric_rows(
     cid: str, scenario: str, label: str, cases: list[CaseResult], baseline: int
 ) -> list[MetricRow]:
@@ -279,14 +296,33 @@ def _metric_rows(
             None if (i == baseline or m is None or base is None) else ratio(base, m, better, f"{cid}:{name}")
             for i, m in enumerate(got)
         ]
-        rows.append(
-            MetricRow(cid, scenario, label, name, unit, better, [m.value if m else None for m in got], ratios)
-        )
+        values = [m.value if m else None for m in got]
+        rows.append(MetricRow(cid, scenario, label, name, unit, better, values, ratios, [sample_count(m) for m in got]))
     return rows
 
 
+def _family(metric_name: str) -> str:
+    mdef = METRICS.get(metric_name)
+    return mdef.family_name if mdef else metric_name
+
+
+def _speed_geomean(members: list[MetricRow], i: int) -> tuple[Ratio | None, int]:
+    """The geomean over speed metrics for set `i`, each measurement counted once: the ratios of one
+    case's metrics of one family (TPOT and decode tok/s, reciprocals of one timing) are first
+    averaged (geomean) into one cell. Returns it and the number of (case, family) cells."""
+    cells: dict[tuple[str, str], list[Ratio]] = {}
+    for r in members:
+        got = r.ratios[i]
+        if got is not None:
+            cells.setdefault((r.case_id, _family(r.metric)), []).append(got)
+    if not cells:
+        return None, 0
+    return geomean([rs[0] if len(rs) == 1 else geomean(rs) for rs in cells.values()]), len(cells)
+
+
 def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
-    """Per scenario and metric, per scenario over its speed metrics, and overall over speed metrics."""
+    """Per scenario and metric, per scenario over its speed metrics, and overall over speed metrics;
+    a speed geomean counts each metric family (metrics.py) once per case."""
     groups: dict[tuple[str, str], list[MetricRow]] = {}
     for r in rows:
         if r.better == "neither":
@@ -300,9 +336,13 @@ def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
         per_set: list[Ratio | None] = []
         n = 0
         for i in range(nsets):
-            rs = [r.ratios[i] for r in members if r.ratios[i] is not None]
-            per_set.append(geomean(rs) if rs else None)  # type: ignore[arg-type]
-            n = max(n, len(rs))
+            if metric == "speed":
+                g, cells = _speed_geomean(members, i)
+            else:
+                rs = [r.ratios[i] for r in members if r.ratios[i] is not None]
+                g, cells = (geomean(rs) if rs else None), len(rs)  # type: ignore[arg-type]
+            per_set.append(g)
+            n = max(n, cells)
         if n:
             out.append(Geomean(scenario, metric, per_set, n))
     out.sort(key=lambda g: (g.scenario == "overall", g.scenario, g.metric != "speed", g.metric))

@@ -21,7 +21,7 @@ ENV_KEYS: tuple[str, ...] = (
     "cpu.model",
     "cpu.cores",
 )
-MISSING = "—"
+NOT_RECORDED = "(not recorded)"
 
 
 def _get(env: dict[str, Any], path: str) -> Any:
@@ -45,9 +45,25 @@ def llmbench_commits(rs: ResultSet) -> str | None:
     return ", ".join(short) or None
 
 
+MODIFIED_KEY = "llmbench tree modified"
+
+
+def tree_modified(rs: ResultSet) -> str | None:
+    """'yes' when any case ran from a tree whose tracked files differed from its commit, 'no' when
+    every case says it did not, 'unknown' when some did not know (a pinned LLMBENCH_GIT_COMMIT); None
+    when no case recorded it (sets older than this record, published figures)."""
+    got = [c.info["llmbench_tree_modified"] for c in rs.cases if "llmbench_tree_modified" in c.info]
+    if not got:
+        return None
+    if any(v is True for v in got):
+        return "yes"
+    return "no" if all(v is False for v in got) else "unknown"
+
+
 def env_differences(sets: list[ResultSet]) -> list[tuple[str, list[str]]]:
-    """(key, value per set) for each key whose recorded values differ; the GPU name always.
-    A key recorded by only one set (published figures record little) is left out as noise."""
+    """(key, value per set) for each key whose recorded values differ; the GPU name always. A key
+    recorded by some sets only is shown too, as '(not recorded)' on the others: a set that does not
+    say which driver or llmbench commit it ran is a difference a reader must see, not noise."""
     packages: list[str] = []
     for rs in sets:
         packages += [p for p in (rs.env.get("packages") or {}) if p not in packages]
@@ -56,10 +72,11 @@ def env_differences(sets: list[ResultSet]) -> list[tuple[str, list[str]]]:
         for key in (*ENV_KEYS, *(f"packages.{p}" for p in sorted(packages)))
     ]
     rows.append((COMMIT_KEY, [llmbench_commits(rs) for rs in sets]))
+    rows.append((MODIFIED_KEY, [tree_modified(rs) for rs in sets]))
     out = []
     for key, values in rows:
         present = [v for v in values if v is not None]
-        differs = len({repr(v) for v in values}) > 1 and len(present) >= 2
+        differs = len({repr(v) for v in values}) > 1 and len(present) >= 1
         if key == "gpu.name" or differs:
-            out.append((key, [MISSING if v is None else str(v) for v in values]))
+            out.append((key, [NOT_RECORDED if v is None else str(v) for v in values]))
     return out

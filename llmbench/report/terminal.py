@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from llmbench.ids import params_text
+from llmbench.measure.stats import MIN_N_FOR_CI95
 from llmbench.report.tables import Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
@@ -44,10 +45,15 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red
 
 
 def fmt_metric(m: MetricResult) -> str:
+    """value unit [95% interval] n=N: the sample count beside every interval; no interval where
+    none reaches 95% (fewer than 6 samples; a set stored before that rule may hold one: not shown)."""
     text = f"{fmt_num(m.value)} {m.unit}"
-    ci = (m.stats or {}).get("ci95")
-    if ci and ci[0] != ci[1]:
+    stats = m.stats or {}
+    ci, n = stats.get("ci95"), stats.get("n")
+    if ci and ci[0] != ci[1] and (not isinstance(n, int) or n >= MIN_N_FOR_CI95):
         text += f" [{fmt_num(ci[0])}, {fmt_num(ci[1])}]"
+    if isinstance(n, int) and n > 1:
+        text += f" n={n}"
     if m.flags:
         text += " (!)"
     return text

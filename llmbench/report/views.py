@@ -15,8 +15,9 @@ from llmbench.report.project import Validation
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
 
 RATIO_CAPTION = (
-    "ratio > 1: better than {base} (throughput up or latency down); [95% CI]: bootstrap of the "
-    "ratio of medians from the raw samples (absent where a side has no samples); "
+    "ratio > 1: better than {base} (throughput up or latency down); [95% CI]: percentile bootstrap "
+    "of the ratio of medians from the raw samples (absent where a side has no samples; n = samples "
+    "per side, few samples make it optimistic); "
     "metrics with no better direction are shown, not ratioed."
 )
 
@@ -66,6 +67,11 @@ def _ratio_text(r: Ratio | None) -> str:
     return fmt_ratio(r.value, r.ci) if r else MISSING
 
 
+def _value_text(v: float | None, n: int | None) -> str:
+    """A value and, beside it, how many samples it is the median of (what its ratio's interval rests on)."""
+    return fmt_num(v) + (f" n={n}" if v is not None and n is not None and n > 1 else "")
+
+
 def comparison_tables(cmp: Comparison) -> list[Table]:
     sets, b = cmp.sets, cmp.baseline
     others = [i for i in range(len(sets)) if i != b]
@@ -96,7 +102,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 r.case,
                 r.metric,
                 r.unit,
-                *[fmt_num(v) for v in r.values],
+                *[_value_text(v, n) for v, n in zip(r.values, r.ns or [None] * len(r.values), strict=True)],
                 *[_ratio_text(r.ratios[i]) if r.better != "neither" else "(not ratioed)" for i in others],
             ]
             for r in rows
@@ -113,7 +119,9 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                     for g in cmp.geomeans
                 ],
                 notes=short_note(sets),
-                caption="'speed' = every latency and throughput metric of the scenario. "
+                caption="'speed' = the latency and throughput metrics of the scenario, each measurement once "
+                "(metrics of one family, e.g. TPOT and decode tok/s, are averaged into one cell per case; "
+                "'cells' counts those). "
                 + RATIO_CAPTION.format(base=base_name),
             )
         )

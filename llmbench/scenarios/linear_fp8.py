@@ -187,7 +187,8 @@ class LinearFp8(Scenario):
             ratio, lo, hi = ratio_ci(mb.samples_s, meas.samples_s)
             ctx.record_value("speedup_vs_bf16", ratio)
             ctx.metrics["speedup_vs_bf16"].stats = {"median": ratio, "ci95": [lo, hi], "n": len(meas.samples_s),
-                                                     "n_bf16": len(mb.samples_s)}
+                                                     "n_bf16": len(mb.samples_s),
+                                                     "ci_method": "bootstrap (percentile, ratio of medians)"}
         ctx.record_monitors(meas)
         ctx.info.update(m=m, n=n, k=k, flops_per_call=flops, kernels_predicted=len(ks_impl))
         self._roofline(params, ctx, launch_s, ks_impl, float(np.median(meas.samples_s)))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from llmbench.errors import UserError
+from llmbench.measure.stats import interval_stats
 from llmbench.results import MetricResult
 from llmbench.serving.records import NO_COUNT, RequestRecord
 
@@ -83,8 +84,8 @@ def meets(lat: Latency, slo: dict[str, float]) -> bool:
 
 def distribution(name: str, samples: list[float]) -> MetricResult:
     """`MetricResult.from_samples`, with two changes for request-ordered samples: a large
-    distribution's CI is bootstrapped from an even subsample (its percentiles and samples stay
-    exact and whole), and a drift is reported as what it means in serving."""
+    distribution's drift is read from an even subsample (its percentiles, median interval and samples
+    stay exact and whole), and a drift is reported as what it means in serving."""
     if len(samples) <= MAX_BOOTSTRAP:
         m = MetricResult.from_samples(name, samples)
     else:
@@ -94,7 +95,7 @@ def distribution(name: str, samples: list[float]) -> MetricResult:
         assert m.stats is not None
         m.stats.update(median=float(np.median(x)), mean=float(x.mean()), p90=float(np.percentile(x, 90)),
                        p99=float(np.percentile(x, 99)), min=float(x.min()), max=float(x.max()),
-                       stdev=float(x.std(ddof=1)), n=int(x.size))
+                       stdev=float(x.std(ddof=1)), n=int(x.size), **interval_stats(x))
         m.stats["cv"] = m.stats["stdev"] / m.stats["mean"] if m.stats["mean"] else 0.0
         m.value = m.stats["median"]
         m.samples = [float(f"{s:.6g}") for s in samples]

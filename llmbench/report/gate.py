@@ -1,0 +1,128 @@
+"""A regression gate for `llmbench compare --fail-if-slower 5%`: a headline metric counts as a
+regression only when it is worse than the baseline by more than the threshold AND its ratio's 95%
+interval lies wholly beyond the threshold (the slowdown is larger than the run-to-run noise).
+
+The threshold reads as time: "5% slower" means the oriented ratio (> 1: better) is below 1 / 1.05,
+i.e. a latency up by more than 5% or a throughput down by more than 1 - 1/1.05 (4.8%)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from llmbench.errors import UserError
+from llmbench.report.compare import Comparison
+from llmbench.report.tables import Table, fmt_ratio
+
+_THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def parse_threshold(text: str, option: str = "--fail-if-slower") -> float:
+    """'5%' -> 0.05. Anything else is a UserError naming the option, the value and the valid form."""
+    m = _THRESHOLD.match(text)
+    value = float(m.group(1)) / 100.0 if m else None
+    if value is None or not 0.0 < value < 10.0:
+        raise UserError(
+            f"{option}: {text!r} is not a threshold; give a percentage above 0% and below 1000%, e.g. {option} 5%"
+        )
+    return value
+
+
+@dataclass
+class GateCell:
+    """One headline metric of one joined case in one compared set, worse than the threshold allows."""
+
+    set_label: str
+    case_id: str
+    scenario: str
+    case: str
+    metric: str
+    ratio: float
+    ci: tuple[float, float] | None
+    beyond_noise: bool  # the whole interval is below the limit; False: within noise, or no interval
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "set": self.set_label,
+            "case_id": self.case_id,
+            "scenario": self.scenario,
+            "case": self.case,
+            "metric": self.metric,
+            "ratio": self.ratio,
+            "ci95": list(self.ci) if self.ci else None,
+            "beyond_noise": self.beyond_noise,
+        }
+
+
+@dataclass
+class GateResult:
+    threshold: float
+    limit: float  # oriented ratios below this are slower than the threshold allows
+    baseline: str
+    slower: list[GateCell]  # every cell past the limit; those with beyond_noise fail the gate
+    checked: int  # ratioed headline cells looked at
+
+    @property
+    def failures(self) -> list[GateCell]:
+        return [c for c in self.slower if c.beyond_noise]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "limit_ratio": self.limit,
+            "baseline": self.baseline,
+            "checked": self.checked,
+            "failed": self.failed,
+            "slower": [c.to_dict() for c in self.slower],
+        }
+
+
+def gate(cmp: Comparison, threshold: float, metrics: Collection[str]) -> GateResult:
+    """Every ratioed cell of `metrics` (the headline ones) checked against 1 / (1 + threshold)."""
+    limit = 1.0 / (1.0 + threshold)
+    slower: list[GateCell] = []
+    checked = 0
+    for row in cmp.rows:
+        if row.metric not in metrics or row.better == "neither":
+            continue
+        for i, r in enumerate(row.ratios):
+            if r is None:
+                continue
+            checked += 1
+            if r.value >= limit:
+                continue
+            beyond = r.ci is not None and r.ci[1] < limit
+            slower.append(GateCell(cmp.sets[i].label, row.case_id, row.scenario, row.case, row.metric,
+                                   r.value, r.ci, beyond))
+    return GateResult(threshold, limit, cmp.sets[cmp.baseline].label, slower, checked)
+
+
+def gate_table(g: GateResult) -> Table:
+    """What the gate found: each slower cell, and whether it fails the gate or sits within the noise."""
+    rows = [
+        [
+            c.set_label,
+            c.scenario,
+            c.case,
+            c.metric,
+            fmt_ratio(c.ratio, c.ci),
+            "FAIL" if c.beyond_noise else ("within noise" if c.ci else "no interval (no raw samples): not gated"),
+        ]
+        for c in g.slower
+    ]
+    verdict = "FAILED" if g.failed else "passed"
+    return Table(
+        f"Regression gate: {verdict} (slower than {g.threshold:.1%} vs {g.baseline})",
+        ["set", "scenario", "case", "metric", "ratio [95% CI]", "verdict"],
+        rows,
+        caption=(
+            f"{g.checked} headline cells checked; a cell fails when its oriented ratio is below "
+            f"{g.limit:.4f} (= 1/(1+{g.threshold:g})) and so is its whole 95% interval."
+        ),
+    )
