@@ -92,6 +92,12 @@ class FakeNvml:
         d["log"].append(mw)
         self._save(d)
 
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> str:
+        return "h0"
+
     def nvmlDeviceGetMigMode(self, h: str) -> tuple[int, int]:
         return (1, 1) if self.mig else (0, 0)
 
