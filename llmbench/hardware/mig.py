@@ -5,6 +5,7 @@ only lists them. A process sees one MIG device (CUDA_VISIBLE_DEVICES=MIG-<uuid>)
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -48,14 +49,10 @@ def instances(handle: Any, backend: Any | None = None) -> list[dict[str, Any]]:
         name = _text(nv.nvmlDeviceGetName(h))
         m = PROFILE.search(name)
         item: dict[str, Any] = {"profile": m.group(0) if m else name, "uuid": _text(nv.nvmlDeviceGetUUID(h))}
-        try:
+        with contextlib.suppress(Exception):
             item["memory_gib"] = round(nv.nvmlDeviceGetMemoryInfo(h).total / 2**30, 1)
-        except Exception:
-            pass
-        try:
+        with contextlib.suppress(Exception):
             item["sm_count"] = int(nv.nvmlDeviceGetAttributes(h).multiprocessorCount)
-        except Exception:
-            pass
         out.append(item)
     return out
 

@@ -12,14 +12,15 @@ simulated device and never touch a real GPU's settings.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any
 
 NVML_ERROR_NO_PERMISSION = 4  # pynvml.NVML_ERROR_NO_PERMISSION
 STATE_ENV = "LLMBENCH_POWER_STATE"  # where the state file lives (tests, several users)
@@ -81,7 +82,8 @@ class PowerController:
                 raise PowerLimitError(
                     f"setting the power limit of GPU {self.uuid} needs root (NVML: no permission); nothing was "
                     "changed. Run as root, or leave power_limit_w out of the suite") from e
-            raise PowerLimitError(f"GPU {self.uuid} refused power limit {mw / 1000:g} W ({e}); nothing was changed") from e
+            raise PowerLimitError(
+                f"GPU {self.uuid} refused power limit {mw / 1000:g} W ({e}); nothing was changed") from e
 
     # -- state file -------------------------------------------------------------------------------
     def _read_state(self) -> dict[str, Any]:
@@ -184,7 +186,7 @@ def power_limit(watts: float, handle: Any, backend: Any | None = None,
             signal.signal(signal.SIGTERM, previous)
 
 
-def case_power_limit(watts: float | None) -> ContextManager[Any]:
+def case_power_limit(watts: float | None) -> AbstractContextManager[Any]:
     """The power limit of a case (a `power_limit_w` param) on the GPU torch calls cuda:0; no-op for None."""
     if watts is None:
         return nullcontext()
@@ -220,7 +222,7 @@ def watts_for_fraction(points: Sequence[tuple[float, float]],
         if pts[0][1] >= target:
             out[f] = pts[0][0]
             continue
-        for (w0, s0), (w1, s1) in zip(pts, pts[1:]):
+        for (w0, s0), (w1, s1) in itertools.pairwise(pts):
             if s0 < target <= s1:
                 out[f] = w0 + (target - s0) * (w1 - w0) / (s1 - s0)
                 break

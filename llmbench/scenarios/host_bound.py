@@ -5,6 +5,7 @@ CPU beats a fast GPU), at large ones the GPU's math. `bottleneck_batch` names th
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -103,7 +104,7 @@ def _mlp(params: Any) -> Any:
 
     dims = [params.features] + [params.hidden] * params.layers
     mods: list[Any] = []
-    for a, c in zip(dims, dims[1:]):
+    for a, c in itertools.pairwise(dims):
         mods += [torch.nn.Linear(a, c), torch.nn.ReLU()]
     return torch.nn.Sequential(*mods, torch.nn.Linear(dims[-1], params.classes))
 
@@ -139,7 +140,7 @@ def bottleneck_batch(points: Sequence[tuple[int, float, float | None]], busy: fl
         hit = next((b for b, _, f in pts if f is not None and f >= busy), None)
         return {"batch": hit, "rule": f"smallest batch with gpu_busy_fraction >= {busy:g}"}
     rule = f"samples/s gains < {scaling:g} of proportional to the next batch"
-    for (b0, s0, _), (b1, s1, _) in zip(pts, pts[1:]):
+    for (b0, s0, _), (b1, s1, _) in itertools.pairwise(pts):
         if b1 > b0 and s0 > 0 and (s1 / s0 - 1) / (b1 / b0 - 1) < scaling:
             return {"batch": b0, "rule": rule}
     return {"batch": None, "rule": rule}
