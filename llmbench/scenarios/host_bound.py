@@ -23,8 +23,8 @@ class HostBoundParams(ScenarioParams):
     batch: int = Field(256, ge=1)
     num_workers: int = Field(0, ge=0)  # DataLoader worker processes (0: load in the main process)
     features: int = Field(256, ge=1)
-    hidden: int = Field(1024, ge=1)
-    layers: int = Field(3, ge=1)  # hidden layers of the MLP
+    hidden: int = Field(4096, ge=1)
+    layers: int = Field(4, ge=1)  # hidden layers of the MLP (~51M parameters by default)
     classes: int = Field(10, ge=2)
     dataset_size: int = Field(50_000, ge=1)  # samples held in memory (host), cycled over epochs
 

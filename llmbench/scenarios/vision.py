@@ -110,10 +110,11 @@ def _build(params: Any, dev: str) -> tuple[Any, Any, Any]:
         raise Skip(f"timm does not import here ({e}): {TIMM_INSTALL}, with a torchvision matching torch") from e
     kwargs: dict[str, Any] = {"img_size": params.image_size} if params.image_size else {}
     try:
-        try:
-            model = timm.create_model(params.model, pretrained=False, num_classes=params.num_classes, **kwargs)
-        except TypeError:  # conv nets take any image size and have no img_size argument
-            model = timm.create_model(params.model, pretrained=False, num_classes=params.num_classes)
+        with torch.device(dev):  # random weights made on the device, not on the CPU first
+            try:
+                model = timm.create_model(params.model, pretrained=False, num_classes=params.num_classes, **kwargs)
+            except TypeError:  # conv nets take any image size and have no img_size argument
+                model = timm.create_model(params.model, pretrained=False, num_classes=params.num_classes)
     except RuntimeError as e:  # timm: "Unknown model (...)"
         raise Skip(f"model={params.model!r}: {e}; `timm.list_models()` lists the valid names") from e
     size = params.image_size or int(model.pretrained_cfg.get("input_size", (3, 224, 224))[-1])
