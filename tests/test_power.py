@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.hardware.power import PowerController, PowerLimitError, power_limit, restore_leftover, watts_for_fraction
+from llmbench.hardware.power import (
+    PowerController,
+    PowerLimitError,
+    power_limit,
+    restore_leftover,
+    startup_restore,
+    watts_for_fraction,
+)
 from tests.fake_nvml import FakeNvml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,3 +128,13 @@ def test_watts_for_fraction_interpolates() -> None:
     assert got[0.95] == pytest.approx(375)
     assert watts_for_fraction(pts, (0.4,))[0.4] == 200  # reached at the lowest limit measured
     assert watts_for_fraction([], (0.8,)) == {0.8: None}
+
+
+def test_startup_restore_reports_and_never_raises(tmp_path: Path) -> None:
+    state = tmp_path / "s.json"
+    assert startup_restore(FakeNvml(), state) == []  # nothing left: nothing done
+    state.write_text('{"GPU-fake-0": {"original_mw": 650000, "pid": 999999999}}')
+    lines = startup_restore(FakeNvml(root=False), state)
+    assert len(lines) == 1 and "could not be restored" in lines[0] and state.exists()
+    nv = FakeNvml()
+    assert "650 W" in startup_restore(nv, state)[0] and nv.current_mw == 650_000 and not state.exists()

@@ -227,3 +227,16 @@ def watts_for_fraction(points: Sequence[tuple[float, float]],
                 out[f] = w0 + (target - s0) * (w1 - w0) / (s1 - s0)
                 break
     return out
+
+
+def startup_restore(backend: Any | None = None, state_path: Path | None = None) -> list[str]:
+    """For the start of a run: restore limits a killed run left changed; lines to show the user. Never
+    raises: without NVML or root the line says what is left changed and how to fix it."""
+    path = state_path or default_state_path()
+    if not path.exists():
+        return []
+    try:
+        return restore_leftover(backend, path)
+    except (PowerLimitError, OSError, ValueError) as e:
+        return [f"a power limit left changed by a killed llmbench run could not be restored ({e}); run "
+                f"llmbench as root once, or restore it with nvidia-smi -pl and delete {path}"]

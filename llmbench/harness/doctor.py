@@ -48,6 +48,12 @@ def collect_checks() -> list[Check]:
     checks.append(Check("nvml", "ok" if driver else "warn",
                         f"driver {driver}" if driver else "NVML not available: no energy/power/clock readings"))
     checks += mig_checks()
+    from llmbench.hardware.power import default_state_path
+
+    if default_state_path().exists():
+        checks.append(Check("power limit", "warn", f"{default_state_path()} names a power limit a killed llmbench run "
+                            "left changed: the next llmbench run as root restores it (or nvidia-smi -pl, then delete "
+                            "the file)"))
     if not torch.cuda.is_available():
         checks.append(
             Check("cuda", "warn", "no CUDA GPU visible to torch: cases run on the CPU, GPU cases are skipped")
