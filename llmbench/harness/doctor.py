@@ -51,9 +51,9 @@ def collect_checks() -> list[Check]:
     from llmbench.hardware.power import default_state_path
 
     if default_state_path().exists():
-        checks.append(Check("power limit", "warn", f"{default_state_path()} names a power limit a killed llmbench run "
-                            "left changed: the next llmbench run as root restores it (or nvidia-smi -pl, then delete "
-                            "the file)"))
+        checks.append(Check(
+            "power limit", "warn", f"{default_state_path()} names a power limit a killed llmbench run left changed: "
+            "the next case with power_limit_w (run as root) restores it first (or nvidia-smi -pl, then delete it)"))
     if not torch.cuda.is_available():
         checks.append(
             Check("cuda", "warn", "no CUDA GPU visible to torch: cases run on the CPU, GPU cases are skipped")
