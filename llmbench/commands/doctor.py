@@ -13,7 +13,8 @@ from llmbench.commands.common import console
 def doctor(
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs to check (CUDA_VISIBLE_DEVICES)."),
 ) -> None:
-    """Check the stack: driver, CUDA, torch, that work really runs on the GPU, optional engines."""
+    """Check the stack: driver, CUDA, torch, that work really runs on the GPU, optional engines, MIG
+    instances. Read-only: llmbench never enables or changes MIG (nvidia-smi mig, as root, does)."""
     from llmbench.harness.doctor import run_checks
 
     ok = True

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.hardware import nvml
+from llmbench.hardware import mig, nvml
 from llmbench.hardware.specs import slug_for
 
 PACKAGES = (
@@ -112,6 +112,9 @@ def gpu_info() -> dict[str, Any] | None:
         summary.pop("pci_bus_id", None)
         info.update(summary)
     info["driver"] = nvml.driver_version()
+    instances = mig.all_instances()  # read-only: what the GPUs are split into (none without MIG)
+    if instances:
+        info["mig_instances"] = instances
     info["visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     return {k: v for k, v in info.items() if v is not None}
 

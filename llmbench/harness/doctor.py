@@ -47,6 +47,13 @@ def collect_checks() -> list[Check]:
     driver = nvml.driver_version()
     checks.append(Check("nvml", "ok" if driver else "warn",
                         f"driver {driver}" if driver else "NVML not available: no energy/power/clock readings"))
+    checks += mig_checks()
+    from llmbench.hardware.power import default_state_path
+
+    if default_state_path().exists():
+        checks.append(Check(
+            "power limit", "warn", f"{default_state_path()} names a power limit a killed llmbench run left changed: "
+            "the next case with power_limit_w (run as root) restores it first (or nvidia-smi -pl, then delete it)"))
     if not torch.cuda.is_available():
         checks.append(
             Check("cuda", "warn", "no CUDA GPU visible to torch: cases run on the CPU, GPU cases are skipped")
@@ -76,6 +83,14 @@ def collect_checks() -> list[Check]:
         there = importlib.util.find_spec(mod) is not None
         checks.append(Check(f"package {mod}", "ok" if there else "warn", "installed" if there else f"missing: {how}"))
     return checks
+
+
+def mig_checks(backend: object | None = None) -> list[Check]:
+    """The MIG instances, listed (read-only); nothing when there are none."""
+    from llmbench.hardware import mig
+
+    items = mig.all_instances(backend)
+    return [Check("mig", "ok", mig.describe(items))] if items else []
 
 
 def run_checks(gpus: str | None) -> list[Check]:

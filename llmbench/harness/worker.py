@@ -49,9 +49,12 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     if reason:
         return {**out, "status": "skipped", "reason": reason}
     ctx = CaseContext(device, rule)
+    from llmbench.hardware.power import PowerLimitError, case_power_limit
+
     try:
-        scenario.run(params, ctx)
-    except Skip as e:
+        with case_power_limit(getattr(params, "power_limit_w", None)):  # opt-in axis; restored on any end
+            scenario.run(params, ctx)
+    except (Skip, PowerLimitError) as e:
         return {**out, "status": "skipped", "reason": str(e)}
     except BaseException as e:
         status = "oom" if _is_oom(e) else "failed"
