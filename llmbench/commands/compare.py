@@ -7,11 +7,11 @@ from typing import Any, Optional
 
 import typer
 
-from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, emit
+from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import compare, headline_metric_names
-from llmbench.report.inputs import load_sets, resolve_baseline
+from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
 from llmbench.report.tables import Table
 from llmbench.report.views import basediff_tables, comparison_tables
 
@@ -33,14 +33,17 @@ def compare_cmd(
     fmt: Fmt = FORMAT_OPT,
     out: Optional[Path] = OUT_OPT,
     headline: bool = typer.Option(
-        False, "--headline", help="Only each scenario's headline metrics, peak memory and energy per unit."
+        False, "--headline", metavar="", help="Only each scenario's headline metrics, peak memory and energy per unit."
     ),
 ) -> None:
     """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
     95% bootstrap CIs, geometric means, and every missing or failed case listed."""
+    check_out_file(out)
     sets = load_sets(files)
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets, or --base KEY=VALUE to compare within one")
+    if len(sets) >= 2:
+        _check_joins(sets)
     tables: list[Table] = []
     data: dict[str, Any] = {}
     if len(sets) >= 2:
@@ -55,6 +58,15 @@ def compare_cmd(
         tables += [t for d in diffs for t in basediff_tables(d)]
         data["base_diffs"] = [d.to_dict() for d in diffs]
     emit(tables, fmt, out, data)
+
+
+def _check_joins(sets: list[SetRef]) -> None:
+    """Sets that share no case id have nothing to compare: say so (exit 2) rather than print empty tables."""
+    ids = [{c.id for c in s.rs.cases} for s in sets]
+    if not set.intersection(*ids) and not any(ids[0] & other for other in ids[1:]):
+        suites = sorted({s.rs.suite for s in sets})
+        raise UserError(f"no case joins: the result sets share no case id (suites: {', '.join(suites)}); "
+                        "compare result sets of the same suite, or cases with the same scenario and params")
 
 
 def register(app: typer.Typer) -> None:
