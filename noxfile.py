@@ -4,21 +4,25 @@
 from __future__ import annotations
 
 import os
+import shlex
 
 import nox
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
-# pyproject.toml keeps a torch range (users bring their own CUDA build); here we pin the build that
-# CI machines have on disk. Override with LLMBENCH_TORCH="torch==2.11.0" or LLMBENCH_TORCH="" (keep).
-TORCH = os.environ.get("LLMBENCH_TORCH", "torch==2.13.0")
+# pyproject.toml keeps a torch range (users bring their own CUDA build); here we pin the CPU build that
+# CI machines have on disk. Plain PyPI's torch==2.13.0 is the CUDA build on Linux (GBs of nvidia-*
+# wheels), so the default names PyTorch's CPU index. Override with LLMBENCH_TORCH="torch==2.11.0"
+# (PyPI, CUDA on Linux) or LLMBENCH_TORCH="" (keep what pyproject's range resolves to).
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH = os.environ.get("LLMBENCH_TORCH", f"torch==2.13.0 --index-url {CPU_INDEX}")
 PYTHON = os.environ.get("LLMBENCH_PYTHON") or None  # None: the interpreter nox runs under
 
 
 def _install(session: nox.Session, *extras: str) -> None:
     if TORCH:
-        session.install(TORCH)
+        session.install(*shlex.split(TORCH))
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install("-e", spec)
 

@@ -12,9 +12,9 @@ from llmbench import __version__
 from llmbench.commands import ALL
 from llmbench.commands.common import INTERRUPTED, console, err_console
 from llmbench.errors import UserError
+from llmbench.registry import PluginError
 
-app = typer.Typer(
-    help="Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.",
+app = typer.Typer(  # its help is the root callback's docstring (with the exit codes)
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
 
@@ -25,11 +25,17 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+HELP = ("Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.\n\n"
+        "Exit codes: 0 every case ok or skipped; 1 a case failed or timed out (oom counts as a result unless "
+        "run --strict); 2 bad input (one message, nothing written); 130 interrupted (finished cases are saved).")
+
+
+@app.callback(help=HELP)
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+        metavar="", help="Print the version."),
 ) -> None:
-    """Benchmark LLM workloads across GPUs, precisions and engines, and compare the results."""
+    """The root of the command line; its help text (HELP) lists the exit codes."""
 
 
 for _command in ALL:
@@ -46,8 +52,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         app()
-    except UserError as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+    except (UserError, PluginError) as e:
+        text = " ".join(str(e).split())  # one line, never wrapped: a script can grep it
+        err_console.print(f"[red]error:[/red] {escape(text)}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         err_console.print(INTERRUPTED)

@@ -12,6 +12,13 @@ T = TypeVar("T")
 PLUGINS_ENV = "LLMBENCH_PLUGINS"
 
 
+class PluginError(Exception):
+    """A module named in LLMBENCH_PLUGINS that cannot be imported: bad input, so the CLI exits 2 (this
+    layer cannot import `errors.UserError`; the CLI catches both)."""
+
+    exit_code = 2
+
+
 class Registry(Generic[T]):
     """Maps a public name to a class. Modules of `package` are imported on first lookup, so a
     module that registers itself with `@REGISTRY.register("name")` is all it takes to add one."""
@@ -41,8 +48,13 @@ class Registry(Generic[T]):
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{mod.name}")
         # Plugins: modules outside the package that register more (LLMBENCH_PLUGINS=a.b,c.d).
-        for name in filter(None, os.environ.get(PLUGINS_ENV, "").split(",")):
-            importlib.import_module(name.strip())
+        for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
+            try:
+                importlib.import_module(name)
+            except ImportError as e:
+                raise PluginError(f"{PLUGINS_ENV}: cannot import plugin module {name!r} ({e}); a plugin must be an "
+                                "importable module name (dotted, no .py), e.g. a module on PYTHONPATH or an "
+                                "installed package") from None
 
     def names(self) -> list[str]:
         self._load()

@@ -175,6 +175,8 @@ def load(path: str | Path) -> ResultSet:
     """Read a result set; a file from a newer schema is refused with a clear message."""
     p = Path(path)
     data = json.loads(p.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: a result set is a JSON object; this file holds a JSON {type(data).__name__}")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ValueError(f"{p}: schema_version {version!r} is not supported (this llmbench reads {SCHEMA_VERSION})")

@@ -156,6 +156,10 @@ def _expand_case(
     for k, v in matrix.items():
         if not isinstance(v, list) or not v:
             raise SuiteError(fname, f"{where}: matrix values must be non-empty lists", key=f"matrix.{k}", value=v)
+        if k in SETTING_KEYS:  # settings are not in the case id: a matrix of them would repeat one case
+            raise SuiteError(fname, f"{where}: {k} is a harness setting, and settings cannot be matrix axes "
+                             f"(only scenario params can); set {k} = <one value> in the case or [defaults]",
+                             key=f"matrix.{k}", value=v)
     fixed = {k: v for k, v in raw.items() if k not in CASE_KEYS}
     for k in list(fixed) + list(matrix):
         if k not in fields and k not in SETTING_KEYS:
@@ -212,6 +216,12 @@ def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
             known = {"scenario", "id"} | {k for c in cases for k in c.params_dict}
             if key not in known:
                 raise UserError(f"--filter {f!r}: unknown key {key!r}; valid: {', '.join(sorted(known))}")
+            having = [c for c in cases if key in ("scenario", "id") or key in c.params_dict]
+            valid = set().union(set(), *(_names_of(c, key) for c in having))
+            unknown = wanted - valid
+            if key != "id" and unknown:  # an id names one case: listing every id would not help
+                raise UserError(f"--filter {f!r}: {key}={','.join(sorted(unknown))} names no case; "
+                                f"valid {key} values: {', '.join(sorted(valid))}")
             out = [c for c in out if _names_of(c, key) & wanted]
         else:
             out = [c for c in out if f in c.label or f in c.id]

@@ -74,7 +74,7 @@ def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: P
     ("args", "needle"),
     [
         (["run", "nosuch"], "unknown suite 'nosuch'"),
-        (["run", "quickstart", "--filter", "precision=int3"], "no case of suite 'quickstart' matches"),
+        (["run", "quickstart", "--filter", "precision=int3"], "valid precision values: bf16, fp32, fp8, tf32"),
         (["run", "quickstart", "--filter", "precison=bf16"], "unknown key 'precison'"),
         (["show", "missing.json"], "does not exist"),
         (["list", "gpus"], "unknown list 'gpus'"),

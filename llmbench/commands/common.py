@@ -3,6 +3,7 @@ terminal."""
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,11 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from llmbench.errors import UserError
 from llmbench.report.tables import Table, render
 from llmbench.report.terminal import print_terminal
 
-console = Console()
+console = Console()  # width from the terminal; plain text (no colour codes) through a pipe
 err_console = Console(stderr=True)
 
 INTERRUPTED = "interrupted: finished cases are saved; run again with --resume to continue"
@@ -29,6 +31,39 @@ class Fmt(str, Enum):
 FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set).")
 FORMAT_OPT = typer.Option(Fmt.terminal, "--format", "-f", help="Output format.")
 OUT_OPT = typer.Option(None, "--out", "-o", help="Write to this file instead of standard output.")
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    """The nearest existing folder above `path` must be a folder we may write into."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{option} {str(path)!r}: {str(parent)!r} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable")
+
+
+def check_out_file(out: Path | None, option: str = "--out") -> None:
+    """Refuse an --out FILE that cannot be written before any work is done (exit 2, nothing written)."""
+    if out is None:
+        return
+    if out.is_dir():
+        raise UserError(f"{option} {str(out)!r} is a folder; give a file name, e.g. {str(out / 'out.txt')!r}")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise UserError(f"{option} {str(out)!r} exists and is not writable")
+    _writable_parent(out, option)
+
+
+def check_out_dir(out: Path, option: str = "--out") -> None:
+    """Refuse an --out FOLDER that is a file or cannot be created or written (exit 2, nothing written)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{option} {str(out)!r} is a file; it must be a folder (result sets go to OUT/<gpu-slug>/)")
+    if out.is_dir():
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise UserError(f"{option} {str(out)!r}: the folder is not writable")
+        return
+    _writable_parent(out, option)
 
 
 def emit(tables: list[Table], fmt: Fmt, out: Path | None, data: dict[str, Any] | None = None) -> None:

@@ -7,12 +7,12 @@ from typing import Any, Optional
 
 import typer
 
-from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, emit
+from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
-from llmbench.report.inputs import load_sets, resolve_baseline
+from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
 from llmbench.report.tables import Table, fmt_ratio
 from llmbench.report.views import basediff_tables, comparison_tables
 
@@ -34,7 +34,7 @@ def compare_cmd(
     fmt: Fmt = FORMAT_OPT,
     out: Optional[Path] = OUT_OPT,
     headline: bool = typer.Option(
-        False, "--headline", help="Only each scenario's headline metrics, peak memory and energy per unit."
+        False, "--headline", metavar="", help="Only each scenario's headline metrics, peak memory and energy per unit."
     ),
     fail_if_slower: Optional[str] = typer.Option(
         None,
@@ -46,11 +46,14 @@ def compare_cmd(
     """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
     95% bootstrap CIs, geometric means, and every missing or failed case listed."""
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
+    check_out_file(out)
     sets = load_sets(files)
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets, or --base KEY=VALUE to compare within one")
     if len(sets) < 2 and threshold is not None:
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
+    if len(sets) >= 2:
+        _check_joins(sets)
     tables: list[Table] = []
     data: dict[str, Any] = {}
     verdict: GateResult | None = None
@@ -76,6 +79,15 @@ def compare_cmd(
         for c in verdict.failures:
             typer.echo(f"  {c.set_label}: {c.scenario} {c.case}: {c.metric} {fmt_ratio(c.ratio, c.ci)}", err=True)
         raise typer.Exit(1)
+
+
+def _check_joins(sets: list[SetRef]) -> None:
+    """Sets that share no case id have nothing to compare: say so (exit 2) rather than print empty tables."""
+    ids = [{c.id for c in s.rs.cases} for s in sets]
+    if not set.intersection(*ids) and not any(ids[0] & other for other in ids[1:]):
+        suites = sorted({s.rs.suite for s in sets})
+        raise UserError(f"no case joins: the result sets share no case id (suites: {', '.join(suites)}); "
+                        "compare result sets of the same suite, or cases with the same scenario and params")
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from llmbench.commands.common import FORMAT_OPT, Fmt, emit
+from llmbench.commands.common import FORMAT_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import SPECS, lookup
 from llmbench.report.inputs import SetRef, load_checked, name_sets
@@ -31,6 +31,7 @@ def project_cmd(
     bandwidth ratio, compute-bound parts by the peak TFLOP/s ratio). Estimates, labelled 'projected'."""
     if lookup(to) is None:
         raise UserError(f"--to {to!r} is not a GPU slug; valid: {choices_text(s.slug for s in SPECS)}")
+    check_out_file(out)
     src = load_checked(result)
     projected = project(src, to)
     if out is not None:

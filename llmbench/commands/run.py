@@ -19,16 +19,26 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from llmbench.commands.common import INTERRUPTED, console, err_console
+from llmbench.commands.common import INTERRUPTED, check_out_dir, console, err_console
 from llmbench.errors import UserError
+from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import local_slug
+from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
 from llmbench.harness.runner import RunOptions, RunUI, run_suite
-from llmbench.report.terminal import case_headline, flags_of, fmt_metric, result_table, status_counts
+from llmbench.report.terminal import case_headline, flag_summary, fmt_metric, result_table, status_counts
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
 CONFIRM_ABOVE_CASES = 200
+FAILED_STATUSES = ("failed", "timeout")  # exit 1; "oom" too with --strict
+
+
+def exit_code(counts: dict[str, int], strict: bool) -> int:
+    """0: every case ok or skipped (or oom: a result, the size does not fit); 1: a case failed or
+    timed out (or, with --strict, ran out of memory)."""
+    bad = FAILED_STATUSES + (("oom",) if strict else ())
+    return 1 if any(counts.get(s) for s in bad) else 0
 
 
 class RichUI(RunUI):
@@ -100,17 +110,18 @@ def run(
     filter: Optional[list[str]] = typer.Option(
         None, "--filter", "-k", help="Keep matching cases: key=v1,v2 (scenario, id or any param) or text "
         "in the case label. Repeat to combine."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the newest result set of this suite on this GPU: "
-                                "cases already ok or skipped are not run again."),
-    force: bool = typer.Option(False, "--force", help="With --resume: measure the selected cases again, "
-                               "replacing their earlier results in the same result set."),
+    resume: bool = typer.Option(False, "--resume", metavar="", help="Continue the newest result set of this "
+                                "suite on this GPU: cases already ok or skipped are not run again."),
+    force: bool = typer.Option(False, "--force", metavar="", help="With --resume: measure the selected cases "
+                               "again, replacing their earlier results in the same result set."),
     out: Path = typer.Option(
         Path("results"), "--out", help="Root folder of result sets: OUT/<gpu-slug>/<suite>-<UTC>.json."
     ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the expanded plan and an estimate; run nothing."),
+    dry_run: bool = typer.Option(False, "--dry-run", metavar="",
+                                 help="Print the expanded plan and an estimate; run nothing."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
                                        "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
-    cpu: bool = typer.Option(False, "--cpu", help="Run on the CPU even when a GPU is present."),
+    cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU even when a GPU is present."),
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
@@ -119,10 +130,16 @@ def run(
         "quotes it: measured by an earlier run here, like the most similar measured cases, or estimated) fits in "
         "what is left; the rest are left out of the result set for a later --resume. It picks cases, it does not "
         "cut one off (--timeout does)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases "
-                             "without asking."),
+    yes: bool = typer.Option(False, "--yes", "-y", metavar="",
+                             help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases without asking."),
+    strict: bool = typer.Option(False, "--strict", metavar="", help="Exit 1 also when a case ran out of memory "
+                                "(by default oom is a result: that size does not fit)."),
 ) -> None:
-    """Run a suite: every case in its own process, results written after each case."""
+    """Run a suite: every case in its own process, results written after each case.
+
+    Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
+    check_out_dir(out)
+    check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
     s = load_suite(suite)
     cases = filter_cases(s.cases, filter or [])
     if timeout is not None:
@@ -160,8 +177,13 @@ def run(
     counts = status_counts(rs)
     deferred = f", {ui.deferred} deferred (--budget; --resume runs them)" if ui.deferred else ""
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + deferred + f" -> {path}")
-    for w in rs.warnings + flags_of(rs):
+    for w in rs.warnings + flag_summary(rs):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    code = exit_code(counts, strict)
+    if code:
+        bad = ", ".join(f"{counts[s]} {s}" for s in (*FAILED_STATUSES, "oom") if counts.get(s))
+        err_console.print(f"exit code {code}: {bad} (llmbench show {path} lists the reasons)", highlight=False)
+        raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -44,6 +44,54 @@ def check_gpus(gpus: str) -> str:
     return gpus.replace(" ", "")
 
 
+def check_gpu_count(gpus: str | None, cpu: bool, count: int) -> None:
+    """--gpus against the GPUs this machine has (`count`, from NVML): an index that does not exist
+    would leave the case processes on the CPU, or on no device, without saying so. With --cpu the GPU
+    selection does not matter."""
+    if gpus is None or cpu:
+        return
+    gpus = check_gpus(gpus)
+    if count == 0:
+        raise UserError(f"--gpus {gpus}: this machine has no NVIDIA GPU (NVML finds none); "
+                        "leave --gpus out, or run on the CPU with --cpu")
+    bad = [i for i in gpus.split(",") if i.isdigit() and int(i) >= count]
+    if bad:
+        raise UserError(f"--gpus {gpus}: GPU index {bad[0]} does not exist; this machine has {count} GPU(s), "
+                        f"valid indices: {', '.join(str(i) for i in range(count))}")
+
+
+def _tmp_prefix(kind: str = "case") -> str:
+    """Temporary folders carry the runner's pid, so a later run can remove those of a killed one."""
+    return f"llmbench-{kind}-{os.getpid()}-"
+
+
+def sweep_stale_tmp(root: str | None = None) -> int:
+    """Remove llmbench-case-<pid>-* / llmbench-env-<pid>-* folders whose runner process is gone (a
+    kill -9 skips TemporaryDirectory's clean-up). Returns how many were removed."""
+    import shutil
+
+    removed = 0
+    for d in Path(root or tempfile.gettempdir()).glob("llmbench-*-*-*"):
+        parts = d.name.split("-")
+        if len(parts) < 4 or parts[1] not in ("case", "env") or not parts[2].isdigit() or not d.is_dir():
+            continue
+        if _pid_alive(int(parts[2])):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a case process: GPU selection is set here, before torch is imported there.
     CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA's indices the same as nvidia-smi's and NVML's."""
@@ -133,7 +181,7 @@ def run_case_process(
     on_progress: Callable[[float, str], None] | None = None,
 ) -> ChildOutcome:
     """Run one case in a fresh process and turn whatever happened into a status."""
-    with tempfile.TemporaryDirectory(prefix="llmbench-case-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=_tmp_prefix("case")) as tmp:
         spec_path, out_path = Path(tmp, "spec.json"), Path(tmp, "out.json")
         spec_path.write_text(json.dumps(spec))
         code, tail, elapsed = run_child(["case", str(spec_path), str(out_path)], env, timeout_s, on_progress)
@@ -159,7 +207,7 @@ def run_case_process(
 
 def fingerprint(env: dict[str, str], timeout_s: float = 180.0) -> dict[str, Any]:
     """The environment fingerprint as a case process sees it (same GPU selection)."""
-    with tempfile.TemporaryDirectory(prefix="llmbench-env-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=_tmp_prefix("env")) as tmp:
         out = Path(tmp, "env.json")
         code, tail, _ = run_child(["fingerprint", str(out)], env, timeout_s)
         if code != 0 or not out.exists():

@@ -11,10 +11,13 @@ from typing import Any
 from llmbench import __version__
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
-from llmbench.harness.isolation import ChildOutcome, child_env, fingerprint, run_case_process
+from llmbench.hardware.power import startup_restore
+from llmbench.harness.isolation import ChildOutcome, child_env, fingerprint, run_case_process, sweep_stale_tmp
 from llmbench.harness.max_batch import search_max_batch
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
+from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, latest_result, load, result_path, save, utc_now
+from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
@@ -63,8 +66,34 @@ def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
     return out
 
 
+def parent_device(fp: dict[str, Any], device: str) -> DeviceInfo:
+    """The device a case process will see, from the fingerprint (no torch in this process): the
+    first visible GPU, or the CPU when there is none or --cpu."""
+    gpu = fp.get("gpu", {})
+    if device == "cpu" or not gpu.get("count"):
+        return DeviceInfo("cpu", f"CPU {fp.get('cpu', {}).get('model', '?')}")
+    cc = str(gpu.get("compute_capability", ""))
+    major, _, minor = cc.partition(".")
+    return DeviceInfo("cuda", str(gpu.get("name", "?")),
+                      (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None,
+                      gpu.get("memory_gib"))
+
+
+def parent_skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
+    """Why the case cannot run here, decided without starting its process (the scenario's own
+    `skip_reason`); None when it may run or the parent cannot tell (the case process checks again)."""
+    try:
+        scenario = SCENARIOS.get(case.scenario)()
+        return scenario.skip_reason(scenario.Params.model_validate(case.params_dict), device)
+    except Exception:  # the parent cannot decide: the case process will, with the real device
+        return None
+
+
 def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI | None = None) -> Path:
     ui = ui or RunUI()
+    sweep_stale_tmp()
+    for line in startup_restore():  # a power limit a killed run left changed goes back first
+        ui.warn(line)
     env = child_env(opts.gpus, opts.extra_env)
     fp = fingerprint(env)
     code = llmbench_info()
@@ -72,6 +101,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     if opts.device == "cpu":
         fp["gpu"] = {"name": "none (CPU forced)", "slug": cpu_slug(), "count": 0}
     slug = fp["gpu"]["slug"]
+    device = parent_device(fp, opts.device)
 
     existing = latest_result(opts.out_dir, slug, suite.name) if opts.resume else None
     if existing is not None:
@@ -112,7 +142,8 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
             rs.warnings.append(msg)
             ui.warn(msg)
         ui.case_start(case, i)
-        result = run_one(case, env, opts.device, ui)
+        reason = parent_skip_reason(case, device)
+        result = skipped_result(case, reason) if reason else run_one(case, env, opts.device, ui)
         result.info["llmbench_commit"] = commit  # a resumed result set can span commits
         result.info["llmbench_tree_modified"] = modified  # tracked files differ from that commit
         if others:
@@ -127,6 +158,13 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     save(rs, path)
     ui.suite_done(rs, path)
     return path
+
+
+def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
+    """A case the parent knows cannot run here: recorded `skipped` without starting a process."""
+    return CaseResult(id=case.id, scenario=case.scenario, params=case.params_dict, status="skipped", reason=reason,
+                      started_at=utc_now(), duration_s=0.0, settings=case.settings.model_dump(),
+                      info={"skipped_by": "runner"})
 
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> CaseResult:

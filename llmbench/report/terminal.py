@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import re
+from collections import defaultdict
 
 from rich.console import Console
 from rich.markup import escape
@@ -106,3 +108,45 @@ def flags_of(rs: ResultSet) -> list[str]:
     return out
 
 
+NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+MAX_FLAG_LINES = 4
+
+
+def _merge_numbers(texts: list[str]) -> str:
+    """One text for flags that differ only in their figures: a figure that varies becomes its range."""
+    columns = list(zip(*(NUMBER.findall(t) for t in texts), strict=True))
+    merged = []
+    for col in columns:
+        lo, hi = min(col, key=float), max(col, key=float)
+        merged.append(lo if float(lo) == float(hi) else f"{lo}..{hi}")
+    it = iter(merged)
+    return NUMBER.sub(lambda _: next(it), texts[0])
+
+
+def flag_summary(rs: ResultSet, *, every: bool = False, max_lines: int = MAX_FLAG_LINES) -> list[str]:
+    """The flags of a result set for a person reading a terminal: flags that differ only in their
+    figures collapse into one line with the number of cases and metrics they touch, at most
+    `max_lines` lines (`every`: one line per flag, as `flags_of`). The result set keeps every flag."""
+    if every:
+        return flags_of(rs)
+    groups: dict[str, list[tuple[CaseResult, str, str]]] = defaultdict(list)
+    for c in rs.cases:
+        for name, m in c.metrics.items():
+            for f in m.flags:
+                groups[NUMBER.sub("#", f)].append((c, name, f))
+    out: list[str] = []
+    ordered = sorted(groups.values(), key=len, reverse=True)
+    for hits in ordered[:max_lines]:
+        cases = {c.id for c, _, _ in hits}
+        if len(hits) == 1:
+            c, name, f = hits[0]
+            out.append(f"{c.scenario} {case_label(c)}: {name}: {f}")
+            continue
+        metrics = ", ".join(dict.fromkeys(n for _, n, _ in hits))
+        out.append(f"{_merge_numbers([f for _, _, f in hits])} — on {len(cases)} case(s) ({metrics}); "
+                   "each case: llmbench show --all")
+    rest = ordered[max_lines:]
+    if rest:
+        n = sum(len(h) for h in rest)
+        out.append(f"{n} more flag(s) of {len(rest)} other kind(s): llmbench show --all")
+    return out
