@@ -9,29 +9,20 @@ import contextlib
 import re
 from typing import Any
 
+from llmbench.hardware import nvml
 from llmbench.hardware.roofline import Bound
 
 PROFILE = re.compile(r"(\d+)g\.(\d+)gb")
 
 
 def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def _nvml() -> Any | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return pynvml
-    except Exception:
-        return None
+    return str(nvml.text(v))
 
 
 def instances(handle: Any, backend: Any | None = None) -> list[dict[str, Any]]:
     """The MIG devices of one GPU: profile (e.g. "1g.5gb"), memory, SM count, UUID. Empty when MIG is
     off, unsupported, or NVML is not there (nothing here raises)."""
-    nv = backend if backend is not None else _nvml()
+    nv = backend if backend is not None else nvml.library()
     if nv is None:
         return []
     try:
@@ -75,7 +66,7 @@ def slice_figure(full: float, share: dict[str, float], bound: Bound = "compute")
 
 def all_instances(backend: Any | None = None) -> list[dict[str, Any]]:
     """The MIG devices of every GPU NVML sees, each with its parent GPU's index."""
-    nv = backend if backend is not None else _nvml()
+    nv = backend if backend is not None else nvml.library()
     if nv is None:
         return []
     try:

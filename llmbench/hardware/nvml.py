@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def _nvml() -> Any | None:
+def library() -> Any | None:
+    """pynvml, initialised; None without a driver or nvidia-ml-py."""
     try:
         import pynvml
 
@@ -17,7 +18,7 @@ def _nvml() -> Any | None:
 
 
 def handles() -> list[Any]:
-    nv = _nvml()
+    nv = library()
     if nv is None:
         return []
     try:
@@ -28,7 +29,7 @@ def handles() -> list[Any]:
 
 def handle_by_uuid(uuid: str) -> Any | None:
     """NVML handle of the device torch calls cuda:0 (matched by UUID, immune to index reordering)."""
-    nv = _nvml()
+    nv = library()
     if nv is None:
         return None
     for cand in (uuid, f"GPU-{uuid}", uuid.removeprefix("GPU-")):
@@ -41,7 +42,7 @@ def handle_by_uuid(uuid: str) -> Any | None:
 
 def call(name: str, *args: Any) -> Any | None:
     """nvml.<name>(*args), or None when NVML or the query is not available here."""
-    nv = _nvml()
+    nv = library()
     if nv is None:
         return None
     try:
@@ -51,7 +52,7 @@ def call(name: str, *args: Any) -> Any | None:
 
 
 def const(name: str) -> Any | None:
-    nv = _nvml()
+    nv = library()
     return getattr(nv, name, None) if nv is not None else None
 
 
@@ -113,7 +114,7 @@ def decode_reasons(mask: int, table: dict[str, int]) -> list[str]:
 
 def reason_table() -> dict[str, int]:
     """{"SwPowerCap": 0x4, ...} from the installed nvidia-ml-py (newer names first, older as fallback)."""
-    nv = _nvml()
+    nv = library()
     if nv is None:
         return {}
     table: dict[str, int] = {}
@@ -131,3 +132,16 @@ def clock_reasons(h: Any, table: dict[str, int]) -> list[str] | None:
     if mask is None:
         mask = call("nvmlDeviceGetCurrentClocksThrottleReasons", h)
     return decode_reasons(int(mask), table) if mask is not None else None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user's counts too)."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

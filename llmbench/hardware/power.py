@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.hardware import nvml
+
 NVML_ERROR_NO_PERMISSION = 4  # pynvml.NVML_ERROR_NO_PERMISSION
 STATE_ENV = "LLMBENCH_POWER_STATE"  # where the state file lives (tests, several users)
 
@@ -46,17 +48,14 @@ class Limits:
 
 
 def _pynvml() -> Any:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return pynvml
-    except Exception as e:  # no driver, no nvidia-ml-py
-        raise PowerLimitError(f"NVML is not available ({e}); install nvidia-ml-py and an NVIDIA driver") from e
+    nv = nvml.library()
+    if nv is None:  # no driver, no nvidia-ml-py
+        raise PowerLimitError("NVML is not available; install nvidia-ml-py and an NVIDIA driver")
+    return nv
 
 
 def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+    return str(nvml.text(v))
 
 
 class PowerController:
@@ -135,16 +134,6 @@ class PowerController:
         return float(entry["original_mw"]) / 1000
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def restore_leftover(backend: Any | None = None, state_path: Path | None = None) -> list[str]:
     """Restore limits an llmbench process changed and could not put back (it was killed). Entries of a
     process still running are left alone. Returns one line per GPU restored."""
@@ -154,7 +143,7 @@ def restore_leftover(backend: Any | None = None, state_path: Path | None = None)
     nv = backend if backend is not None else _pynvml()
     done = []
     for uuid, entry in json.loads(path.read_text()).items():
-        if entry.get("pid") != os.getpid() and _alive(int(entry.get("pid", -1))):
+        if entry.get("pid") != os.getpid() and nvml.pid_alive(int(entry.get("pid", -1))):
             continue
         ctl = PowerController(nv.nvmlDeviceGetHandleByUUID(uuid), nv, path)
         watts = ctl.restore()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import UserError
+from llmbench.hardware import nvml
 from llmbench.measure import progress
 
 STDERR_TAIL = 4000
@@ -75,21 +76,11 @@ def sweep_stale_tmp(root: str | None = None) -> int:
         parts = d.name.split("-")
         if len(parts) < 4 or parts[1] not in ("case", "env") or not parts[2].isdigit() or not d.is_dir():
             continue
-        if _pid_alive(int(parts[2])):
+        if nvml.pid_alive(int(parts[2])):
             continue
         shutil.rmtree(d, ignore_errors=True)
         removed += 1
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
