@@ -133,6 +133,8 @@ def serve_bench(
     dataset: Optional[Path] = typer.Option(None, "--dataset", help="ShareGPT-style JSON of real prompts."),
     multi_turn: int = typer.Option(1, "--multi-turn", min=1, help="Turns per conversation (shared prefix)."),
     n_gpus: int = typer.Option(1, "--n-gpus", min=1, help="GPUs the server uses (for tok/s per GPU)."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="What the server runs (bf16, fp8, ...), as a "
+                                            "label: a series of the Pareto plot and a key for compare --base."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Slug of the server's GPU for the result path and "
                                       "comparisons (e.g. h100-sxm-80gb) when the server is on another machine."),
     name: str = typer.Option("serve-bench", "--name", help="Result-set name (as a suite name)."),
@@ -153,7 +155,8 @@ def serve_bench(
     base = dict(url=url, model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
                 output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
                 seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
-                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, n_gpus=n_gpus)
+                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, n_gpus=n_gpus,
+                precision=precision)
     points = ([_params(base, rate=r) for r in rates] if rates is not None else
               [_params(base, concurrency=int(c)) for c in concs] if concs is not None else [_params(base)])
     from llmbench.serving.prompts import load_tokenizer
