@@ -40,6 +40,8 @@ def test_engine_args_follow_precision_mode_and_case_size() -> None:
     bf16 = args()
     assert bf16["dtype"] == "bfloat16" and "quantization" not in bf16 and bf16["load_format"] == "dummy"
     assert bf16["enforce_eager"] is True and bf16["skip_tokenizer_init"] is True
+    # the same prompts are timed again and again: a prefix cache would turn every prefill into a hit
+    assert bf16["enable_prefix_caching"] is False
     # sizes rounded up to buckets: the cases of a suite share one compile-cache key per precision
     assert bf16["max_model_len"] == 4096 and bf16["max_num_seqs"] == 32
     assert args(max_batch=64)["max_num_seqs"] == 64 and args(max_positions=2048)["max_model_len"] == 2048

@@ -63,6 +63,9 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
         "tensor_parallel_size": options.tensor_parallel,
         "seed": model.seed,
         "enforce_eager": options.mode == "eager",
+        # generate times the same prompts again and again: with vLLM's automatic prefix caching every
+        # timed prefill after the first would be a cache hit, and TTFT no prefill at all
+        "enable_prefix_caching": False,
     }
     if options.precision == "fp8":
         args["quantization"] = "fp8"

@@ -416,8 +416,25 @@ class GenerateScenario(Scenario):
         )
         ctx.record("roofline_efficiency", eff, flags)
         ctx.info.update(bound.as_info(), gpu_spec=spec.slug)
+        floor_flag = prefill_floor_flag(statistics.median(t.ttft_ms for t in per_iter) / 1e3, bound.prefill_s)
+        if floor_flag and "ttft_ms" in ctx.metrics:
+            ctx.metrics["ttft_ms"].flags.append(floor_flag)
+            ctx.info["ttft_flag"] = floor_flag
         if flags:
             ctx.info["roofline_flag"] = flags[0]
+
+
+FLOOR_MARGIN = 0.9  # the floor is at the datasheet peak: nothing computes a full prefill faster
+
+
+def prefill_floor_flag(ttft_s: float, prefill_bound_s: float) -> str | None:
+    """A TTFT under the prefill's compute floor (the prompt's FLOPs at the datasheet peak) did not
+    compute the whole prompt: an engine reused a cached prefix, or the timestamps are wrong. Such a
+    figure must not be compared with a real prefill, so it is flagged."""
+    if ttft_s >= prefill_bound_s * FLOOR_MARGIN:
+        return None
+    return (f"TTFT {ttft_s * 1e3:.3g} ms is under the prefill's compute floor {prefill_bound_s * 1e3:.3g} ms "
+            "(the prompt's FLOPs at the datasheet peak): the prompt was not computed in full (a cached prefix?)")
 
 
 def _spec_for(device: DeviceInfo) -> GpuSpec | None:
