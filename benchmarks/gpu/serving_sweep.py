@@ -45,7 +45,7 @@ def sweep(out: Path, precision: str, work: Path) -> int:
         return subprocess.call([
             sys.executable, "-m", "llmbench", "serve-bench", "--url", url, "--model", PRESET,
             "--tokenizer", str(tok), "--precision", precision, "--concurrency", CONCURRENCY,
-            "--input-len", "1024", "--output-len", "128", "-n", "512", "--duration", "20",
+            "--input-len", "1024", "--output-len", "128", "-n", "512", "--duration", "15",
             "--goodput", "ttft:2000 tpot:50", "--name", f"serving-vllm-{precision}", "--out", str(out / "results")])
 
 
