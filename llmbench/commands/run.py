@@ -187,6 +187,9 @@ def run(
         opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus,
                           device="cpu" if cpu else "auto", budget_s=budget, header=header)
         codes.append(_run_pass(s, cases, opts, strict))
+    if repeat > 1:
+        console.print(f"{len(passes)} pass(es) of repeat group {passes[0][1]} -> {out}; the spread between runs: "
+                      f"llmbench spread {out}/<gpu-slug>/{s.name}-*.json")
     if any(codes):
         raise typer.Exit(max(codes))
 
