@@ -11,7 +11,6 @@ import json
 import operator
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest

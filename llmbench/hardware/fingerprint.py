@@ -125,7 +125,7 @@ def gpu_id_hash(uuids: list[str]) -> str | None:
     """An anonymous id of the visible GPUs (a short hash of their UUIDs, never the UUIDs): tells runs on
     the same GPUs from runs on other machines when result sets are pooled; None without UUIDs."""
     known = sorted(u for u in uuids if u)
-    return hashlib.sha256("llmbench-gpu:".encode() + ",".join(known).encode()).hexdigest()[:12] if known else None
+    return hashlib.sha256(b"llmbench-gpu:" + ",".join(known).encode()).hexdigest()[:12] if known else None
 
 
 def collect() -> dict[str, Any]:

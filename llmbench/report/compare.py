@@ -336,10 +336,7 @@ def _metric_rows(
             None if i == baseline else _side_ratio(got[baseline], ms, better, f"{cid}:{name}")
             for i, ms in enumerate(got)
         ]
-        machines = [
-            None if not ms else _machines([r for r in sets[i].all_runs if (c := r.case(cid)) and c.status == "ok" and name in c.metrics])
-            for i, ms in enumerate(got)
-        ]
+        machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
         rows.append(MetricRow(
             cid, scenario, label, name, unit, better,
             [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
@@ -349,7 +346,12 @@ def _metric_rows(
     return rows
 
 
-def _machines(runs: list[ResultSet]) -> int | None:
+def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
+    """The runs of a side in which case `cid` is ok and has metric `name`."""
+    return [r for r in side.all_runs if (c := r.case(cid)) is not None and c.status == "ok" and name in c.metrics]
+
+
+def machine_count(runs: list[ResultSet]) -> int | None:
     """Distinct machines among the runs (their anonymous GPU ids); None where a run did not record one."""
     ids = [r.machine for r in runs]
     return None if any(i is None for i in ids) else len(set(ids))

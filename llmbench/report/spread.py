@@ -12,7 +12,7 @@ import numpy as np
 
 from llmbench.metrics import METRICS
 from llmbench.report.caselabels import case_labels
-from llmbench.report.compare import SPEED_UNITS, is_headline, sample_count
+from llmbench.report.compare import SPEED_UNITS, is_headline, machine_count, runs_with, sample_count
 from llmbench.report.inputs import SetRef
 from llmbench.report.pooled import pool_metric
 from llmbench.report.tables import MISSING, Table, fmt_num
@@ -76,11 +76,9 @@ def spread_rows(sets: list[SetRef], all_metrics: bool = False) -> list[SpreadRow
                 got = [c.metrics[name] for c in ok if name in c.metrics]
                 pooled = pool_metric(got, [sample_count(m) for m in got])
                 cvs = [float(m.stats["cv"]) for m in got if m.stats and m.stats.get("cv") is not None]
-                runs = [r for r in s.all_runs if (c := r.case(rep.id)) and c.status == "ok" and name in c.metrics]
-                ids = [r.machine for r in runs]
                 rows.append(SpreadRow(
                     s.name, rep.id, rep.scenario, labels[rep.id], name, got[0].unit, pooled.values, pooled.n,
-                    None if any(i is None for i in ids) else len(set(ids)), pooled.between_run_cv,
+                    machine_count(runs_with(s, rep.id, name)), pooled.between_run_cv,
                     float(np.median(cvs)) if cvs else None,
                 ))
     return rows

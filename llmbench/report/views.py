@@ -95,7 +95,8 @@ def _value_text(v: float | None, n: int | None, runs: int = 1, machines: int | N
 def _cells(r: MetricRow) -> list[str]:
     k = len(r.values)
     runs, machines = r.runs or [1] * k, r.machines or [None] * k
-    return [_value_text(v, n, ru, ma) for v, n, ru, ma in zip(r.values, r.ns or [None] * k, runs, machines, strict=True)]
+    ns = r.ns or [None] * k
+    return [_value_text(v, n, ru, ma) for v, n, ru, ma in zip(r.values, ns, runs, machines, strict=True)]
 
 
 def spread_table(cmp: Comparison) -> Table | None:
