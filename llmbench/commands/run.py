@@ -178,7 +178,7 @@ def run(
     if repeat > 1 and budget is not None:
         raise UserError("--repeat with --budget: a pass left unfinished by the budget would make runs of "
                         "unequal cases; pick the cases with --filter instead")
-    passes = plan_passes(out, local_slug(gpus, cpu), s.name, repeat, resume)
+    passes = plan_passes(out, local_slug(gpus, cpu) if repeat > 1 else "", s.name, repeat, resume)
     codes = []
     for index, group, resume_this in passes:
         header = {"repeat": {"group": group, "index": index, "of": repeat}} if repeat > 1 else {}
