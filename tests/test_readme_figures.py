@@ -50,8 +50,10 @@ def _load(ref: dict[str, Any], label: str) -> _Case:
     """A case of a result set picked by params (exactly one must match), or an object of a JSON file."""
     path = ROOT / "results" / FIGURES["sets"].get(ref["set"], ref["set"])
     data = json.loads(path.read_text(encoding="utf-8"))
-    if "cases" not in data:  # a benchmark's JSON: `key` names the object
-        return _Case(data[ref["key"]], f"{label}={path.name}:{ref['key']}")
+    if "cases" not in data:  # a benchmark's JSON (or spread's): `key` is the dotted path to the object
+        for part in ref["key"].split("."):
+            data = data[part]
+        return _Case(data, f"{label}={path.name}:{ref['key']}")
     want = {k: v for k, v in ref.items() if k != "set"}
     hits = [c for c in data["cases"] if all(c["params"].get(k) == v for k, v in want.items())]
     assert len(hits) == 1, f"{label}: {len(hits)} cases of {path.name} match {want}"
