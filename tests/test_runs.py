@@ -202,3 +202,13 @@ def test_spread_of_single_runs_is_a_user_error(tmp_path: Path) -> None:
     save(_pass(H100_ENV, None, 1, 700.0, "2026-11-01T00:00:00Z", seed=1), p)
     r = cli("spread", str(p))
     assert r.returncode == 2 and "two runs" in r.stderr
+
+
+def test_publish_pools_the_newest_repeat_group(tmp_path: Path) -> None:
+    from llmbench.report.publish import newest_by_suite
+
+    folder = tmp_path / "h200-sxm-141gb"
+    _write_group(folder, _env(H200_ENV, "m"), "old", [700.0, 710.0, 720.0], "20261101")
+    _write_group(folder, _env(H200_ENV, "m"), "new", [800.0, 810.0, 820.0], "20261102")
+    _path, ref = newest_by_suite(folder)["ceilings"]
+    assert len(ref.all_runs) == 3 and {(r.repeat_info or {}).get("group") for r in ref.all_runs} == {"new"}

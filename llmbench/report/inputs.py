@@ -22,7 +22,7 @@ class SetRef:
     name: str
     rs: ResultSet
     stem: str = ""
-    runs: list[ResultSet] = field(default_factory=list)  # every pooled run, rs first; empty: rs alone
+    runs: list[ResultSet] = field(default_factory=list)  # every pooled run, rs among them; empty: rs alone
     stems: list[str] = field(default_factory=list)  # the file stems of the pooled runs
 
     @property
