@@ -307,14 +307,18 @@ def sample_count(m: MetricResult | None) -> int | None:
     return len(m.samples) if m.samples else None
 
 
-def _side_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str) -> Ratio | None:
+def _side_ratio(
+    base: list[MetricResult], this: list[MetricResult], better: Better, cid: str, name: str
+) -> Ratio | None:
     """A single run a side: the bootstrap of the ratio of medians from the raw samples; several runs on
-    either side: the runs' ratio (`runs_ratio`), whose interval holds the between-run spread."""
+    either side: the runs' ratio (`runs_ratio`), whose interval holds the between-run spread. Its
+    replicates are seeded by case, so a case's metrics move together in a geometric mean (TPOT and
+    decode tok/s are one timing)."""
     if not base or not this:
         return None
     if len(base) == 1 and len(this) == 1:
-        return ratio(base[0], this[0], better, stream)
-    return runs_ratio(base, this, better, stream)
+        return ratio(base[0], this[0], better, f"{cid}:{name}")
+    return runs_ratio(base, this, better, cid)
 
 
 def _metric_rows(
@@ -333,7 +337,7 @@ def _metric_rows(
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
         ratios = [
-            None if i == baseline else _side_ratio(got[baseline], ms, better, f"{cid}:{name}")
+            None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name)
             for i, ms in enumerate(got)
         ]
         machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]

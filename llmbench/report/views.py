@@ -51,7 +51,9 @@ def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
     for i, s in enumerate(sets):
         cases = s.cases()
         ok = sum(c.status == "ok" for c in cases)
-        name = s.label + (" (baseline)" if i == baseline else "") + _runs_text(len(s.all_runs), s.machines)
+        notes = (["baseline"] if i == baseline else []) + ([_runs_text(len(s.all_runs), s.machines)]
+                                                           if len(s.all_runs) > 1 else [])
+        name = s.label + (f" ({'; '.join(notes)})" if notes else "")
         rows.append(
             [
                 name,
@@ -75,10 +77,8 @@ def _ratio_text(r: Ratio | None) -> str:
 
 
 def _runs_text(runs: int, machines: int | None) -> str:
-    """', 3 runs, 2 machines' for a figure from several runs; nothing for a single run."""
-    if runs < 2:
-        return ""
-    return f", {runs} runs" + ("" if machines is None else f", {machines} machine{'s' if machines > 1 else ''}")
+    """'3 runs, 2 machines' ('3 runs' where a run recorded no machine id)."""
+    return f"{runs} runs" + ("" if machines is None else f", {machines} machine{'s' if machines != 1 else ''}")
 
 
 def _value_text(v: float | None, n: int | None, runs: int = 1, machines: int | None = None) -> str:
@@ -86,9 +86,7 @@ def _value_text(v: float | None, n: int | None, runs: int = 1, machines: int | N
     and, for a figure pooled from several runs, how many runs and machines stand behind it."""
     if v is None:
         return fmt_num(v)
-    parts = ([f"n={n}"] if n is not None and n > 1 else []) + ([f"{runs} runs"] if runs > 1 else [])
-    if runs > 1 and machines is not None:
-        parts.append(f"{machines} machine{'s' if machines > 1 else ''}")
+    parts = ([f"n={n}"] if n is not None and n > 1 else []) + ([_runs_text(runs, machines)] if runs > 1 else [])
     return " ".join([fmt_num(v), ", ".join(parts)]) if parts else fmt_num(v)
 
 
