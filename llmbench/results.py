@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -134,6 +135,20 @@ class ResultSet(BaseModel):
     def gpu_slug(self) -> str:
         return str(self.env.get("gpu", {}).get("slug", "unknown"))
 
+    @property
+    def repeat_info(self) -> dict[str, Any] | None:
+        """`{"group", "index", "of"}` for one pass of `llmbench run --repeat N` (an optional header field:
+        sets without it are single runs), else None."""
+        r = (self.model_extra or {}).get("repeat")
+        return r if isinstance(r, dict) and r.get("group") else None
+
+    @property
+    def machine(self) -> str | None:
+        """An anonymous id of the GPUs that measured the set (`env.gpu.id_hash`, a hash of their UUIDs):
+        tells runs on the same GPUs from runs on other machines; None where not recorded."""
+        got = self.env.get("gpu", {}).get("id_hash")
+        return str(got) if got else None
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename: a reader (or a crash, or kill -9)
@@ -187,6 +202,16 @@ def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = Non
     """Where a new result set goes: OUT/<gpu-slug>/<suite>-<UTC>.json (UTC stamps sort by name)."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     return out_dir / slug / f"{suite}-{stamp}.json"
+
+
+def fresh_result_path(out_dir: Path, slug: str, suite: str) -> Path:
+    """`result_path`, waiting for the next second when a set of that name exists already (the passes
+    of `run --repeat` over skipped cases can end within one second): no run overwrites another."""
+    path = result_path(out_dir, slug, suite)
+    while path.exists():
+        time.sleep(1.0 - time.time() % 1.0 + 0.01)
+        path = result_path(out_dir, slug, suite)
+    return path
 
 
 def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:

@@ -28,9 +28,14 @@ class Fmt(str, Enum):
     json = "json"
 
 
-FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set).")
+FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set, with the "
+                           "rest of its repeat group).")
 FORMAT_OPT = typer.Option(Fmt.terminal, "--format", "-f", help="Output format.")
 OUT_OPT = typer.Option(None, "--out", "-o", help="Write to this file instead of standard output.")
+POOL_OPT = typer.Option(
+    False, "--pool", metavar="", help="Pool every measured result set of the same GPU and suite into one side "
+    "(runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
+    "include the between-run spread. The passes of one `run --repeat` group are pooled without it.")
 
 
 def _writable_parent(path: Path, option: str) -> None:

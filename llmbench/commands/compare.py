@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
+from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import compare, headline_metric_names
@@ -36,6 +36,7 @@ def compare_cmd(
     headline: bool = typer.Option(
         False, "--headline", metavar="", help="Only each scenario's headline metrics, peak memory and energy per unit."
     ),
+    pool: bool = POOL_OPT,
     fail_if_slower: Optional[str] = typer.Option(
         None,
         "--fail-if-slower",
@@ -47,9 +48,10 @@ def compare_cmd(
     95% bootstrap CIs, geometric means, and every missing or failed case listed."""
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
-    sets = load_sets(files)
+    sets = load_sets(files, pool=pool)
     if len(sets) < 2 and base is None:
-        raise UserError("compare needs two or more result sets, or --base KEY=VALUE to compare within one")
+        raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
+                        + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
     if len(sets) < 2 and threshold is not None:
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
     if len(sets) >= 2:
@@ -83,7 +85,7 @@ def compare_cmd(
 
 def _check_joins(sets: list[SetRef]) -> None:
     """Sets that share no case id have nothing to compare: say so (exit 2) rather than print empty tables."""
-    ids = [{c.id for c in s.rs.cases} for s in sets]
+    ids = [{c.id for c in s.cases()} for s in sets]
     if not set.intersection(*ids) and not any(ids[0] & other for other in ids[1:]):
         suites = sorted({s.rs.suite for s in sets})
         raise UserError(f"no case joins: the result sets share no case id (suites: {', '.join(suites)}); "

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from llmbench.commands.common import FILES_ARG, check_out_file
+from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file
 from llmbench.errors import UserError
 from llmbench.report.compare import headline_metric_names
 from llmbench.report.inputs import load_sets, resolve_baseline
@@ -20,6 +20,7 @@ def report_cmd(
     ),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="The HTML file to write."),
     title: str = typer.Option("llmbench report", help="Page title."),
+    pool: bool = POOL_OPT,
     all_metrics: bool = typer.Option(
         False, "--all-metrics", metavar="",
         help="Every metric (default: each scenario's headline metrics, memory, energy)."
@@ -28,7 +29,7 @@ def report_cmd(
     """Write a self-contained HTML page (tables and charts, no external resources) for one result set
     or a comparison of several."""
     check_out_file(out)
-    sets = load_sets(files)
+    sets = load_sets(files, pool=pool)
     try:  # plots need matplotlib, an optional extra: the other commands work without it
         from llmbench.report.html import Section, render_html
     except ModuleNotFoundError as e:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +29,7 @@ from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
 from llmbench.harness.runner import RunOptions, RunUI, run_suite
 from llmbench.report.terminal import case_headline, flag_summary, fmt_metric, result_table, status_counts
-from llmbench.results import CaseResult, ResultSet, load
+from llmbench.results import CaseResult, ResultSet, latest_result, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
 CONFIRM_ABOVE_CASES = 200
@@ -134,6 +136,12 @@ def run(
                              help=f"Start plans of more than {CONFIRM_ABOVE_CASES} cases without asking."),
     strict: bool = typer.Option(False, "--strict", metavar="", help="Exit 1 also when a case ran out of memory "
                                 "(by default oom is a result: that size does not fit)."),
+    repeat: int = typer.Option(
+        1, "--repeat", min=1, help="Run the selected cases N times, each time in a fresh process, as N passes "
+        "(pass 1 over every case, then pass 2, ...: drift over time shows as spread between runs). Each pass "
+        "writes its own result set, whose header names its repeat group (repeat: group, index, of); compare "
+        "and report pool a group into one side, `llmbench spread` prints the between-run spread. --resume "
+        "continues an unfinished group of the same N."),
 ) -> None:
     """Run a suite: every case in its own process, results written after each case.
 
@@ -154,7 +162,8 @@ def run(
         how = (f"{sources['measured']} measured on {slug} in {source}, {sources['similar']} like similar cases "
                f"measured there, {sources['estimate']} estimated" if measured
                else f"estimated; no earlier run on {slug} under {out}")
-        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min ({escape(how)}); nothing was run")
+        times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
+        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min{times} ({escape(how)}); nothing was run")
         return
     if len(cases) > CONFIRM_ABOVE_CASES and not yes:
         if not sys.stdin.isatty():
@@ -163,8 +172,48 @@ def run(
         typer.confirm(f"The plan has {len(cases)} cases. Start it?", abort=True)
     if force and not resume:
         raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
-    opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto",
-                      budget_s=budget)
+    if repeat > 1 and force:
+        raise UserError("--repeat with --force: a repeat group measures each case once per pass; "
+                        "run a new group (--repeat alone) or re-measure one set (--resume --force)")
+    if repeat > 1 and budget is not None:
+        raise UserError("--repeat with --budget: a pass left unfinished by the budget would make runs of "
+                        "unequal cases; pick the cases with --filter instead")
+    passes = plan_passes(out, local_slug(gpus, cpu) if repeat > 1 else "", s.name, repeat, resume)
+    codes = []
+    for index, group, resume_this in passes:
+        header = {"repeat": {"group": group, "index": index, "of": repeat}} if repeat > 1 else {}
+        if repeat > 1:
+            console.print(f"[bold]pass {index} of {repeat}[/bold] (repeat group {group})")
+        opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus,
+                          device="cpu" if cpu else "auto", budget_s=budget, header=header)
+        codes.append(_run_pass(s, cases, opts, strict))
+    if repeat > 1:
+        console.print(f"{len(passes)} pass(es) of repeat group {passes[0][1]} -> {out}; the spread between runs: "
+                      f"llmbench spread {out}/<gpu-slug>/{s.name}-*.json")
+    if any(codes):
+        raise typer.Exit(max(codes))
+
+
+def plan_passes(out: Path, slug: str, suite: str, repeat: int, resume: bool) -> list[tuple[int, str, bool]]:
+    """The passes to run as (index, repeat group, resume that pass's set). With --resume, a repeat group
+    of the same N whose newest pass is this suite's newest set on this GPU continues where it stopped
+    (that pass resumed, the later ones run); otherwise a new group starts at pass 1."""
+    if repeat == 1:
+        return [(1, "", resume)]
+    newest = latest_result(out, slug, suite) if resume else None
+    info = load(newest).repeat_info if newest is not None else None
+    if info is not None and info.get("of") == repeat and isinstance(info.get("index"), int):
+        start = int(info["index"])
+        return [(i, str(info["group"]), i == start) for i in range(start, repeat + 1)]
+    if resume:
+        console.print(f"[yellow]warning:[/yellow] no unfinished --repeat {repeat} group of {suite!r} on {slug}: "
+                      "starting a new one")
+    group = f"{suite}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
+    return [(i, group, False) for i in range(1, repeat + 1)]
+
+
+def _run_pass(s: Suite, cases: list[CaseSpec], opts: RunOptions, strict: bool) -> int:
+    """One run of the cases into one result set (one pass of --repeat); its summary; its exit code."""
     try:
         with _progress() as p:
             ui = RichUI(p)
@@ -183,7 +232,7 @@ def run(
     if code:
         bad = ", ".join(f"{counts[s]} {s}" for s in (*FAILED_STATUSES, "oom") if counts.get(s))
         err_console.print(f"exit code {code}: {bad} (llmbench show {path} lists the reasons)", highlight=False)
-        raise typer.Exit(code)
+    return code
 
 
 def register(app: typer.Typer) -> None:

@@ -4,6 +4,7 @@ no home paths."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -116,7 +117,15 @@ def gpu_info() -> dict[str, Any] | None:
     if instances:
         info["mig_instances"] = instances
     info["visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+    info["id_hash"] = gpu_id_hash([str(getattr(torch.cuda.get_device_properties(i), "uuid", "")) for i in range(count)])
     return {k: v for k, v in info.items() if v is not None}
+
+
+def gpu_id_hash(uuids: list[str]) -> str | None:
+    """An anonymous id of the visible GPUs (a short hash of their UUIDs, never the UUIDs): tells runs on
+    the same GPUs from runs on other machines when result sets are pooled; None without UUIDs."""
+    known = sorted(u for u in uuids if u)
+    return hashlib.sha256(b"llmbench-gpu:" + ",".join(known).encode()).hexdigest()[:12] if known else None
 
 
 def collect() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from llmbench.harness.isolation import ChildOutcome, child_env, fingerprint, run
 from llmbench.harness.max_batch import search_max_batch
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
 from llmbench.precision import DeviceInfo
-from llmbench.results import CaseResult, ResultSet, latest_result, load, result_path, save, utc_now
+from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
 from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec, Suite
 
@@ -45,6 +45,7 @@ class RunOptions:
     device: str = "auto"  # "auto" (a GPU when there is one) or "cpu"
     extra_env: dict[str, str] = field(default_factory=dict)
     budget_s: float | None = None  # start only cases whose expected time fits in what is left of this
+    header: dict[str, Any] = field(default_factory=dict)  # extra header fields of a new set (run --repeat's `repeat`)
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
@@ -112,10 +113,10 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     else:
         if opts.resume:
             ui.warn(f"nothing to resume for suite {suite.name!r} on {slug}: starting a new run")
-        path = result_path(opts.out_dir, slug, suite.name)
+        path = fresh_result_path(opts.out_dir, slug, suite.name)
         rs = ResultSet(suite=suite.name, description=suite.description,
                        llmbench={**llmbench_info(), "version": __version__}, env=fp,
-                       warnings=environment_warnings(fp))
+                       warnings=environment_warnings(fp), **opts.header)
     rs.finished_at = None
     done = set() if opts.force else {c.id for c in rs.cases if c.status in DONE_STATUSES}
     todo = [c for c in cases if c.id not in done]

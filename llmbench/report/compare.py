@@ -23,7 +23,8 @@ from llmbench.report.caselabels import case_labels
 from llmbench.report.envdiff import env_differences
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import mixing_warning
-from llmbench.results import CaseResult, MetricResult
+from llmbench.report.pooled import RUNS_CI_METHOD, log_ratio_interval, pool_metric, runs_seed
+from llmbench.results import CaseResult, MetricResult, ResultSet
 
 CONFIDENCE = 0.95
 RATIO_CI_METHOD = "percentile bootstrap of the ratio of medians (each side resampled from its raw samples)"
@@ -39,12 +40,13 @@ class Ratio:
     value: float
     ci: tuple[float, float] | None = None
     draws: np.ndarray | None = field(default=None, repr=False)
+    method: str = RATIO_CI_METHOD  # how `ci` was made (RUNS_CI_METHOD where a side pools runs)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value,
             "ci95": list(self.ci) if self.ci else None,
-            "ci_method": RATIO_CI_METHOD if self.ci else None,
+            "ci_method": self.method if self.ci else None,
         }
 
 
@@ -59,6 +61,9 @@ class MetricRow:
     values: list[float | None]  # one per set, None where the set lacks it
     ratios: list[Ratio | None]  # one per set; None for the baseline, `neither` metrics and gaps
     ns: list[int | None] = field(default_factory=list)  # samples behind each value; None: a single reading
+    runs: list[int] = field(default_factory=list)  # runs behind each value (0 where the set lacks it)
+    machines: list[int | None] = field(default_factory=list)  # machines behind each value; None: not recorded
+    between_run_cv: list[float | None] = field(default_factory=list)  # spread of the runs' medians; None: 1 run
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +75,9 @@ class MetricRow:
             "better": self.better,
             "values": self.values,
             "n": self.ns,
+            "runs": self.runs,
+            "machines": self.machines,
+            "between_run_cv": self.between_run_cv,
             "ratios": [r.to_dict() if r else None for r in self.ratios],
         }
 
@@ -131,6 +139,9 @@ class Comparison:
                     "gpu": s.rs.gpu_slug,
                     "source": s.rs.source.model_dump(),
                     "created_at": s.rs.created_at,
+                    "runs": len(s.all_runs),
+                    "machines": s.machines,
+                    "files": s.stems,
                 }
                 for s in self.sets
             ],
@@ -189,12 +200,28 @@ def geomean(ratios: list[Ratio]) -> Ratio:
     return Ratio(point, _ci(draws), draws)
 
 
+def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str) -> Ratio | None:
+    """The oriented ratio of two sides' figures where a side pools several runs: the ratio of the medians
+    of the runs' medians, its interval a t-interval on the runs' log ratio (report/pooled.py)."""
+    if better == "neither":
+        return None
+    b, t = pool_metric(base, []).value, pool_metric(this, []).value
+    if b <= 0 or t <= 0:
+        return None
+    point = float(orient(t, b, better))
+    li = log_ratio_interval([m.value for m in base], [m.value for m in this], better)
+    if li is None:
+        return Ratio(point)
+    lo, hi = li.bounds(CONFIDENCE)
+    return Ratio(point, (min(lo, point), max(hi, point)), li.draws(runs_seed(stream)), RUNS_CI_METHOD)
+
+
 def _all_cases(sets: list[SetRef]) -> tuple[list[str], dict[str, CaseResult]]:
     """Case ids in first-seen order, and one representative case per id (for scenario and params)."""
     order: list[str] = []
     rep: dict[str, CaseResult] = {}
     for s in sets:
-        for c in s.rs.cases:
+        for c in s.cases():
             if c.id not in rep:
                 order.append(c.id)
                 rep[c.id] = c
@@ -245,16 +272,17 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
     one_sided: list[CaseNote] = []
     not_ok: list[CaseNote] = []
     for cid in order:
-        found = [s.rs.case(cid) for s in sets]
+        found = [s.case(cid) for s in sets]
         if any(c is None for c in found):
             one_sided.append(_note(cid, rep[cid], labels[cid], found))
         elif any(c.status != "ok" for c in found if c is not None):
             not_ok.append(_note(cid, rep[cid], labels[cid], found))
         if any(c is None or c.status != "ok" for c in found):
             continue
+        runs = [[c for c in s.case_runs(cid) if c.status == "ok"] for s in sets]
         rows.extend(
             r
-            for r in _metric_rows(cid, rep[cid].scenario, labels[cid], found, baseline)  # type: ignore[arg-type]
+            for r in _metric_rows(cid, rep[cid].scenario, labels[cid], runs, baseline, sets)
             if metrics is None or (r.metric in metrics and is_headline(r.scenario, r.metric))
         )
     return Comparison(
@@ -279,26 +307,58 @@ def sample_count(m: MetricResult | None) -> int | None:
     return len(m.samples) if m.samples else None
 
 
+def _side_ratio(
+    base: list[MetricResult], this: list[MetricResult], better: Better, cid: str, name: str
+) -> Ratio | None:
+    """A single run a side: the bootstrap of the ratio of medians from the raw samples; several runs on
+    either side: the runs' ratio (`runs_ratio`), whose interval holds the between-run spread. Its
+    replicates are seeded by case, so a case's metrics move together in a geometric mean (TPOT and
+    decode tok/s are one timing)."""
+    if not base or not this:
+        return None
+    if len(base) == 1 and len(this) == 1:
+        return ratio(base[0], this[0], better, f"{cid}:{name}")
+    return runs_ratio(base, this, better, cid)
+
+
 def _metric_rows(
-    cid: str, scenario: str, label: str, cases: list[CaseResult], baseline: int
+    cid: str, scenario: str, label: str, runs: list[list[CaseResult]], baseline: int, sets: list[SetRef]
 ) -> list[MetricRow]:
+    """One row per metric of the case: each side's figure over its ok runs, and the ratios."""
     names: list[str] = []
-    for c in cases:
-        names += [m for m in c.metrics if m not in names]
+    for side in runs:
+        for c in side:
+            names += [m for m in c.metrics if m not in names]
     rows = []
     for name in names:
         mdef = METRICS.get(name)
         better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
-        got = [c.metrics.get(name) for c in cases]
-        base = got[baseline]
-        unit = next(m.unit for m in got if m is not None)
+        got = [[c.metrics[name] for c in side if name in c.metrics] for side in runs]
+        pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
+        unit = next(ms[0].unit for ms in got if ms)
         ratios = [
-            None if (i == baseline or m is None or base is None) else ratio(base, m, better, f"{cid}:{name}")
-            for i, m in enumerate(got)
+            None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name)
+            for i, ms in enumerate(got)
         ]
-        values = [m.value if m else None for m in got]
-        rows.append(MetricRow(cid, scenario, label, name, unit, better, values, ratios, [sample_count(m) for m in got]))
+        machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
+        rows.append(MetricRow(
+            cid, scenario, label, name, unit, better,
+            [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
+            [p.runs if p else 0 for p in pooled], machines,
+            [p.between_run_cv if p else None for p in pooled],
+        ))
     return rows
+
+
+def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
+    """The runs of a side in which case `cid` is ok and has metric `name`."""
+    return [r for r in side.all_runs if (c := r.case(cid)) is not None and c.status == "ok" and name in c.metrics]
+
+
+def machine_count(runs: list[ResultSet]) -> int | None:
+    """Distinct machines among the runs (their anonymous GPU ids); None where a run did not record one."""
+    ids = [r.machine for r in runs]
+    return None if any(i is None for i in ids) else len(set(ids))
 
 
 def _family(metric_name: str) -> str:

@@ -3,23 +3,52 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from llmbench.errors import UserError, choices_text
 from llmbench.report.labels import tag
-from llmbench.results import ResultSet, load
+from llmbench.results import CaseResult, ResultSet, load
 
 
 @dataclass
 class SetRef:
-    """A result set with the short name it is shown and chosen by (`--baseline NAME`)."""
+    """A result set with the short name it is shown and chosen by (`--baseline NAME`). A side that pools
+    several runs (the passes of `run --repeat`, or `--pool`) keeps them all in `runs`, `rs` being the
+    first: env, suite and name come from it, the figures from every run."""
 
     name: str
     rs: ResultSet
     stem: str = ""
+    runs: list[ResultSet] = field(default_factory=list)  # every pooled run, rs among them; empty: rs alone
+    stems: list[str] = field(default_factory=list)  # the file stems of the pooled runs
+
+    @property
+    def all_runs(self) -> list[ResultSet]:
+        return self.runs or [self.rs]
+
+    @property
+    def machines(self) -> int | None:
+        """How many machines (GPU sets, by their anonymous id) measured the runs; None where a run did
+        not record one."""
+        ids = [r.machine for r in self.all_runs]
+        return None if any(i is None for i in ids) else len(set(ids))
+
+    def case_runs(self, case_id: str) -> list[CaseResult]:
+        """The case as each run has it (runs without it left out)."""
+        return [c for c in (r.case(case_id) for r in self.all_runs) if c is not None]
+
+    def case(self, case_id: str) -> CaseResult | None:
+        """The case as the side shows it: its first `ok` run, else its first run; None: in no run."""
+        found = self.case_runs(case_id)
+        return next((c for c in found if c.status == "ok"), found[0] if found else None)
+
+    def cases(self) -> list[CaseResult]:
+        """Each case of the side once (`case`), in first-seen order over the runs."""
+        ids = list(dict.fromkeys(c.id for r in self.all_runs for c in r.cases))
+        return [c for c in (self.case(i) for i in ids) if c is not None]
 
     @property
     def label(self) -> str:
@@ -49,11 +78,44 @@ def load_checked(path: Path) -> ResultSet:
         raise UserError(f"{path}: not a readable llmbench result set: {e}") from None
 
 
-def load_sets(paths: list[Path]) -> list[SetRef]:
-    """Load files (a folder stands for its newest result set) and give each a unique short name:
-    its GPU slug, or its file stem where two sets share a slug."""
-    files = [newest_in(p) if p.is_dir() else p for p in paths]
-    sets = [SetRef(name="", rs=load_checked(f), stem=f.stem) for f in files]
+def newest_group_in(folder: Path) -> list[Path]:
+    """The newest result set in a folder and, when it is a pass of `run --repeat`, the other passes of
+    its repeat group there."""
+    newest = newest_in(folder)
+    group = (load_checked(newest).repeat_info or {}).get("group")
+    if not group:
+        return [newest]
+    return [p for p in sorted(folder.glob("*.json")) if (load_checked(p).repeat_info or {}).get("group") == group]
+
+
+def pool_key(rs: ResultSet, index: int, pool: bool) -> tuple[str, ...]:
+    """Which side a set joins: the passes of one repeat group always pool; with `pool`, every measured
+    set of the same GPU and suite; a published or projected set is always a side of its own."""
+    if rs.source.kind != "measured":
+        return ("single", str(index))
+    if pool:
+        return ("pool", rs.gpu_slug, rs.suite)
+    group = (rs.repeat_info or {}).get("group")
+    return ("group", str(group)) if group else ("single", str(index))
+
+
+def load_sets(paths: list[Path], pool: bool = False) -> list[SetRef]:
+    """Load files (a folder stands for its newest result set, with the rest of its repeat group) into
+    sides: the runs of one repeat group are one side, and with `pool` so are all measured sets of one GPU
+    and suite (several leases). Each side gets a unique short name: its GPU slug, or its file stem where
+    two sides share a slug."""
+    files = [f for p in paths for f in (newest_group_in(p) if p.is_dir() else [p])]
+    files = list(dict.fromkeys(files))  # a file named twice (a folder and a glob) is one run
+    sides: dict[tuple[str, ...], list[tuple[Path, ResultSet]]] = {}
+    for i, f in enumerate(files):
+        rs = load_checked(f)
+        sides.setdefault(pool_key(rs, i, pool), []).append((f, rs))
+    sets = [
+        SetRef(name="", rs=members[0][1], stem=members[0][0].stem,
+               runs=[rs for _, rs in members] if len(members) > 1 else [],
+               stems=[f.stem for f, _ in members])
+        for members in sides.values()
+    ]
     return name_sets(sets)
 
 
@@ -73,7 +135,7 @@ def resolve_baseline(sets: list[SetRef], name: str | None) -> int:
     """Index of the baseline: the set whose name, GPU slug or file stem is `name` (default: the first)."""
     if name is None:
         return 0
-    hits = [i for i, s in enumerate(sets) if name in (s.name, s.stem)]
+    hits = [i for i, s in enumerate(sets) if name in (s.name, s.stem, *s.stems)]
     if not hits:
         hits = [i for i, s in enumerate(sets) if s.rs.gpu_slug == name]
     if len(hits) == 1:

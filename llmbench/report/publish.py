@@ -32,13 +32,18 @@ HTML_NAME = "report.html"
 def newest_by_suite(folder: Path, measured: bool = True) -> dict[str, tuple[Path, SetRef]]:
     """The newest result set of each suite in `folder` (measured ones, or the others)."""
     out: dict[str, tuple[Path, SetRef]] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        rs = load_checked(path)
+    loaded = [(path, load_checked(path)) for path in (sorted(folder.glob("*.json")) if folder.is_dir() else [])]
+    for path, rs in loaded:
         if is_measured(rs) != measured:
             continue
         old = out.get(rs.suite)
         if old is None or (rs.created_at, path.name) > (old[1].rs.created_at, old[0].name):
             out[rs.suite] = (path, SetRef(name="", rs=rs, stem=path.stem))
+    for _path, ref in out.values():  # the newest set's repeat group (run --repeat) is published pooled
+        group = (ref.rs.repeat_info or {}).get("group")
+        members = [(p, r) for p, r in loaded if group and (r.repeat_info or {}).get("group") == group]
+        if len(members) > 1:
+            ref.runs, ref.stems = [r for _, r in members], [p.stem for p, _ in members]
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from llmbench.report.basediff import BaseDiff
 from llmbench.report.caselabels import case_labels, constant_params, params_text
-from llmbench.report.compare import Comparison, Ratio
+from llmbench.report.compare import Comparison, MetricRow, Ratio
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured, mixing_warning, source_line
 from llmbench.report.project import Validation
@@ -19,6 +19,12 @@ RATIO_CAPTION = (
     "of the ratio of medians from the raw samples (absent where a side has no samples; n = samples "
     "per side, few samples make it optimistic); "
     "metrics with no better direction are shown, not ratioed."
+)
+RUNS_CAPTION = (
+    " Where a side pools several runs (run --repeat, or --pool): its value is the median of the runs' "
+    "medians, n counts the samples of all its runs, and the ratio's interval is a t-interval on the log "
+    "ratio of the runs' medians (between-run spread included; a single-run side borrows the other side's "
+    "spread)."
 )
 
 
@@ -43,8 +49,11 @@ def _unfinished(s: SetRef) -> bool:
 def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
     rows = []
     for i, s in enumerate(sets):
-        ok = sum(c.status == "ok" for c in s.rs.cases)
-        name = s.label + (" (baseline)" if i == baseline else "")
+        cases = s.cases()
+        ok = sum(c.status == "ok" for c in cases)
+        notes = (["baseline"] if i == baseline else []) + ([_runs_text(len(s.all_runs), s.machines)]
+                                                           if len(s.all_runs) > 1 else [])
+        name = s.label + (f" ({'; '.join(notes)})" if notes else "")
         rows.append(
             [
                 name,
@@ -52,7 +61,7 @@ def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
                 str(s.rs.env.get("gpu", {}).get("name", MISSING)),
                 source_line(s.rs),
                 s.rs.created_at,
-                f"{ok}/{len(s.rs.cases)}" + (" (run unfinished)" if _unfinished(s) else ""),
+                f"{ok}/{len(cases)}" + (" (run unfinished)" if _unfinished(s) else ""),
             ]
         )
     return Table(
@@ -67,9 +76,46 @@ def _ratio_text(r: Ratio | None) -> str:
     return fmt_ratio(r.value, r.ci) if r else MISSING
 
 
-def _value_text(v: float | None, n: int | None) -> str:
-    """A value and, beside it, how many samples it is the median of (what its ratio's interval rests on)."""
-    return fmt_num(v) + (f" n={n}" if v is not None and n is not None and n > 1 else "")
+def _runs_text(runs: int, machines: int | None) -> str:
+    """'3 runs, 2 machines' ('3 runs' where a run recorded no machine id)."""
+    return f"{runs} runs" + ("" if machines is None else f", {machines} machine{'s' if machines != 1 else ''}")
+
+
+def _value_text(v: float | None, n: int | None, runs: int = 1, machines: int | None = None) -> str:
+    """A value and, beside it, how many samples it is the median of (what its ratio's interval rests on)
+    and, for a figure pooled from several runs, how many runs and machines stand behind it."""
+    if v is None:
+        return fmt_num(v)
+    parts = ([f"n={n}"] if n is not None and n > 1 else []) + ([_runs_text(runs, machines)] if runs > 1 else [])
+    return " ".join([fmt_num(v), ", ".join(parts)]) if parts else fmt_num(v)
+
+
+def _cells(r: MetricRow) -> list[str]:
+    k = len(r.values)
+    runs, machines = r.runs or [1] * k, r.machines or [None] * k
+    ns = r.ns or [None] * k
+    return [_value_text(v, n, ru, ma) for v, n, ru, ma in zip(r.values, ns, runs, machines, strict=True)]
+
+
+def spread_table(cmp: Comparison) -> Table | None:
+    """The between-run spread of each figure that pools two runs or more (None when none does)."""
+    sets = cmp.sets
+    rows = [r for r in cmp.rows if any(cv is not None for cv in r.between_run_cv)]
+    if not rows:
+        return None
+    body = [
+        [r.case, r.metric, *[MISSING if cv is None else f"{cv:.2%} ({ru} runs)" for cv, ru in
+                             zip(r.between_run_cv, r.runs, strict=True)]]
+        for r in rows
+    ]
+    return Table(
+        "Between-run spread",
+        ["case", "metric", *[s.label for s in sets]],
+        body,
+        caption="between-run CV = standard deviation of the runs' medians over their mean: how far a new "
+        "run of the same case on the same kind of GPU may land; a ratio of single runs within about twice "
+        "this of 1 is within the noise.",
+    )
 
 
 def comparison_tables(cmp: Comparison) -> list[Table]:
@@ -88,7 +134,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
     scenarios = list(dict.fromkeys(r.scenario for r in cmp.rows))
     for sc in scenarios:
         rows = [r for r in cmp.rows if r.scenario == sc]
-        cases = [c for c in (sets[b].rs.case(cid) for cid in dict.fromkeys(r.case_id for r in rows)) if c]
+        cases = [c for c in (sets[b].case(cid) for cid in dict.fromkeys(r.case_id for r in rows)) if c]
         const = params_text(constant_params(cases)) if len(cases) > 1 else ""
         cols = [
             "case",
@@ -102,13 +148,18 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 r.case,
                 r.metric,
                 r.unit,
-                *[_value_text(v, n) for v, n in zip(r.values, r.ns or [None] * len(r.values), strict=True)],
+                *_cells(r),
                 *[_ratio_text(r.ratios[i]) if r.better != "neither" else "(not ratioed)" for i in others],
             ]
             for r in rows
         ]
         caption = (f"common params: {const}. " if const else "") + RATIO_CAPTION.format(base=base_name)
+        if any(ru > 1 for r in rows for ru in r.runs):
+            caption += RUNS_CAPTION
         tables.append(Table(f"Scenario {sc}", cols, body, caption=caption, notes=short_note(sets)))
+    spread = spread_table(cmp)
+    if spread is not None:
+        tables.append(spread)
     if cmp.geomeans:
         tables.append(
             Table(
