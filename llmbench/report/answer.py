@@ -62,9 +62,9 @@ def _answer_geomeans(cmp: Comparison) -> list[Geomean]:
     return [
         g for g in cmp.geomeans
         if g.metric not in ANSWER_METRICS_SKIP
-        and (g.metric == "speed" and (g.scenario != "overall" or len(scenarios) > 1)
-             or g.scenario != "overall" and g.metric != "speed"
-             and (g.metric in HEADLINE_EXTRAS or is_headline(g.scenario, g.metric)))
+        and ((g.metric == "speed" and (g.scenario != "overall" or len(scenarios) > 1))
+             or (g.scenario != "overall" and g.metric != "speed"
+             and (g.metric in HEADLINE_EXTRAS or is_headline(g.scenario, g.metric))))
     ]
 
 
@@ -105,15 +105,28 @@ def headline_table(cmp: Comparison, title: str) -> Table:
             if with_noise:
                 row += [noise[(id(g), i)] or NOT_MEASURED_NOISE]
         rows.append(row)
-    notes = [] if with_noise else [f"Noise floor: {NOT_MEASURED_NOISE} (one result set per GPU; the spread "
-                                   "between separate runs is measured by pooling several runs of each GPU)."]
+    noise_line = "" if with_noise else (f"Noise floor: {NOT_MEASURED_NOISE} (one result set per GPU; pooling "
+                                        "several runs of each GPU measures the spread between runs). ")
     return Table(
         title, cols, rows,
-        caption="geometric mean over the cases both sides ran ('cells': cases x metric families); "
+        caption=noise_line + "Geometric mean over the cases both sides ran ('cells': cases x metric families); "
         "> 1: better than the baseline; [95% interval] from the within-run samples. A ratio means more than "
         "the noise only where it is further from 1 than the noise floor (the spread between separate runs).",
-        notes=notes,
     )
+
+
+def lead_sentence(cmp: Comparison) -> str:
+    """The comparison in one line: each other set's overall speed ratio against the baseline."""
+    overall = next((g for g in cmp.geomeans if g.scenario == "overall" and g.metric == "speed"), None)
+    b = cmp.sets[cmp.baseline]
+    parts = []
+    for i, s in enumerate(cmp.sets):
+        r = overall.ratios[i] if overall else None
+        if i != cmp.baseline and r is not None:
+            parts.append(f"{s.label} runs at {fmt_ratio(r.value, r.ci)} the speed of {b.label}")
+    if not parts or overall is None:
+        return f"No speed metric was measured by both {b.label} and the other sets."
+    return "; ".join(parts) + f" (geometric mean of {overall.n} speed cells, 95% interval)."
 
 
 def projection_table(checks: list[ProjectionCheck], title: str, headline_only: bool = True) -> Table:

@@ -14,6 +14,7 @@ colour on every chart.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +69,12 @@ def _ok(sets: list[SetRef], scenario: str) -> list[tuple[int, CaseResult]]:
     return [(i, c) for i, s in enumerate(sets) for c in s.rs.cases if c.scenario == scenario and c.status == "ok"]
 
 
+def _sort_key(value: object) -> tuple[int, float, str]:
+    """Numbers in numeric order (batch 1, 8, 32), then text."""
+    x = _x(value)
+    return (0, x, "") if x is not None else (1, 0.0, repr(value))
+
+
 def _varying(cases: list[CaseResult]) -> list[str]:
     keys = list(dict.fromkeys(k for c in cases for k in c.params))
     return [k for k in keys if len({repr(c.params.get(k)) for c in cases}) > 1]
@@ -94,7 +101,7 @@ def _rate_metric(scenario: str, cases: list[CaseResult]) -> str | None:
     """The scenario's first headline metric measured as a rate in these cases (else its first one)."""
     present = [m for m in _headline(scenario) if any(m in c.metrics for c in cases)]
     rates = [m for m in present if any(c.metrics[m].unit in RATE_UNITS for c in cases if m in c.metrics)]
-    return (rates or present or [None])[0]
+    return (rates or present)[0] if present else None
 
 
 def _unit(cases: list[CaseResult], metric: str) -> str:
@@ -110,6 +117,7 @@ def _panels(
     cases = [c for _, c in found]
     rest = [k for k in _varying(cases) if k not in (xkey, SERIES_PARAM)]
     panels: dict[str, Panel] = {}
+    order: dict[str, tuple[tuple[int, float, str], ...]] = {}
     for i, c in found:
         x = _x(c.params.get(xkey))
         got = value(i, c)
@@ -118,11 +126,12 @@ def _panels(
         label = params_text({k: c.params[k] for k in rest if k in c.params})
         ylabel, y = got
         panel = panels.setdefault(label, Panel(label, ylabel, {}))
+        order[label] = tuple(_sort_key(c.params.get(k)) for k in rest)
         prec = c.params.get(SERIES_PARAM)
         panel.points.setdefault((i, None if prec is None else str(prec)), []).append((x, y))
     if not panels or len(panels) > MAX_PANELS:
         return None
-    return [panels[k] for k in sorted(panels)]
+    return [panels[k] for k in sorted(panels, key=lambda k: order[k])]
 
 
 def _series_label(sets: list[SetRef], key: tuple[int, str | None]) -> str:
@@ -140,9 +149,9 @@ def _spaced(ticks: list[float], log: bool) -> bool:
     if not ticks or len(ticks) > 8:
         return False
     if log:
-        return all(b / a >= 1.6 for a, b in zip(ticks, ticks[1:], strict=False) if a > 0)
+        return all(b / a >= 1.6 for a, b in itertools.pairwise(ticks) if a > 0)
     width = (ticks[-1] - ticks[0]) or 1.0
-    return all((b - a) / width >= 0.08 for a, b in zip(ticks, ticks[1:], strict=False))
+    return all((b - a) / width >= 0.08 for a, b in itertools.pairwise(ticks))
 
 
 def _plain(v: float, _pos: object = None) -> str:
@@ -285,8 +294,10 @@ def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
                       _xlabel(xkey), sets, panels, hline=1.0, share=True)
 
 
-def _hbars(title: str, xlabel: str, labels: list[str], series: list[tuple[str, int, bool, list[float | None],
-           list[tuple[float, float] | None]]], vline: float | None) -> Chart:
+BarSeries = tuple[str, int, bool, list[float | None], list[tuple[float, float] | None]]
+
+
+def _hbars(title: str, xlabel: str, labels: list[str], series: list[BarSeries], vline: float | None) -> Chart:
     """Horizontal grouped bars: a row per label, a bar per series (name, GPU index, measured, values,
     intervals); whiskers where an interval is known."""
     n = max(len(series), 1)
@@ -296,8 +307,8 @@ def _hbars(title: str, xlabel: str, labels: list[str], series: list[tuple[str, i
     for k, (name, gpu, measured, values, cis) in enumerate(series):
         ys = [r + (k - (n - 1) / 2) * step for r in range(len(labels))]
         vals = [math.nan if v is None else v for v in values]
-        ax.barh(ys, vals, step, color=gpu_color(gpu), label=name,
-                **({} if measured else {"hatch": "//", "alpha": 0.6}))
+        ax.barh(ys, vals, step, color=gpu_color(gpu), label=name, hatch=None if measured else "//",
+                alpha=1.0 if measured else 0.6)
         lo = [0.0 if c is None or math.isnan(v) else max(v - c[0], 0.0) for v, c in zip(vals, cis, strict=True)]
         hi = [0.0 if c is None or math.isnan(v) else max(c[1] - v, 0.0) for v, c in zip(vals, cis, strict=True)]
         if any(lo) or any(hi):
@@ -344,8 +355,8 @@ def speedup_charts(cmp: Comparison) -> list[Chart]:
         labels = [r.case for r in rows]
         series = [
             (f"{cmp.sets[i].label} vs {cmp.sets[b].label}", i, is_measured(cmp.sets[i].rs),
-             [r.ratios[i].value if r.ratios[i] else None for r in rows],
-             [r.ratios[i].ci if r.ratios[i] else None for r in rows])
+             [ratio.value if (ratio := r.ratios[i]) else None for r in rows],
+             [ratio.ci if (ratio := r.ratios[i]) else None for r in rows])
             for i in others
         ]
         title = f"{scenario}: speed-up against {cmp.sets[b].label} ({metrics}; > 1 is better)"
@@ -354,28 +365,29 @@ def speedup_charts(cmp: Comparison) -> list[Chart]:
     return charts
 
 
-def value_bars(sets: list[SetRef], scenario: str) -> Chart | None:
-    """Where nothing varies along an axis: each case's headline value, one bar per GPU."""
+def value_bars(sets: list[SetRef], scenario: str) -> list[Chart]:
+    """Where nothing varies along an axis: each case's headline value, one bar per GPU; a chart per
+    headline metric the cases report (a d2d copy in TB/s, a host copy in GB/s)."""
     found = _ok(sets, scenario)
     cases = [c for _, c in found]
-    metric = _rate_metric(scenario, cases)
-    if metric is None:
-        return None
-    ids = list(dict.fromkeys(c.id for c in cases if metric in c.metrics))[:MAX_BARS]
+    order = _headline(scenario)
+    first = {c.id: next((m for m in order if m in c.metrics), None) for c in cases}
     labels = case_labels(cases)
-    series = []
-    for i, s in enumerate(sets):
-        got = {c.id: c.metrics[metric].value for j, c in found if j == i and metric in c.metrics}
-        series.append((s.label, i, is_measured(s.rs), [got.get(cid) for cid in ids], [None] * len(ids)))
-    return _hbars(f"{scenario}: {metric} ({_unit(cases, metric)}) per case", f"{metric} ({_unit(cases, metric)})",
-                  [labels[cid] for cid in ids], series, None)
+    charts = []
+    for metric in dict.fromkeys(m for m in first.values() if m is not None):
+        ids = [cid for cid, m in first.items() if m == metric][:MAX_BARS]
+        unit = _unit(cases, metric)
+        series: list[BarSeries] = []
+        for i, s in enumerate(sets):
+            got = {c.id: c.metrics[metric].value for j, c in found if j == i and metric in c.metrics}
+            series.append((s.label, i, is_measured(s.rs), [got.get(cid) for cid in ids], [None] * len(ids)))
+        charts.append(_hbars(f"{scenario}: {metric} ({unit}) per case", f"{metric} ({unit})",
+                             [labels[cid] for cid in ids], series, None))
+    return charts
 
 
 def scenario_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
     """The charts that answer the scenario's questions; bars per case only where no line can be drawn."""
     lines = [c for c in (throughput_chart(sets, scenario), ttft_chart(sets, scenario),
                          roofline_chart(sets, scenario)) if c]
-    if lines:
-        return lines
-    bars = value_bars(sets, scenario)
-    return [bars] if bars else []
+    return lines or value_bars(sets, scenario)

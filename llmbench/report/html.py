@@ -13,7 +13,13 @@ import re
 from dataclasses import dataclass, field
 
 from llmbench import __version__
-from llmbench.report.answer import ProjectionCheck, headline_table, projection_checks, projection_table
+from llmbench.report.answer import (
+    ProjectionCheck,
+    headline_table,
+    lead_sentence,
+    projection_checks,
+    projection_table,
+)
 from llmbench.report.charts import scenario_charts, speedup_charts
 from llmbench.report.compare import Comparison, compare
 from llmbench.report.inputs import SetRef
@@ -23,7 +29,7 @@ from llmbench.report.tables import Table
 from llmbench.report.views import comparison_tables, set_tables, validation_tables
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-FOLD_ROWS = 12  # tables with more rows start folded
+FOLD_ROWS = 8  # tables with more rows start folded
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5rem auto;max-width:1100px;
 color:#1b1f24;padding:0 1rem}
@@ -39,7 +45,7 @@ nav.toc{background:#f6f8fa;border:1px solid #d0d7de;padding:.5rem 1rem;margin:1r
 nav.toc ol{margin:.2rem 0;padding-left:1.4rem}nav.toc h2{border:0;margin:.2rem 0;font-size:1.1rem}
 details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
 .answer{border:2px solid #1f4e9c;border-radius:6px;padding:.2rem 1rem .8rem;margin:1rem 0}
-.answer h2{margin-top:.6rem}
+.answer h2{margin-top:.6rem}.lead{font-size:16px;font-weight:600;margin:.3rem 0}
 """
 
 
@@ -140,6 +146,7 @@ def answer_html(built: list[_Built]) -> str:
     for b in measured:
         assert b.cmp is not None
         parts.append(f'<h3><a href="#{b.anchor}">{_cell(b.sec.title)}</a></h3>')
+        parts.append(f'<p class="lead">{_cell(lead_sentence(b.cmp))}</p>')
         parts.append(_table_body(headline_table(b.cmp, "")))
         if b.checks:
             parts.append("<h4>Projection check</h4>")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+
 import matplotlib
 
 matplotlib.use("Agg")

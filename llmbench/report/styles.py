@@ -8,6 +8,7 @@ chart that lacks a series does not shift the colours of the others.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from llmbench.precision import PRECISIONS
 
@@ -25,7 +26,8 @@ _HUES = (
     ("#6b7d00", "#a8bf12"),  # olive
     ("#01665e", "#2ca89a"),  # teal
 )
-_DASHES = ("-", "--", ":", "-.")
+LineStyle = Literal["-", "--", ":", "-."]
+_DASHES: tuple[LineStyle, ...] = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 _ORDER = {name: i for i, name in enumerate(PRECISIONS)}
 
@@ -33,7 +35,7 @@ _ORDER = {name: i for i, name in enumerate(PRECISIONS)}
 @dataclass(frozen=True)
 class Style:
     color: str
-    linestyle: str
+    linestyle: LineStyle
     marker: str
 
 

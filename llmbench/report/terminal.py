@@ -35,7 +35,7 @@ def print_terminal(tables: list[Table], console: Console) -> None:
         for n in t.notes:
             console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
         if not t.rows:
-            console.print(f"[italic]{escape(t.title)}[/]: {escape(t.none_text)}", highlight=False)
+            console.print(f"[italic]{escape(t.title)}[/]: {escape(t.none_text)}", highlight=False, soft_wrap=True)
         else:
             console.print(to_rich(t))
         console.print()

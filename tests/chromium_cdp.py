@@ -7,6 +7,7 @@ report's browser tests and for the screenshots of the published report.
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -125,10 +126,8 @@ class Browser:
         out.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, OSError, TimeoutError):
             self.call("Browser.close")
-        except (RuntimeError, OSError, TimeoutError):
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
