@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -65,7 +66,8 @@ class Browser:
 
     def _read(self) -> dict[str, Any]:
         while b"\0" not in self._buf:
-            if time.monotonic() > self._deadline:
+            left = self._deadline - time.monotonic()
+            if left <= 0 or not select.select([self._in], [], [], left)[0]:
                 raise TimeoutError("chromium did not answer in time")
             chunk = os.read(self._in, 1 << 20)
             if not chunk:

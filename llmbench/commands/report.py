@@ -25,8 +25,11 @@ def report_cmd(
         help="Every metric (default: each scenario's headline metrics, memory, energy)."
     ),
 ) -> None:
-    """Write a self-contained HTML page (tables and charts, no external resources) for one result set
-    or a comparison of several."""
+    """Write a self-contained HTML page (no scripts, no external resources) for one result set or a
+    comparison of several: the answer first (headline ratios with 95% intervals and, for measured GPUs
+    of the spec table, the check of `llmbench project` against the other GPU's measurement), then
+    charts (throughput against batch size, TTFT against input length, roofline share, speed-ups)
+    and tables."""
     check_out_file(out)
     sets = load_sets(files)
     try:  # plots need matplotlib, an optional extra: the other commands work without it

@@ -97,11 +97,12 @@ def _headline(scenario: str) -> tuple[str, ...]:
     return SCENARIOS.get(scenario).headline if scenario in SCENARIOS else ()
 
 
-def _rate_metric(scenario: str, cases: list[CaseResult]) -> str | None:
-    """The scenario's first headline metric measured as a rate in these cases (else its first one)."""
+def _rate_metrics(scenario: str, cases: list[CaseResult]) -> list[str]:
+    """The scenario's headline metrics measured as rates in these cases (else all its headline ones
+    present), most important first."""
     present = [m for m in _headline(scenario) if any(m in c.metrics for c in cases)]
     rates = [m for m in present if any(c.metrics[m].unit in RATE_UNITS for c in cases if m in c.metrics)]
-    return (rates or present)[0] if present else None
+    return rates or present
 
 
 def _unit(cases: list[CaseResult], metric: str) -> str:
@@ -129,6 +130,8 @@ def _panels(
         order[label] = tuple(_sort_key(c.params.get(k)) for k in rest)
         prec = c.params.get(SERIES_PARAM)
         panel.points.setdefault((i, None if prec is None else str(prec)), []).append((x, y))
+    # A panel where no series has two points along x shows no trend: its cases are in the tables.
+    panels = {k: p for k, p in panels.items() if any(len({x for x, _ in pts}) > 1 for pts in p.points.values())}
     if not panels or len(panels) > MAX_PANELS:
         return None
     return [panels[k] for k in sorted(panels, key=lambda k: order[k])]
@@ -207,7 +210,7 @@ def line_chart(title: str, xlabel: str, sets: list[SetRef], panels: list[Panel],
             ax.set_yscale("log")
             ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+            ax.yaxis.set_major_formatter(FuncFormatter(_plain))
         if hline is not None:
             ax.axhline(hline, color="#555555", linewidth=1.0, linestyle="--")
         ax.set_title(panel.label or title, fontsize=10)
@@ -222,26 +225,33 @@ def line_chart(title: str, xlabel: str, sets: list[SetRef], panels: list[Panel],
     return Chart(title, to_svg(fig))
 
 
-def _metric_value(metric: str) -> Callable[[int, CaseResult], tuple[str, float] | None]:
+def _metric_value(*metrics: str) -> Callable[[int, CaseResult], tuple[str, float] | None]:
+    """A case's value of the first of `metrics` it has, with its axis label."""
     def value(_i: int, c: CaseResult) -> tuple[str, float] | None:
-        m = c.metrics.get(metric)
-        return (f"{metric} ({m.unit})", m.value) if m else None
+        name = next((n for n in metrics if n in c.metrics), None)
+        if name is None:
+            return None
+        m = c.metrics[name]
+        return f"{name} ({m.unit})", m.value
 
     return value
 
 
 def throughput_chart(sets: list[SetRef], scenario: str) -> Chart | None:
-    """The scenario's headline rate against its x param (batch size first), per GPU and precision."""
+    """The scenario's headline rate against its x param (batch size first), per GPU and precision; a
+    case that lacks the first rate (a host copy reports GB/s, a device copy TB/s) shows its next one."""
     cases = [c for _, c in _ok(sets, scenario)]
-    xkey, metric = x_param(cases), _rate_metric(scenario, cases)
-    if xkey is None or metric is None:
+    xkey, metrics = x_param(cases), _rate_metrics(scenario, cases)
+    if xkey is None or not metrics:
         return None
-    panels = _panels(sets, scenario, xkey, _metric_value(metric))
+    panels = _panels(sets, scenario, xkey, _metric_value(*metrics))
     if panels is None:
         return None
-    better = METRICS[metric].better if metric in METRICS else "neither"
-    hint = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(better, "")
-    return line_chart(f"{scenario}: {metric} against {xkey}{hint}", _xlabel(xkey), sets, panels)
+    shown = list(dict.fromkeys(p.ylabel.split(" (")[0] for p in panels))
+    better = {METRICS[m].better if m in METRICS else "neither" for m in shown}
+    hints = {"higher": " (higher is better)", "lower": " (lower is better)"}
+    hint = hints.get(better.pop(), "") if len(better) == 1 else ""
+    return line_chart(f"{scenario}: {', '.join(shown)} against {xkey}{hint}", _xlabel(xkey), sets, panels)
 
 
 def ttft_chart(sets: list[SetRef], scenario: str) -> Chart | None:

@@ -71,7 +71,7 @@ def timeline_charts(sets: list[SetRef]) -> list[Chart]:
             ys = tl.get(key) or []
             if ys and len(ys) == len(tl["t_s"]):
                 ax.plot(tl["t_s"], ys, color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
-                        label=f"{s.label} {labels[c.id]}"[:80])
+                        label=s.label if len(runs) == 1 else f"{s.label} {labels[c.id]}")
         ax.set_title(title)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
