@@ -39,7 +39,7 @@ def report_cmd(
             f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
         ) from None
     section = Section(
-        title if len(sets) == 1 else "Comparison",
+        ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in sets),
         sets,
         resolve_baseline(sets, baseline),
         None if all_metrics else frozenset(headline_metric_names()),
