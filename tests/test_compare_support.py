@@ -93,6 +93,7 @@ def generate_case(
     seed: int = 0,
     samples: bool = True,
     efficiency: float | None = None,
+    input_len: int = 128,
 ) -> CaseResult:
     out_len = 128
     tpot = 1000.0 * batch / decode_tps
@@ -115,7 +116,7 @@ def generate_case(
             "model": "llama-3-8b",
             "precision": precision,
             "batch_size": batch,
-            "input_len": 128,
+            "input_len": input_len,
             "output_len": out_len,
         },
         m,

@@ -103,3 +103,19 @@ def test_report_specs_project(app: typer.Typer, files: tuple[Path, Path], tmp_pa
         and "Projection error" in res.output
         and "[projected]" in res.output
     )
+
+
+def test_compare_prints_none_for_an_empty_section(app: typer.Typer, tmp_path: Path) -> None:
+    """A section with no rows is one line naming what it would hold, not a frame of empty headers."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save(h100_set(), a)
+    save(h100_set(), b)
+    res = runner.invoke(app, ["compare", str(a), str(b), "--fail-if-slower", "5%"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    none = [ln for ln in lines if "(none" in ln]
+    assert "Cases not in every result set: (none: every case is in every result set)" in none
+    assert any(ln.startswith("Regression gate: passed") and "(none: no headline cell" in ln for ln in none)
+    assert not any(ln.strip().startswith("Cases not in every result set") and "(none" not in ln for ln in lines)
+    res = runner.invoke(app, ["compare", str(a), str(b), "-f", "markdown"])
+    assert "(none: every case is in every result set)" in res.output

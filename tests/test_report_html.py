@@ -2,39 +2,46 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_compare_support import h100_set, h200_set, refs
+from chromium_cdp import CHART_TEXT_JS, CHROMIUM, Browser
+from test_compare_support import H100_ENV, H200_ENV, generate_case, h100_set, h200_set, refs, result_set
 
 from llmbench.report.html import Section, render_html
 from llmbench.report.project import project
+from llmbench.results import ResultSet
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.environ.get("LLMBENCH_REQUIRE_BROWSER"):
     raise RuntimeError("LLMBENCH_REQUIRE_BROWSER is set (CI) but chromium is not installed")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--enable-logging=stderr",
-    "--v=0",
-]
+NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+MIN_TEXT_PX = 10.0  # the smallest chart text allowed, in CSS px at 100% zoom
+PAGE_COLUMN_PX = 1100  # the page's content width (html.CSS max-width)
+GPUS = ("h100-sxm-80gb", "h200-sxm-141gb")
 
 
+def _sweep(env: dict[str, Any], scale: float, seed: int) -> ResultSet:
+    """A generate sweep over batch size and input length in two precisions, with a roofline share."""
+    cases = [
+        generate_case(p, batch, scale * tps * batch ** 0.8, ttft * (input_len / 128) ** 0.7, seed=seed + k,
+                      efficiency=0.7, input_len=input_len)
+        for k, (p, tps, ttft) in enumerate([("bf16", 160.0, 30.0), ("fp8", 240.0, 25.0)])
+        for batch in (1, 8, 32) for input_len in (128, 2048)
+    ]
+    return result_set(env, cases, suite="inference")
+
+
+@functools.cache
 def _page() -> str:
     a, b = h100_set(), h200_set()
     return render_html(
         [
             Section("H100 vs H200 (+ projection)", refs(a, b, project(a, "h200-sxm-141gb"))),
+            Section("sweep: H100 vs H200", refs(_sweep(H100_ENV, 1.0, 1), _sweep(H200_ENV, 1.3, 50))),
             Section("single set", refs(a)),
         ],
         "test report",
@@ -49,39 +56,98 @@ def test_page_is_self_contained() -> None:
     assert 'class="tag projected"' in page
 
 
-def _load(path: Path, tmp: Path) -> tuple[str, list[str]]:
-    """DOM after load and the console lines chromium logged (any console line is a failure for a page
-    with no scripts: a blocked load, a CSP violation, an error)."""
-    assert CHROMIUM is not None
-    proc = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--dump-dom", path.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout, [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
+def test_the_answer_comes_first_then_contents_then_sections() -> None:
+    page = _page()
+    answer, toc = page.index('id="answer"'), page.index('class="toc"')
+    first_section = page.index("<section id=\"s1-")
+    assert answer < toc < first_section
+    head = page[answer:toc]
+    assert "Projection check" in head and "Noise floor: not measured for this pair" in head
+    assert "h200-sxm-141gb runs at 1." in head
+    assert re.search(r"1\.\d\dx \[1\.\d\d, 1\.\d\d\]", head)  # a headline ratio with its interval
+    for anchor in re.findall(r'href="#([^"]+)"', page):
+        assert f'id="{anchor}"' in page
+    assert "<details><summary>" in page  # the long per-case tables are folded
+    assert "published" not in page.split("<body>")[1].split("</p>")[0]  # no tag explained that is not used
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-def test_report_loads_in_headless_chromium(tmp_path: Path) -> None:
+def _svg_text_px(svg: str) -> list[float]:
+    """The rendered size (CSS px at 100% zoom) of every text of a chart: SVG user units are points."""
+    width_pt = float(re.search(r'<svg[^>]*width="([\d.]+)pt"', svg).group(1))  # type: ignore[union-attr]
+    scale = min(1.0, PAGE_COLUMN_PX / (width_pt * 4 / 3))
+    return [float(px) * 4 / 3 * scale for px in re.findall(r"font-size: ([\d.]+)px", svg)]
+
+
+def _is_line_chart(title: str) -> bool:
+    """The sweep's lines: throughput against batch size, TTFT against input length, roofline share."""
+    return title.startswith("generate:") and " against " in title and "speed-up" not in title
+
+
+def _charts(page: str) -> list[tuple[str, str]]:
+    return re.findall(r'<figure aria-label="([^"]*)">(<svg.*?</svg>)\s*</figure>', page, flags=re.S)
+
+
+def test_chart_text_is_readable_and_two_gpu_charts_name_both() -> None:
+    charts = _charts(_page())
+    assert len(charts) >= 8
+    for title, svg in charts:
+        sizes = _svg_text_px(svg)
+        assert sizes and min(sizes) >= MIN_TEXT_PX, (title, min(sizes, default=None))
+    sweep = [(t, svg) for t, svg in charts if _is_line_chart(t)]
+    assert {t.split(":")[1].split(" against")[0].strip() for t, _ in sweep} >= {
+        "decode_tokens_per_s", "time to first token", "achieved share of the roofline"}
+    for title, svg in sweep + [(t, s) for t, s in charts if "speed-up" in t]:
+        for gpu in GPUS:
+            assert gpu in svg, (title, gpu)
+
+
+def test_a_series_has_one_style_on_every_chart() -> None:
+    from llmbench.report.styles import series_style
+
+    assert series_style(0, "bf16") == series_style(0, "bf16")
+    assert len({series_style(g, p) for g in (0, 1) for p in ("bf16", "fp8", "int4", "nf4")}) == 8
+    page = _page()
+    bf16_h200 = series_style(1, "bf16").color
+    sweep = [svg for t, svg in _charts(page) if _is_line_chart(t)]
+    assert len(sweep) == 3
+    assert all(bf16_h200 in svg for svg in sweep)
+
+
+@NEEDS_CHROMIUM
+def test_report_loads_in_chromium_with_readable_charts(tmp_path: Path) -> None:
+    """In a real browser: no console message (any is a failure for a page with no scripts: a blocked
+    load, a CSP violation), every chart's text at least MIN_TEXT_PX on screen at 100% zoom in a
+    1280 px window, and both GPUs named on the sweep's charts; a screenshot of the first screen."""
     page = tmp_path / "report.html"
     page.write_text(_page(), encoding="utf-8")
-    dom, console = _load(page, tmp_path)
+    with Browser(width=1280, height=900) as b:
+        b.open(page)
+        figures = b.evaluate(CHART_TEXT_JS)
+        tables = b.evaluate("document.querySelectorAll('table').length")
+        b.screenshot(tmp_path / "first.png")
+        console = b.console
     assert console == []
-    assert dom.count("<table") >= 8 and "Scenario generate" in dom and "Geometric means of ratios" in dom
-    assert "precision=bf16" in dom and "projected" in dom
+    assert tables >= 8 and len(figures) >= 8
+    for f in figures:
+        assert f["n"] > 0 and f["min_px"] >= MIN_TEXT_PX, f["title"]
+    for f in figures:
+        if _is_line_chart(f["title"]):
+            assert all(gpu in f["text"] for gpu in GPUS), f["title"]
+    png = (tmp_path / "first.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 1280
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+@NEEDS_CHROMIUM
 def test_console_check_does_catch_problems(tmp_path: Path) -> None:
     """Negative control: the same check flags a page that tries an external load."""
     page = tmp_path / "bad.html"
     page.write_text(
         _page().replace("</body>", '<img src="http://example.invalid/x.png"></body>'), encoding="utf-8"
     )
-    _, console = _load(page, tmp_path)
-    assert console, "an external image under the page's CSP must produce a console message"
+    with Browser() as b:
+        b.open(page)
+        console = b.console
+    assert any("Content Security Policy" in line for line in console), console
 
 
 def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:

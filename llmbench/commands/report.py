@@ -26,8 +26,11 @@ def report_cmd(
         help="Every metric (default: each scenario's headline metrics, memory, energy)."
     ),
 ) -> None:
-    """Write a self-contained HTML page (tables and charts, no external resources) for one result set
-    or a comparison of several."""
+    """Write a self-contained HTML page (no scripts, no external resources) for one result set or a
+    comparison of several: the answer first (headline ratios with 95% intervals and, for measured GPUs
+    of the spec table, the check of `llmbench project` against the other GPU's measurement), then
+    charts (throughput against batch size, TTFT against input length, roofline share, speed-ups)
+    and tables."""
     check_out_file(out)
     sets = load_sets(files, pool=pool)
     try:  # plots need matplotlib, an optional extra: the other commands work without it
@@ -37,7 +40,7 @@ def report_cmd(
             f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
         ) from None
     section = Section(
-        title if len(sets) == 1 else "Comparison",
+        ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in sets),
         sets,
         resolve_baseline(sets, baseline),
         None if all_metrics else frozenset(headline_metric_names()),

@@ -125,4 +125,5 @@ def gate_table(g: GateResult) -> Table:
             f"{g.checked} headline cells checked; a cell fails when its oriented ratio is below "
             f"{g.limit:.4f} (= 1/(1+{g.threshold:g})) and so is its whole 95% interval."
         ),
+        empty=f"no headline cell is more than {g.threshold:.1%} slower than {g.baseline}",
     )

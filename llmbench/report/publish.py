@@ -4,8 +4,9 @@
   H100 set against the newest H200 set (H100 is the baseline), with CIs on each scenario's headline
   metrics; then the projection check: the H100 set projected to the H200 by roofline scaling, and its
   error against the measured H200 set, per scenario and metric;
-- results/report.html: the same comparisons as an HTML page with charts, plus the published reference
-  figures under results/published/ (each labelled as published).
+- results/report.html: the same comparisons as an HTML page (html.py: the answer and the projection
+  check first, then charts and tables per suite), plus a section per suite measured on one machine
+  only and the published reference figures under results/published/ (each labelled as published).
 """
 
 from __future__ import annotations

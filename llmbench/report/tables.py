@@ -24,6 +24,12 @@ class Table:
     rows: list[list[str]]
     caption: str = ""
     notes: list[str] = field(default_factory=list)  # printed above the table: warnings, sources
+    empty: str = ""  # what an empty table means ('every case ran ok'): shown as "(none: ...)"
+
+    @property
+    def none_text(self) -> str:
+        """The one line an empty table prints instead of its header."""
+        return f"(none: {self.empty})" if self.empty else "(none)"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,7 +78,7 @@ def to_markdown(tables: list[Table], title: str | None = None) -> str:
             parts += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in t.rows]
             parts.append("")
         else:
-            parts.append("(none)\n")
+            parts.append(f"{t.none_text}\n")
         if t.caption:
             parts.append(f"{t.caption}\n")
     return "\n".join(parts).rstrip() + "\n"

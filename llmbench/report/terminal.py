@@ -29,10 +29,15 @@ def to_rich(t: Table) -> RichTable:
 
 
 def print_terminal(tables: list[Table], console: Console) -> None:
+    """Each table with its notes; a table with no rows is one line, its title and "(none: ...)", not an
+    empty frame of headers."""
     for t in tables:
         for n in t.notes:
             console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
-        console.print(to_rich(t))
+        if not t.rows:
+            console.print(f"[italic]{escape(t.title)}[/]: {escape(t.none_text)}", highlight=False, soft_wrap=True)
+        else:
+            console.print(to_rich(t))
         console.print()
 
 

@@ -181,6 +181,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
             "Cases not in every result set",
             ["scenario", "case", *[s.label for s in sets]],
             [[n.scenario, n.case, *[st or "absent" for st in n.statuses]] for n in cmp.one_sided],
+            empty="every case is in every result set",
         )
     )
     tables.append(
@@ -196,6 +197,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 ]
                 for n in cmp.not_ok
             ],
+            empty="every joined case ran ok in every result set",
         )
     )
     return tables
@@ -223,11 +225,13 @@ def basediff_tables(bd: BaseDiff) -> list[Table]:
             rows,
             notes=source_notes([bd.set]),
             caption="diff % = value / base - 1 (raw sign); 'vs base' says whether that is better or worse.",
+            empty=f"no case has a {base} counterpart to compare with",
         ),
         Table(
             f"{bd.set.label}: cases with no {base} counterpart",
             ["case id", "case", "why"],
             [list(u) for u in bd.unmatched],
+            empty=f"every case has its {base} counterpart",
         ),
     ]
 
@@ -282,6 +286,8 @@ def validation_tables(v: Validation, projected: SetRef, measured: SetRef) -> lis
             notes=source_notes([projected]),
             caption="error = projected / measured - 1; > 0: the projection was too optimistic for "
             "rates (too pessimistic for latencies).",
+            empty="no case was measured on both GPUs",
         ),
-        Table("Cases not validated (absent or not ok on one side)", ["case id"], [[c] for c in v.unmatched]),
+        Table("Cases not validated (absent or not ok on one side)", ["case id"], [[c] for c in v.unmatched],
+              empty="every case was projected and measured"),
     ]

@@ -1,0 +1,403 @@
+"""The report's charts, each answering one question for every GPU of a section at once:
+
+- how throughput grows with batch size (lines, one per GPU x precision, a panel per other setting);
+- how time to first token grows with the input length;
+- how close each case comes to its roofline (the case's `roofline_efficiency`, or the achieved TFLOP/s
+  or TB/s over the GPU's datasheet peak);
+- how much faster the other GPU is, case by case, with the 95% interval as whiskers;
+- where no setting varies along an axis: each case's headline value, one bar per GPU.
+
+A GPU of the section with no point on a chart is still named in its legend ("no case here"), so no
+chart silently drops a GPU. Styles come from `styles.series_style`: the same series has the same
+colour on every chart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from llmbench.hardware.specs import GpuSpec, lookup
+from llmbench.ids import params_text
+from llmbench.metrics import METRICS
+from llmbench.report.caselabels import case_labels
+from llmbench.report.compare import Comparison, MetricRow
+from llmbench.report.inputs import SetRef
+from llmbench.report.labels import is_measured
+from llmbench.report.plots import FIG_WIDTH_IN, SMALL_PT, Chart, to_svg
+from llmbench.report.project import RATE_UNITS
+from llmbench.report.styles import gpu_color, series_style
+from llmbench.results import CaseResult
+from llmbench.scenarios.base import SCENARIOS
+
+# Params that make a numeric x axis, most telling first; others split panels or series.
+X_PARAMS = ("batch_size", "concurrency", "request_rate", "rate", "tokens", "shape", "size_mib", "seq_len")
+SERIES_PARAM = "precision"
+MAX_PANELS = 6
+MAX_BARS = 40
+PANEL_H_IN = 2.9
+BAR_H_IN = 0.24
+
+Points = dict[tuple[int, str | None], list[tuple[float, float]]]  # (set index, precision) -> (x, y)
+
+
+@dataclass
+class Panel:
+    label: str  # the settings the panel holds fixed ('' for one panel)
+    ylabel: str
+    points: Points
+
+
+def _x(value: object) -> float | None:
+    """A param as a number on an axis; a shape [m, n, k] as its geometric-mean side."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, list | tuple) and value and all(isinstance(v, int | float) for v in value):
+        return float(math.prod(value) ** (1.0 / len(value)))
+    return None
+
+
+def _ok(sets: list[SetRef], scenario: str) -> list[tuple[int, CaseResult]]:
+    return [(i, c) for i, s in enumerate(sets) for c in s.rs.cases if c.scenario == scenario and c.status == "ok"]
+
+
+def _sort_key(value: object) -> tuple[int, float, str]:
+    """Numbers in numeric order (batch 1, 8, 32), then text."""
+    x = _x(value)
+    return (0, x, "") if x is not None else (1, 0.0, repr(value))
+
+
+def _varying(cases: list[CaseResult]) -> list[str]:
+    keys = list(dict.fromkeys(k for c in cases for k in c.params))
+    return [k for k in keys if len({repr(c.params.get(k)) for c in cases}) > 1]
+
+
+def x_param(cases: list[CaseResult]) -> str | None:
+    """The first of X_PARAMS that varies and is numeric in every case that has it."""
+    varying = _varying(cases)
+    for key in X_PARAMS:
+        if key in varying and all(_x(c.params[key]) is not None for c in cases if key in c.params):
+            return key
+    return None
+
+
+def _xlabel(key: str) -> str:
+    return "shape (geometric mean of its sides)" if key == "shape" else key
+
+
+def _headline(scenario: str) -> tuple[str, ...]:
+    return SCENARIOS.get(scenario).headline if scenario in SCENARIOS else ()
+
+
+def _rate_metrics(scenario: str, cases: list[CaseResult]) -> list[str]:
+    """The scenario's headline metrics measured as rates in these cases (else all its headline ones
+    present), most important first."""
+    present = [m for m in _headline(scenario) if any(m in c.metrics for c in cases)]
+    rates = [m for m in present if any(c.metrics[m].unit in RATE_UNITS for c in cases if m in c.metrics)]
+    return rates or present
+
+
+def _unit(cases: list[CaseResult], metric: str) -> str:
+    return next((c.metrics[metric].unit for c in cases if metric in c.metrics), "")
+
+
+def _panels(
+    sets: list[SetRef], scenario: str, xkey: str, value: Callable[[int, CaseResult], tuple[str, float] | None]
+) -> list[Panel] | None:
+    """Points grouped into panels by the params that vary besides `xkey` and the series param; None
+    where that makes more than MAX_PANELS panels (the chart would not be read)."""
+    found = _ok(sets, scenario)
+    cases = [c for _, c in found]
+    rest = [k for k in _varying(cases) if k not in (xkey, SERIES_PARAM)]
+    panels: dict[str, Panel] = {}
+    order: dict[str, tuple[tuple[int, float, str], ...]] = {}
+    for i, c in found:
+        x = _x(c.params.get(xkey))
+        got = value(i, c)
+        if x is None or got is None:
+            continue
+        label = params_text({k: c.params[k] for k in rest if k in c.params})
+        ylabel, y = got
+        panel = panels.setdefault(label, Panel(label, ylabel, {}))
+        order[label] = tuple(_sort_key(c.params.get(k)) for k in rest)
+        prec = c.params.get(SERIES_PARAM)
+        panel.points.setdefault((i, None if prec is None else str(prec)), []).append((x, y))
+    # A panel where no series has two points along x shows no trend: its cases are in the tables.
+    panels = {k: p for k, p in panels.items() if any(len({x for x, _ in pts}) > 1 for pts in p.points.values())}
+    if not panels or len(panels) > MAX_PANELS:
+        return None
+    return [panels[k] for k in sorted(panels, key=lambda k: order[k])]
+
+
+def _series_label(sets: list[SetRef], key: tuple[int, str | None]) -> str:
+    i, prec = key
+    return sets[i].label + (f" · {prec}" if prec else "")
+
+
+def _log_axis(values: list[float], span: float = 20.0) -> bool:
+    pos = [v for v in values if v > 0]
+    return len(pos) > 1 and max(pos) / min(pos) >= span
+
+
+def _spaced(ticks: list[float], log: bool) -> bool:
+    """Whether every x value can carry its own tick label without overlapping the next."""
+    if not ticks or len(ticks) > 8:
+        return False
+    if log:
+        return all(b / a >= 1.6 for a, b in itertools.pairwise(ticks) if a > 0)
+    width = (ticks[-1] - ticks[0]) or 1.0
+    return all((b - a) / width >= 0.08 for a, b in itertools.pairwise(ticks))
+
+
+def _plain(v: float, _pos: object = None) -> str:
+    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:g}"
+
+
+def _legend(fig: plt.Figure, sets: list[SetRef], keys: list[tuple[int, str | None]]) -> None:
+    """One legend under the panels: every series drawn, then every GPU of the section that has none."""
+    handles: list[Line2D] = []
+    for key in keys:
+        st = series_style(*key)
+        handles.append(Line2D([], [], color=st.color, linestyle=st.linestyle, marker=st.marker,
+                              label=_series_label(sets, key)))
+    drawn = {i for i, _ in keys}
+    for i, s in enumerate(sets):
+        if i not in drawn:
+            handles.append(Line2D([], [], color="none", label=f"{s.label}: no case here"))
+    ncol = 3 if len(handles) > 8 else 2
+    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False)
+
+
+def line_chart(title: str, xlabel: str, sets: list[SetRef], panels: list[Panel], hline: float | None = None,
+               share: bool = False) -> Chart:
+    """Panels of lines (one per GPU x precision), a legend naming every GPU under them; `share`: the
+    y axis is a fraction of a bound, drawn linear from 0."""
+    ncols = 1 if len(panels) == 1 else 2
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH_IN, PANEL_H_IN * nrows + 1.0),
+                             layout="constrained", squeeze=False)
+    keys: list[tuple[int, str | None]] = []
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        xs = [x for pts in panel.points.values() for x, _ in pts]
+        ys = [y for pts in panel.points.values() for _, y in pts]
+        for key in sorted(panel.points, key=lambda k: (k[0], k[1] or "")):
+            pts = sorted(panel.points[key])
+            st = series_style(*key)
+            measured = is_measured(sets[key[0]].rs)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=st.color, linestyle=st.linestyle,
+                    marker=st.marker, alpha=1.0 if measured else 0.6)
+            if key not in keys:
+                keys.append(key)
+        log_x = _log_axis(xs, 8)
+        if log_x:
+            ax.set_xscale("log", base=2)
+        ticks = sorted(set(xs))
+        if _spaced(ticks, log_x):
+            ax.set_xticks(ticks)
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+        if share:
+            ax.set_ylim(0, max(1.1, max(ys, default=1.0) * 1.05))
+        elif _log_axis(ys):
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+        if hline is not None:
+            ax.axhline(hline, color="#555555", linewidth=1.0, linestyle="--")
+        ax.set_title(panel.label or title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(panel.ylabel)
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    if any(p.label for p in panels):
+        fig.suptitle(title)
+    _legend(fig, sets, sorted(keys, key=lambda k: (k[0], k[1] or "")))
+    return Chart(title, to_svg(fig))
+
+
+def _metric_value(*metrics: str) -> Callable[[int, CaseResult], tuple[str, float] | None]:
+    """A case's value of the first of `metrics` it has, with its axis label."""
+    def value(_i: int, c: CaseResult) -> tuple[str, float] | None:
+        name = next((n for n in metrics if n in c.metrics), None)
+        if name is None:
+            return None
+        m = c.metrics[name]
+        return f"{name} ({m.unit})", m.value
+
+    return value
+
+
+def throughput_chart(sets: list[SetRef], scenario: str) -> Chart | None:
+    """The scenario's headline rate against its x param (batch size first), per GPU and precision; a
+    case that lacks the first rate (a host copy reports GB/s, a device copy TB/s) shows its next one."""
+    cases = [c for _, c in _ok(sets, scenario)]
+    xkey, metrics = x_param(cases), _rate_metrics(scenario, cases)
+    if xkey is None or not metrics:
+        return None
+    panels = _panels(sets, scenario, xkey, _metric_value(*metrics))
+    if panels is None:
+        return None
+    shown = list(dict.fromkeys(p.ylabel.split(" (")[0] for p in panels))
+    better = {METRICS[m].better if m in METRICS else "neither" for m in shown}
+    hints = {"higher": " (higher is better)", "lower": " (lower is better)"}
+    hint = hints.get(better.pop(), "") if len(better) == 1 else ""
+    return line_chart(f"{scenario}: {', '.join(shown)} against {xkey}{hint}", _xlabel(xkey), sets, panels)
+
+
+def ttft_chart(sets: list[SetRef], scenario: str) -> Chart | None:
+    """Time to first token against the input length, where the input length varies."""
+    cases = [c for _, c in _ok(sets, scenario) if "ttft_ms" in c.metrics]
+    if "input_len" not in _varying(cases):
+        return None
+    panels = _panels(sets, scenario, "input_len", _metric_value("ttft_ms"))
+    if panels is None:
+        return None
+    return line_chart(f"{scenario}: time to first token against input length (lower is better)",
+                      "input_len (tokens)", sets, panels)
+
+
+def _spec(ref: SetRef) -> GpuSpec | None:
+    return lookup(ref.rs.gpu_slug)
+
+
+def achieved_share(ref: SetRef, case: CaseResult) -> float | None:
+    """The case's share of its roofline: its own `roofline_efficiency`, else its headline TFLOP/s over
+    the GPU's datasheet peak for its precision, or its device-copy TB/s over the datasheet bandwidth."""
+    if "roofline_efficiency" in case.metrics:
+        return case.metrics["roofline_efficiency"].value
+    spec = _spec(ref)
+    if spec is None:
+        return None
+    if "tb_per_s" in case.metrics:
+        return case.metrics["tb_per_s"].value / spec.bandwidth_tb_s
+    if "tflops" in case.metrics and case.scenario in SCENARIOS:
+        peak = spec.peak(SCENARIOS.get(case.scenario)().compute_precision(case.params))
+        return case.metrics["tflops"].value / peak if peak else None
+    return None
+
+
+def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
+    """Achieved share of the roofline (1.0 = at the bound) against the scenario's x param."""
+    cases = [c for _, c in _ok(sets, scenario)]
+    xkey = x_param(cases)
+    if xkey is None:
+        return None
+
+    def value(i: int, c: CaseResult) -> tuple[str, float] | None:
+        share = achieved_share(sets[i], c)
+        return None if share is None else ("achieved / roofline", share)
+
+    panels = _panels(sets, scenario, xkey, value)
+    if panels is None:
+        return None
+    return line_chart(f"{scenario}: achieved share of the roofline against {xkey} (1.0 = at the bound)",
+                      _xlabel(xkey), sets, panels, hline=1.0, share=True)
+
+
+BarSeries = tuple[str, int, bool, list[float | None], list[tuple[float, float] | None]]
+
+
+def _hbars(title: str, xlabel: str, labels: list[str], series: list[BarSeries], vline: float | None) -> Chart:
+    """Horizontal grouped bars: a row per label, a bar per series (name, GPU index, measured, values,
+    intervals); whiskers where an interval is known."""
+    n = max(len(series), 1)
+    height = BAR_H_IN * len(labels) * n + 1.4
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, height), layout="constrained")
+    step = 0.8 / n
+    for k, (name, gpu, measured, values, cis) in enumerate(series):
+        ys = [r + (k - (n - 1) / 2) * step for r in range(len(labels))]
+        vals = [math.nan if v is None else v for v in values]
+        ax.barh(ys, vals, step, color=gpu_color(gpu), label=name, hatch=None if measured else "//",
+                alpha=1.0 if measured else 0.6)
+        lo = [0.0 if c is None or math.isnan(v) else max(v - c[0], 0.0) for v, c in zip(vals, cis, strict=True)]
+        hi = [0.0 if c is None or math.isnan(v) else max(c[1] - v, 0.0) for v, c in zip(vals, cis, strict=True)]
+        if any(lo) or any(hi):
+            ax.errorbar(vals, ys, xerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        for y, v, h in zip(ys, vals, hi, strict=True):
+            if not math.isnan(v):
+                ax.annotate(_plain(v) if v >= 10 else f"{v:.2f}", (v + h, y), xytext=(4, 0),
+                            textcoords="offset points", va="center", fontsize=SMALL_PT)
+    if vline is not None:
+        ax.axvline(vline, color="#555555", linewidth=1.0, linestyle="--")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
+    return Chart(title, to_svg(fig))
+
+
+def _primary_rows(cmp: Comparison, scenario: str) -> list[MetricRow]:
+    """Per joined case of the scenario, the row of its first headline metric that has a ratio."""
+    out: dict[str, MetricRow] = {}
+    order = {m: k for k, m in enumerate(_headline(scenario))}
+    for r in cmp.rows:
+        if r.scenario != scenario or r.better == "neither" or r.metric not in order:
+            continue
+        best = out.get(r.case_id)
+        if best is None or order[r.metric] < order[best.metric]:
+            out[r.case_id] = r
+    return list(out.values())
+
+
+def speedup_charts(cmp: Comparison) -> list[Chart]:
+    """Per scenario: each joined case's ratio against the baseline on its first headline metric, one
+    bar per other GPU, the bootstrap 95% interval as whiskers (> 1: better than the baseline)."""
+    b = cmp.baseline
+    others = [i for i in range(len(cmp.sets)) if i != b]
+    charts = []
+    for scenario in dict.fromkeys(r.scenario for r in cmp.rows):
+        rows = _primary_rows(cmp, scenario)[:MAX_BARS]
+        if not rows:
+            continue
+        metrics = ", ".join(dict.fromkeys(r.metric for r in rows))
+        labels = [r.case for r in rows]
+        series = [
+            (f"{cmp.sets[i].label} vs {cmp.sets[b].label}", i, is_measured(cmp.sets[i].rs),
+             [ratio.value if (ratio := r.ratios[i]) else None for r in rows],
+             [ratio.ci if (ratio := r.ratios[i]) else None for r in rows])
+            for i in others
+        ]
+        title = f"{scenario}: speed-up against {cmp.sets[b].label} ({metrics}; > 1 is better)"
+        chart = _hbars(title, "ratio (95% interval as whiskers)", labels, series, 1.0)
+        charts.append(chart)
+    return charts
+
+
+def value_bars(sets: list[SetRef], scenario: str) -> list[Chart]:
+    """Where nothing varies along an axis: each case's headline value, one bar per GPU; a chart per
+    headline metric the cases report (a d2d copy in TB/s, a host copy in GB/s)."""
+    found = _ok(sets, scenario)
+    cases = [c for _, c in found]
+    order = _headline(scenario)
+    first = {c.id: next((m for m in order if m in c.metrics), None) for c in cases}
+    labels = case_labels(cases)
+    charts = []
+    for metric in dict.fromkeys(m for m in first.values() if m is not None):
+        ids = [cid for cid, m in first.items() if m == metric][:MAX_BARS]
+        unit = _unit(cases, metric)
+        series: list[BarSeries] = []
+        for i, s in enumerate(sets):
+            got = {c.id: c.metrics[metric].value for j, c in found if j == i and metric in c.metrics}
+            series.append((s.label, i, is_measured(s.rs), [got.get(cid) for cid in ids], [None] * len(ids)))
+        charts.append(_hbars(f"{scenario}: {metric} ({unit}) per case", f"{metric} ({unit})",
+                             [labels[cid] for cid in ids], series, None))
+    return charts
+
+
+def scenario_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
+    """The charts that answer the scenario's questions; bars per case only where no line can be drawn."""
+    lines = [c for c in (throughput_chart(sets, scenario), ttft_chart(sets, scenario),
+                         roofline_chart(sets, scenario)) if c]
+    return lines or value_bars(sets, scenario)
