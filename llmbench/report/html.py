@@ -5,10 +5,11 @@ no external URLs; a Content-Security-Policy forbids any load, so a browser would
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llmbench import __version__
-from llmbench.report.compare import compare
+from llmbench.report.compare import Comparison, compare
 from llmbench.report.inputs import SetRef
 from llmbench.report.plots import (
     Chart,
@@ -44,6 +45,7 @@ class Section:
     sets: list[SetRef]
     baseline: int = 0
     metrics: frozenset[str] | None = None  # only these metrics (None: all)
+    extra_tables: Callable[[Comparison], list[Table]] | None = None  # more tables of a comparison (costs)
 
 
 def _cell(text: str) -> str:
@@ -75,7 +77,7 @@ def section_html(sec: Section) -> str:
     """Tables, then charts: throughput and latency bars, speed-ups, percentiles, roofline efficiency."""
     if len(sec.sets) > 1:
         cmp = compare(sec.sets, sec.baseline, sec.metrics)
-        tables = comparison_tables(cmp)
+        tables = comparison_tables(cmp) + (sec.extra_tables(cmp) if sec.extra_tables else [])
         speed = speedup_chart(cmp)
         charts = [speed] if speed else []
     else:
