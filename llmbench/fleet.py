@@ -38,7 +38,8 @@ def parse_gpus(text: str) -> list[str]:
         raise UserError("--gpus: give one or more SkyPilot accelerators, e.g. --gpus H100:1,A100-80GB:1,H200:1")
     for t in items:
         if not _GPU.match(t):
-            raise UserError(f"--gpus {t!r}: expected NAME or NAME:COUNT as SkyPilot spells it, e.g. H100:1 or A100-80GB:1")
+            raise UserError(f"--gpus {t!r}: expected NAME or NAME:COUNT as SkyPilot spells it, "
+                            "e.g. H100:1 or A100-80GB:1")
     if len(set(items)) != len(items):
         raise UserError(f"--gpus {text!r}: a GPU is named twice")
     return [t if ":" in t else f"{t}:1" for t in items]

@@ -50,7 +50,8 @@ def test_parse_price() -> None:
 
 def test_prices_file(tmp_path: Path) -> None:
     good = tmp_path / "p.toml"
-    good.write_text('[h100-sxm-80gb]\nusd_per_hour = 2.49\nprovider = "X"\nsource = "https://x"\nchecked = "2026-01-02"\n')
+    good.write_text('[h100-sxm-80gb]\nusd_per_hour = 2.49\nprovider = "X"\n'
+                    'source = "https://x"\nchecked = "2026-01-02"\n')
     p = load_prices(good)["h100-sxm-80gb"]
     assert p.usd_per_hour == 2.49 and p.origin() == "X, https://x, checked 2026-01-02"
     for text, message in [
@@ -73,7 +74,8 @@ def test_cli_price_overrides_the_file_and_an_unknown_slug_names_the_valid_ones(t
     f.write_text("[h100-sxm-80gb]\nusd_per_hour = 3\n[b200-180gb]\nusd_per_hour = 6\n")
     got = resolve_prices(["h100-sxm-80gb=2.5"], f, ["h100-sxm-80gb", "h200-sxm-141gb"])
     assert {k: v.usd_per_hour for k, v in got.items()} == {"h100-sxm-80gb": 2.5}  # the file's b200 is not in the sets
-    with pytest.raises(UserError, match="no result set is of GPU 'a100-sxm-80gb'; valid: h100-sxm-80gb, h200-sxm-141gb"):
+    message = "no result set is of GPU 'a100-sxm-80gb'; valid: h100-sxm-80gb, h200-sxm-141gb"
+    with pytest.raises(UserError, match=message):
         resolve_prices(["a100-sxm-80gb=1.29"], None, ["h100-sxm-80gb", "h200-sxm-141gb"])
 
 
@@ -139,7 +141,9 @@ def test_compare_with_prices_adds_costs_and_break_even(app: typer.Typer, tmp_pat
         (["--prices", "missing.toml"], "no such file"),
     ],
 )
-def test_price_errors_exit_2_and_write_nothing(app: typer.Typer, tmp_path: Path, extra: list[str], message: str) -> None:
+def test_price_errors_exit_2_and_write_nothing(
+    app: typer.Typer, tmp_path: Path, extra: list[str], message: str
+) -> None:
     a, b = _sets(tmp_path)
     out = tmp_path / "never.md"
     res = runner.invoke(app, ["compare", str(a), str(b), *extra, "-f", "markdown", "-o", str(out)])

@@ -11,7 +11,7 @@ import typer
 
 from llmbench.commands.common import check_out_dir, err_console
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
-from llmbench.errors import UserError
+from llmbench.errors import UserError, choices_text
 from llmbench.fleet import (
     BUNDLES_DIR,
     TERMINAL_OK,
@@ -26,10 +26,11 @@ from llmbench.fleet import (
     run_fleet,
 )
 from llmbench.hardware.fingerprint import llmbench_info
+from llmbench.hardware.specs import slugs
 from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_table
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
-from llmbench.report.prices import Price
+from llmbench.report.prices import Price, load_prices, parse_price
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import comparison_tables
 
@@ -61,7 +62,9 @@ def fleet_cmd(
         None, "--collect", metavar="DIR",
         help="Launch nothing: compare the bundles or result sets already in DIR (e.g. copied by hand).",
     ),
-    task_file: Path = typer.Option(TASK_FILE, "--task", help="The SkyPilot task file (run from the llmbench checkout)."),
+    task_file: Path = typer.Option(
+        TASK_FILE, "--task", help="The SkyPilot task file (run from the llmbench checkout)."
+    ),
     baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="GPU slug of the baseline."),
     price: Optional[list[str]] = PRICE_OPT,
     prices_file: Optional[Path] = PRICES_OPT,
@@ -77,17 +80,23 @@ def fleet_cmd(
         _compare_folder(collect, collect, baseline, price, prices_file, run_tokens)
         return
     state, out = _state(gpus, bucket, spot, budget, out, resume, task_file)
+    _check_prices(price, prices_file)  # before anything is rented
     launcher = LAUNCHER()
     info = llmbench_info()
     envs = {"LLMBENCH_GIT_COMMIT": info["git_commit"] or ""}
     if info.get("git_dirty"):
-        err_console.print("note: the checkout has uncommitted changes; the jobs run them, the result sets name the commit")
+        err_console.print("note: the checkout has uncommitted changes; the jobs run them, "
+                          "the result sets name the commit")
     run_fleet(launcher, state, task_file, out, envs, say=lambda m: err_console.print(m, highlight=False))
     failed = [j for j in state.jobs if j.status != TERMINAL_OK]
     for j in failed:
         err_console.print(f"{j.name} ({j.gpu}) ended {j.status}: its bundle may be missing; "
                           f"sky jobs logs {j.job_id} shows why", highlight=False)
-    _compare_folder(out / BUNDLES_DIR, out, baseline, price, prices_file, run_tokens)
+    measured = {s.rs.gpu_slug for s in load_sets(collected(out / BUNDLES_DIR))}
+    kept = [p for p in price or [] if parse_price(p)[0] in measured]
+    for p in sorted(set(price or []) - set(kept)):
+        err_console.print(f"--price {p}: no job measured that GPU; left out", highlight=False)
+    _compare_folder(out / BUNDLES_DIR, out, baseline, kept, prices_file, run_tokens)
     if failed:
         raise typer.Exit(1)
 
@@ -98,6 +107,10 @@ def _state(gpus: Optional[str], bucket: Optional[str], spot: bool, budget: str, 
     if not task_file.is_file():
         raise UserError(f"--task {str(task_file)!r}: no such file; run from the llmbench checkout "
                         "(the task copies it to the machine) or name the task file")
+    project = Path("pyproject.toml")
+    if not project.is_file() or 'name = "llmbench"' not in project.read_text(encoding="utf-8"):
+        raise UserError(f"run llmbench fleet from the llmbench checkout (not {str(Path.cwd())!r}): the task's "
+                        "workdir is the current folder, copied to each machine and installed there")
     if resume:
         if out is None:
             raise UserError("--resume needs --out: the folder of the fleet to pick up")
@@ -117,6 +130,18 @@ def _state(gpus: Optional[str], bucket: Optional[str], spot: bool, budget: str, 
         raise UserError(f"--out {str(out)!r} already holds a fleet; pick it up with --resume or choose another folder")
     jobs = [FleetJob(g, job_name(run, g)) for g in parse_gpus(gpus)]
     return FleetState(run, bucket, spot, budget.strip(), jobs), out
+
+
+def _check_prices(price: Optional[list[str]], prices_file: Optional[Path]) -> None:
+    """Price options are checked before a fleet is launched: the syntax, the file, and that each
+    --price names a GPU of the spec table (the slugs result sets will carry)."""
+    if prices_file is not None:
+        load_prices(prices_file)
+    known = slugs()
+    for text in price or []:
+        slug, _ = parse_price(text)
+        if slug not in known:
+            raise UserError(f"--price {text!r}: {slug!r} is not a GPU slug; valid: {choices_text(known)}")
 
 
 def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Optional[list[str]],

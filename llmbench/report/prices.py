@@ -91,6 +91,7 @@ def resolve_prices(given: list[str], file: Path | None, slugs: list[str]) -> dic
     for text in given:
         slug, price = parse_price(text)
         if slug not in slugs:
-            raise UserError(f"--price {text!r}: no result set is of GPU {slug!r}; valid: {choices_text(sorted(set(slugs)))}")
+            valid = choices_text(sorted(set(slugs)))
+            raise UserError(f"--price {text!r}: no result set is of GPU {slug!r}; valid: {valid}")
         prices[slug] = price
     return prices
