@@ -242,3 +242,31 @@ def test_collection_takes_bundles_and_result_sets(app: typer.Typer, tmp_path: Pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="no bundles"):
         collected(tmp_path / "empty")
+
+
+@pytest.mark.parametrize(
+    ("oneshot_rc", "writes_bundle", "job_rc"), [(0, True, 0), (1, True, 0), (2, True, 2), (0, False, 3)]
+)
+def test_task_run_script_copies_the_bundle_and_sets_the_job_status(
+    tmp_path: Path, oneshot_rc: int, writes_bundle: bool, job_rc: int
+) -> None:
+    """The task's `run` script in bash, with a stand-in `llmbench` (writes a bundle, exits as told) and
+    the bucket mount replaced by a folder: the bundle lands under the run id, and only an exit above 1
+    (not 'some cases failed') or a missing bundle fails the job."""
+    import subprocess
+
+    yaml = pytest.importorskip("yaml", reason="PyYAML (a SkyPilot dependency) reads the task file")
+    script = yaml.safe_load(TASK.read_text())["run"].replace("/llmbench-out", str(tmp_path / "bucket"))
+    home = tmp_path / "home"
+    (home / "llmbench-venv" / "bin").mkdir(parents=True)
+    fake = home / "llmbench-venv" / "bin" / "llmbench"
+    write = 'mkdir -p "$5/x" && echo b > "$5/x/h100-sxm-80gb-20261124T000000Z.tar.gz"' if writes_bundle else "true"
+    fake.write_text(f"#!/bin/bash\n{write}\nexit {oneshot_rc}\n")
+    fake.chmod(0o755)
+    (home / "llmbench-venv" / "bin" / "activate").write_text(f'PATH="{fake.parent}:$PATH"\n')
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "LLMBENCH_BUDGET": "1m", "LLMBENCH_RUN": "r1",
+           "LLMBENCH_BUCKET": "s3://b/x"}
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == job_rc, done.stdout + done.stderr
+    copied = list((tmp_path / "bucket" / "r1").glob("*.tar.gz")) if writes_bundle else []
+    assert [p.name for p in copied] == (["h100-sxm-80gb-20261124T000000Z.tar.gz"] if writes_bundle else [])
