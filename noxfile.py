@@ -64,6 +64,16 @@ def tests_vllm(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def tests_fleet(session: nox.Session) -> None:
+    """The fleet tests against a real SkyPilot (its own YAML parser and task objects; its launch calls
+    replaced, no cloud reached), in their own virtualenv: SkyPilot pins click<8.2, which beside the hf
+    extra pulls an older huggingface_hub, so it stays out of the `tests` session (where these skip)."""
+    _install(session, "fleet", "report", "dev")
+    session.env["LLMBENCH_REQUIRE_SKYPILOT"] = "1"
+    session.run("pytest", "-q", "tests/test_fleet.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff on everything, mypy on the package."""
     _install(session, "hf", "report", "dev")

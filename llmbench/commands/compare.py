@@ -8,9 +8,11 @@ from typing import Any, Optional
 import typer
 
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
+from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
 from llmbench.report.basediff import base_diff, parse_base
 from llmbench.report.compare import compare, headline_metric_names
+from llmbench.report.costview import cost_data, cost_table
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
 from llmbench.report.tables import Table, fmt_ratio
@@ -43,6 +45,9 @@ def compare_cmd(
         help="A regression gate, e.g. 5%: exit 1 when a headline metric of a joined case is slower than "
         "the baseline by more than this AND its 95% interval lies beyond it (more than the noise).",
     ),
+    price: Optional[list[str]] = PRICE_OPT,
+    prices_file: Optional[Path] = PRICES_OPT,
+    run_tokens: int = RUN_TOKENS_OPT,
 ) -> None:
     """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
     95% bootstrap CIs, geometric means, and every missing or failed case listed."""
@@ -56,6 +61,9 @@ def compare_cmd(
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
     if len(sets) >= 2:
         _check_joins(sets)
+    prices = prices_for(sets, price, prices_file)
+    if prices is not None and len(sets) < 2:
+        raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
     tables: list[Table] = []
     data: dict[str, Any] = {}
     verdict: GateResult | None = None
@@ -63,6 +71,9 @@ def compare_cmd(
         cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
         tables += comparison_tables(cmp)
         data["comparison"] = cmp.to_dict()
+        if prices is not None:
+            tables.append(cost_table(cmp, prices, run_tokens))
+            data["cost"] = cost_data(cmp, prices, run_tokens)
         if threshold is not None:
             verdict = gate(cmp, threshold, headline_metric_names())
             tables.append(gate_table(verdict))

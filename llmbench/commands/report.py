@@ -8,8 +8,10 @@ from typing import Optional
 import typer
 
 from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file
+from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
 from llmbench.report.compare import headline_metric_names
+from llmbench.report.costview import cost_table
 from llmbench.report.inputs import load_sets, resolve_baseline
 
 
@@ -25,6 +27,9 @@ def report_cmd(
         False, "--all-metrics", metavar="",
         help="Every metric (default: each scenario's headline metrics, memory, energy)."
     ),
+    price: Optional[list[str]] = PRICE_OPT,
+    prices_file: Optional[Path] = PRICES_OPT,
+    run_tokens: int = RUN_TOKENS_OPT,
 ) -> None:
     """Write a self-contained HTML page (no scripts, no external resources) for one result set or a
     comparison of several: the answer first (headline ratios with 95% intervals and, for measured GPUs
@@ -33,6 +38,9 @@ def report_cmd(
     and tables."""
     check_out_file(out)
     sets = load_sets(files, pool=pool)
+    prices = prices_for(sets, price, prices_file)
+    if prices is not None and len(sets) < 2:
+        raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
     try:  # plots need matplotlib, an optional extra: the other commands work without it
         from llmbench.report.html import Section, render_html
     except ModuleNotFoundError as e:
@@ -44,6 +52,7 @@ def report_cmd(
         sets,
         resolve_baseline(sets, baseline),
         None if all_metrics else frozenset(headline_metric_names()),
+        None if prices is None else (lambda cmp: [cost_table(cmp, prices, run_tokens)]),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html([section], title), encoding="utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmbench import __version__
@@ -57,6 +58,7 @@ class Section:
     sets: list[SetRef]
     baseline: int = 0
     metrics: frozenset[str] | None = None  # only these metrics (None: all)
+    extra_tables: Callable[[Comparison], list[Table]] | None = None  # more tables of a comparison (costs)
 
 
 @dataclass
@@ -129,6 +131,8 @@ def section_html(b: _Built) -> str:
     """Charts first (the questions), then the tables (the evidence), long ones folded."""
     sec = b.sec
     tables = comparison_tables(b.cmp) if b.cmp else set_tables(sec.sets[0])
+    if b.cmp and sec.extra_tables:
+        tables += sec.extra_tables(b.cmp)
     for c in b.checks:
         tables += [t for t in validation_tables(c.validation, c.projected, c.measured)]
     charts = _charts(b)

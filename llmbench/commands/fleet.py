@@ -1,0 +1,199 @@
+"""`llmbench fleet`: one `llmbench oneshot` per GPU type through SkyPilot managed jobs, the bundles
+collected, and one comparison (tables, HTML report, costs at the prices given) written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from llmbench.commands.common import check_out_dir, err_console
+from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
+from llmbench.errors import UserError, choices_text
+from llmbench.fleet import (
+    BUNDLES_DIR,
+    TERMINAL_OK,
+    FleetJob,
+    FleetState,
+    Launcher,
+    SkyPilotLauncher,
+    collected,
+    job_name,
+    new_run_id,
+    parse_gpus,
+    run_fleet,
+)
+from llmbench.hardware.fingerprint import llmbench_info
+from llmbench.hardware.specs import slugs
+from llmbench.report.compare import compare, headline_metric_names
+from llmbench.report.costview import cost_table
+from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.report.prices import Price, load_prices, parse_price
+from llmbench.report.tables import Table, to_markdown
+from llmbench.report.views import comparison_tables
+
+# Replaced by tests (the launch boundary); the real one imports SkyPilot when called.
+LAUNCHER: Callable[[], Launcher] = SkyPilotLauncher
+TASK_FILE = Path("deploy/skypilot.yaml")
+
+
+def fleet_cmd(
+    gpus: Optional[str] = typer.Option(
+        None, "--gpus", metavar="H100:1,A100-80GB:1,...",
+        help="One managed job per entry, as SkyPilot names accelerators (NAME or NAME:COUNT).",
+    ),
+    bucket: Optional[str] = typer.Option(
+        None, "--bucket", metavar="URI",
+        help="A bucket folder you own (s3://..., gs://..., r2://...): the jobs copy their bundles to URI/<run>/.",
+    ),
+    spot: bool = typer.Option(False, "--spot", help="Spot instances; a pre-empted job is recovered by SkyPilot."),
+    budget: str = typer.Option("45m", "--budget", help="Each job's llmbench oneshot --budget."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Folder of this fleet: fleet.json (its state), bundles/, comparison.md, "
+        "report.html (default: fleets/<run>)."
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="Pick up the fleet in --out (after this process died): launch what was not "
+        "launched, wait for what has not ended, collect."
+    ),
+    collect: Optional[Path] = typer.Option(
+        None, "--collect", metavar="DIR",
+        help="Launch nothing: compare the bundles or result sets already in DIR (e.g. copied by hand).",
+    ),
+    task_file: Path = typer.Option(
+        TASK_FILE, "--task", help="The SkyPilot task file (run from the llmbench checkout)."
+    ),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="GPU slug of the baseline."),
+    price: Optional[list[str]] = PRICE_OPT,
+    prices_file: Optional[Path] = PRICES_OPT,
+    run_tokens: int = RUN_TOKENS_OPT,
+) -> None:
+    """Run llmbench oneshot on several GPU types at once through SkyPilot (pip install 'llmbench\\[fleet]'),
+    collect the bundles and write the comparison and report. Needs a SkyPilot set up with a cloud
+    (`sky check`) and a bucket; llmbench's own tests replace SkyPilot's calls (no cloud was reached
+    when this was written)."""
+    if collect is not None:
+        if gpus or bucket or resume:
+            raise UserError("--collect compares a folder and launches nothing: leave out --gpus, --bucket and --resume")
+        _compare_folder(collect, collect, baseline, price, prices_file, run_tokens)
+        return
+    state, out = _state(gpus, bucket, spot, budget, out, resume, task_file)
+    _check_prices(price, prices_file)  # before anything is rented
+    launcher = LAUNCHER()
+    info = llmbench_info()
+    envs = {"LLMBENCH_GIT_COMMIT": info["git_commit"] or ""}
+    if info.get("git_dirty"):
+        err_console.print("note: the checkout has uncommitted changes; the jobs run them, "
+                          "the result sets name the commit")
+    run_fleet(launcher, state, task_file, out, envs, say=lambda m: err_console.print(m, highlight=False))
+    failed = [j for j in state.jobs if j.status != TERMINAL_OK]
+    for j in failed:
+        err_console.print(f"{j.name} ({j.gpu}) ended {j.status}: its bundle may be missing; "
+                          f"sky jobs logs {j.job_id} shows why", highlight=False)
+    measured = {s.rs.gpu_slug for s in load_sets(collected(out / BUNDLES_DIR))}
+    kept = [p for p in price or [] if parse_price(p)[0] in measured]
+    for p in sorted(set(price or []) - set(kept)):
+        err_console.print(f"--price {p}: no job measured that GPU; left out", highlight=False)
+    _compare_folder(out / BUNDLES_DIR, out, baseline, kept, prices_file, run_tokens)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _state(gpus: Optional[str], bucket: Optional[str], spot: bool, budget: str, out: Optional[Path],
+           resume: bool, task_file: Path) -> tuple[FleetState, Path]:
+    """A new fleet's state from the options, or the saved one with --resume; bad options exit 2."""
+    if not task_file.is_file():
+        raise UserError(f"--task {str(task_file)!r}: no such file; run from the llmbench checkout "
+                        "(the task copies it to the machine) or name the task file")
+    project = Path("pyproject.toml")
+    if not project.is_file() or 'name = "llmbench"' not in project.read_text(encoding="utf-8"):
+        raise UserError(f"run llmbench fleet from the llmbench checkout (not {str(Path.cwd())!r}): the task's "
+                        "workdir is the current folder, copied to each machine and installed there")
+    if resume:
+        if out is None:
+            raise UserError("--resume needs --out: the folder of the fleet to pick up")
+        if gpus or bucket:
+            raise UserError("--resume takes the GPUs and bucket from OUT/fleet.json: leave out --gpus and --bucket")
+        return FleetState.load(out), out
+    if not gpus:
+        raise UserError("--gpus is required, e.g. --gpus H100:1,A100-80GB:1,H200:1")
+    if not bucket or "://" not in bucket:
+        raise UserError(f"--bucket {bucket!r}: give a bucket folder URI you can write, e.g. s3://my-bucket/llmbench")
+    if not budget.strip():
+        raise UserError("--budget: give a time, e.g. 45m")
+    run = new_run_id()
+    out = out or Path("fleets") / run
+    check_out_dir(out)
+    if (out / "fleet.json").exists():
+        raise UserError(f"--out {str(out)!r} already holds a fleet; pick it up with --resume or choose another folder")
+    jobs = [FleetJob(g, job_name(run, g)) for g in parse_gpus(gpus)]
+    return FleetState(run, bucket, spot, budget.strip(), jobs), out
+
+
+def _check_prices(price: Optional[list[str]], prices_file: Optional[Path]) -> None:
+    """Price options are checked before a fleet is launched: the syntax, the file, and that each
+    --price names a GPU of the spec table (the slugs result sets will carry)."""
+    if prices_file is not None:
+        load_prices(prices_file)
+    known = slugs()
+    for text in price or []:
+        slug, _ = parse_price(text)
+        if slug not in known:
+            raise UserError(f"--price {text!r}: {slug!r} is not a GPU slug; valid: {choices_text(known)}")
+
+
+def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Optional[list[str]],
+                    prices_file: Optional[Path], run_tokens: int) -> None:
+    """Group the collected result sets by suite; compare each suite measured on two or more GPUs."""
+    sets = load_sets(collected(folder))
+    prices = prices_for(sets, price, prices_file)
+    by_suite: dict[str, list[SetRef]] = {}
+    for s in sets:
+        by_suite.setdefault(s.rs.suite, []).append(s)
+    parts: list[str] = []
+    sections = []
+    for suite, group in by_suite.items():
+        if len(group) < 2:
+            err_console.print(f"suite {suite}: measured on {group[0].name} only; nothing to compare", highlight=False)
+            continue
+        b = _baseline(group, baseline)
+        cmp = compare(group, b, headline_metric_names())
+        extra: list[Table] = [cost_table(cmp, prices, run_tokens)] if prices is not None else []
+        parts.append(to_markdown(comparison_tables(cmp) + extra, f"Suite {suite}"))
+        sections.append((suite, group, b, prices))
+    if not parts:
+        raise UserError(f"{folder}: no suite was measured on two or more GPUs; nothing to compare")
+    md = out / "comparison.md"
+    md.write_text("\n".join(parts), encoding="utf-8")
+    err_console.print(f"wrote {md}", highlight=False)
+    _write_html(out / "report.html", sections, run_tokens)
+
+
+def _baseline(group: list[SetRef], name: Optional[str]) -> int:
+    """The named baseline where this suite has it, else the first set."""
+    if name is not None and any(name in (s.name, s.stem, s.rs.gpu_slug) for s in group):
+        return resolve_baseline(group, name)
+    return 0
+
+
+def _write_html(path: Path, sections: list[tuple[str, list[SetRef], int, dict[str, Price] | None]],
+                run_tokens: int) -> None:
+    try:  # plots need matplotlib (llmbench[report]); the Markdown comparison is written without it
+        from llmbench.report.html import Section, render_html
+    except ModuleNotFoundError as e:
+        err_console.print(f"no report.html: it needs {e.name} (pip install 'llmbench[report]')", highlight=False)
+        return
+
+    def costs(prices: dict[str, Price] | None) -> Callable[..., list[Table]] | None:
+        return None if prices is None else (lambda cmp: [cost_table(cmp, prices, run_tokens)])
+
+    page = [Section(f"Suite {suite}", group, b, frozenset(headline_metric_names()), costs(prices))
+            for suite, group, b, prices in sections]
+    path.write_text(render_html(page, "llmbench fleet"), encoding="utf-8")
+    err_console.print(f"wrote {path}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fleet")(fleet_cmd)
