@@ -1,6 +1,17 @@
 """The command line, one module per command (as asv does); each has `register(app)`. `llmbench.cli`
 builds the Typer app from them. This is the top layer: it may import anything below it."""
 
-from llmbench.commands import compare, doctor, listing, project, report, run, serve_bench, show, specs
+from llmbench.commands import (
+    compare,
+    doctor,
+    listing,
+    oneshot,
+    project,
+    report,
+    run,
+    serve_bench,
+    show,
+    specs,
+)
 
-ALL = (run, listing, show, doctor, compare, report, specs, project, serve_bench)
+ALL = (run, oneshot, listing, show, doctor, compare, report, specs, project, serve_bench)

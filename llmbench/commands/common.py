@@ -28,7 +28,8 @@ class Fmt(str, Enum):
     json = "json"
 
 
-FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set).")
+FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set, a "
+                          "bundle .tar.gz from oneshot for the result sets in it).")
 FORMAT_OPT = typer.Option(Fmt.terminal, "--format", "-f", help="Output format.")
 OUT_OPT = typer.Option(None, "--out", "-o", help="Write to this file instead of standard output.")
 

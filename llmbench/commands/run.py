@@ -25,7 +25,7 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import local_slug
 from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
-from llmbench.harness.runner import RunOptions, RunUI, run_suite
+from llmbench.harness.runner import RunOptions, RunUI, check_parallel, run_suite
 from llmbench.report.terminal import case_headline, flag_summary, fmt_metric, result_table, status_counts
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
@@ -83,7 +83,8 @@ class RichUI(RunUI):
         self.p.update(self.case_task, visible=False)
 
 
-def _progress() -> Progress:
+def run_progress() -> Progress:
+    """The suite and case bars of a run (oneshot draws the same)."""
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
@@ -122,6 +123,9 @@ def run(
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
                                        "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU even when a GPU is present."),
+    parallel: bool = typer.Option(False, "--parallel", metavar="", help="Run cases side by side, one case "
+                                  "process per --gpus entry (an index or MIG UUID), each pinned to it; multi-GPU "
+                                  "cases (tensor_parallel, gpus) take as many entries as they need."),
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
@@ -140,6 +144,7 @@ def run(
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
     check_out_dir(out)
     check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
+    check_parallel(gpus, parallel)
     s = load_suite(suite)
     cases = filter_cases(s.cases, filter or [])
     if timeout is not None:
@@ -164,9 +169,9 @@ def run(
     if force and not resume:
         raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
     opts = RunOptions(out_dir=out, resume=resume, force=force, gpus=gpus, device="cpu" if cpu else "auto",
-                      budget_s=budget)
+                      budget_s=budget, parallel=parallel)
     try:
-        with _progress() as p:
+        with run_progress() as p:
             ui = RichUI(p)
             path = run_suite(s, cases, opts, ui)
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130

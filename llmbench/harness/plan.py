@@ -112,3 +112,20 @@ def case_time(case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
     if like is not None and like > estimate:
         return CaseTime(like, "similar")
     return CaseTime(estimate, "estimate")
+
+
+def reference_times(folder: Path, slug: str) -> dict[str, MeasuredCase]:
+    """Wall times of the cases that ran ok in any result set of `slug` under `folder` (the committed
+    `results/`), by id: a suite whose cases share ids with other suites' (headline) is quoted from
+    them on a fresh machine. A case measured more than once is quoted at its longest (a budget is
+    better spent on one case fewer than on one cut off)."""
+    out: dict[str, MeasuredCase] = {}
+    for path in sorted((folder / slug).glob("*.json")):
+        try:
+            times = ok_case_times(load(path))
+        except (OSError, ValueError):
+            continue
+        for cid, m in times.items():
+            if cid not in out or m.seconds > out[cid].seconds:
+                out[cid] = m
+    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
 from llmbench.report.labels import tag
 from llmbench.results import ResultSet, load
@@ -49,11 +50,30 @@ def load_checked(path: Path) -> ResultSet:
         raise UserError(f"{path}: not a readable llmbench result set: {e}") from None
 
 
+def load_bundle_checked(path: Path) -> Bundle:
+    """`bundle.read_bundle`, with a missing or unreadable bundle turned into a message naming it (exit 2)."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    try:
+        b = read_bundle(path)
+    except (ValueError, ValidationError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: not a readable llmbench bundle: {e}") from None
+    if not b.result_sets:
+        raise UserError(f"{path}: the bundle holds no result set")
+    return b
+
+
 def load_sets(paths: list[Path]) -> list[SetRef]:
-    """Load files (a folder stands for its newest result set) and give each a unique short name:
-    its GPU slug, or its file stem where two sets share a slug."""
-    files = [newest_in(p) if p.is_dir() else p for p in paths]
-    sets = [SetRef(name="", rs=load_checked(f), stem=f.stem) for f in files]
+    """Load files (a folder stands for its newest result set, a bundle `.tar.gz` for every result set
+    in it) and give each a unique short name: its GPU slug, or its file stem where two sets share a slug."""
+    sets: list[SetRef] = []
+    for p in paths:
+        if is_bundle(p):
+            b = load_bundle_checked(p)
+            sets += [SetRef(name="", rs=rs, stem=f"{b.stem}/{Path(name).stem}") for name, rs in b.result_sets]
+        else:
+            f = newest_in(p) if p.is_dir() else p
+            sets.append(SetRef(name="", rs=load_checked(f), stem=f.stem))
     return name_sets(sets)
 
 
