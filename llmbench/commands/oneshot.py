@@ -31,9 +31,10 @@ from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
 from llmbench.harness.plan import reference_times
 from llmbench.harness.runner import RunOptions, check_parallel, foreign_gpu_processes, run_suite
+from llmbench.report.compare import headline_metric_names
 from llmbench.report.inputs import SetRef, load_bundle_checked
 from llmbench.report.terminal import status_counts
-from llmbench.results import CaseResult, latest_result, load, save, utc_now
+from llmbench.results import CaseResult, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, load_suite
 
 DEFAULT_SUITES = ["headline"]
@@ -60,12 +61,14 @@ class OneshotUI(RichUI):
     def __init__(self, progress: Any, log: Path) -> None:
         super().__init__(progress)
         self.log = log
+        self.paths: list[Path] = []  # the result set of each suite started, also one interrupted mid-run
 
     def line(self, text: str) -> None:
         _log(self.log, text)
 
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
         super().suite_start(suite, cases, path, skipped)
+        self.paths.append(path)
         self.line(f"suite {suite.name}: {len(cases)} case(s) to run, {skipped} already done -> {path.name}")
 
     def case_start(self, case: CaseSpec, index: int) -> None:
@@ -159,11 +162,12 @@ def _report_html(paths: list[Path], title: str) -> tuple[str | None, str | None]
     try:
         from llmbench.report.html import Section, render_html
 
+        headline = frozenset(headline_metric_names())  # as `llmbench report` shows by default
         sections = []
         for p in paths:
             rs = load(p)
             sections.append(Section(f"{rs.suite} on {rs.env.get('gpu', {}).get('name', rs.gpu_slug)}",
-                                    [SetRef(name=rs.gpu_slug, rs=rs, stem=p.stem)]))
+                                    [SetRef(name=rs.gpu_slug, rs=rs, stem=p.stem)], 0, headline))
         return render_html(sections, title), None
     except Exception as e:  # a report problem must not cost the bundle its result sets
         return None, f"{type(e).__name__}: {e}"
@@ -257,28 +261,24 @@ def oneshot(
     files = environment_files(checks, part)
 
     reference = reference_times(REFERENCE_RESULTS, slug)
-    written: list[Path] = []
-    interrupted, deferred = False, 0
-    try:
-        with run_progress() as p:
-            ui = OneshotUI(p, log)
+    interrupted = False
+    with run_progress() as p:
+        ui = OneshotUI(p, log)
+        try:
             for s in loaded:
                 left = None if seconds is None else max(seconds - (time.monotonic() - t0), 1.0)
                 opts = RunOptions(out_dir=out, resume=s.name in placed, resume_from=placed.get(s.name), gpus=gpus,
                                   device="cpu" if cpu else "auto", budget_s=left, parallel=parallel,
                                   reference_times=reference)
-                try:
-                    written.append(run_suite(s, s.cases, opts, ui))
-                finally:
-                    deferred = ui.deferred
-    except KeyboardInterrupt:
-        interrupted = True
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cost the bundle
+                run_suite(s, s.cases, opts, ui)
+        except KeyboardInterrupt:
+            interrupted = True
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cost the bundle
+    if interrupted:
         err_console.print("interrupted: writing the bundle of what finished ...")
-    for s in loaded:  # a suite interrupted mid-run has its result set on disk, not in `written`
-        path = placed.get(s.name) or latest_result(out, slug, s.name)
-        if path is not None and path not in written and path.exists():
-            written.append(path)
+    deferred = ui.deferred
+    # every set this session wrote (one interrupted mid-run included), and resumed sets it did not reach
+    written = list(dict.fromkeys([*ui.paths, *(p for p in placed.values() if p.exists())]))
     files.update({f"suites/{s.name}.toml": s.path.read_bytes() for s in loaded})
     counts: dict[str, int] = {}
     for w in written:
