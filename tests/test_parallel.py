@@ -77,3 +77,75 @@ def test_slots_and_parallel_checks() -> None:
     check_parallel("0,1", True)
     check_parallel("MIG-a,MIG-b", True)
     check_parallel(None, False)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_case_the_parent_skips_is_recorded_not_left_for_the_budget(
+    tmp_path: Path, fault_plugin: str, parallel: bool
+) -> None:
+    """A skip costs no time: a case that cannot run here (vLLM not installed) is `skipped` even when the
+    budget has no room left, so --resume does not carry it forever."""
+    suite = load_suite(str(write(tmp_path, """
+name = "skips"
+[[case]]
+scenario = "probe"
+matrix.tag = [1, 2]
+skip_here = true
+[[case]]
+scenario = "probe"
+tag = 3
+""")))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", budget_s=0.01, gpus="0,1" if parallel else None,
+                      parallel=parallel)
+    rs = load(run_suite(suite, suite.cases, opts))
+    assert [(c.params["tag"], c.status) for c in rs.cases] == [(1, "skipped"), (2, "skipped")]
+    assert rs.cases[0].reason == "planted: cannot run here"
+    assert rs.finished_at is None  # case 3 is left for --resume
+
+
+def test_sigterm_stops_every_case_process_of_a_parallel_run(tmp_path: Path, fault_plugin: str) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    suite, pids = write(tmp_path, """
+name = "two-slow"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "fault"
+kind = "sleep"
+matrix.seconds = [60.0, 61.0]
+"""), tmp_path / "pids"
+    pids.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmbench", "run", str(suite), "--cpu", "--gpus", "0,1", "--parallel",
+         "--out", str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "LLMBENCH_TEST_PID_DIR": str(pids)}, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(pids.glob("*.pid"))) < 2:  # both cases running at once
+        time.sleep(0.1)
+    running = [int(f.stem) for f in pids.glob("*.pid")]
+    assert len(running) == 2
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.time() + 10
+    while any(alive(p) for p in running) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in running)
+    rs = load(next((tmp_path / "out").glob("*/two-slow-*.json")))
+    assert rs.cases == [] and rs.finished_at is None

@@ -23,14 +23,14 @@ from rich.markup import escape
 from llmbench import __version__
 from llmbench.bundle import Bundle, bundle_name, is_bundle, write_bundle
 from llmbench.commands.common import check_out_dir, console, err_console
-from llmbench.commands.run import RichUI, exit_code, run_progress
+from llmbench.commands.run import RichUI, exit_code, plan_table, run_progress
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import llmbench_info, local_slug
 from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
-from llmbench.harness.plan import reference_times
-from llmbench.harness.runner import RunOptions, check_parallel, foreign_gpu_processes, run_suite
+from llmbench.harness.plan import ok_case_times, reference_times
+from llmbench.harness.runner import DONE_STATUSES, RunOptions, check_parallel, foreign_gpu_processes, run_suite
 from llmbench.report.compare import headline_metric_names
 from llmbench.report.inputs import SetRef, load_bundle_checked
 from llmbench.report.terminal import status_counts
@@ -206,6 +206,8 @@ def oneshot(
     parallel: bool = typer.Option(False, "--parallel", metavar="", help="Run cases side by side, one per --gpus "
                                   "entry (multi-GPU cases take as many as they need)."),
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU (tests; no GPU figures)."),
+    dry_run: bool = typer.Option(False, "--dry-run", metavar="", help="Print the plan with each case's quoted "
+                                 "time (as --budget reads it) and the total; run nothing."),
 ) -> None:
     """A freshly rented machine in one command: doctor, the headline suite within --budget, and one
     bundle <gpu-slug>-<UTC>.tar.gz (result sets, HTML report, log, environment) in --out.
@@ -231,6 +233,9 @@ def oneshot(
     loaded = [load_suite(n) for n in suites] if suites else \
         _bundled_suites(previous, out) if previous else [load_suite(n) for n in DEFAULT_SUITES]
     names = [s.name for s in loaded]
+    if dry_run:
+        _print_plan(loaded, slug, out, previous)
+        return
     placed = _place_resumed(previous, out) if previous else {}
     part = len((previous.manifest.get("parts") if previous else None) or []) + 1
     log = out / "logs" / f"oneshot-{started.replace(':', '').replace('-', '')}.log"
@@ -260,7 +265,7 @@ def oneshot(
         _log(log, f"warning: {msg}")
     files = environment_files(checks, part)
 
-    reference = reference_times(REFERENCE_RESULTS, slug)
+    reference = reference_times(REFERENCE_RESULTS, slug, other_gpus=True)
     interrupted = False
     with run_progress() as p:
         ui = OneshotUI(p, log)
@@ -298,6 +303,24 @@ def oneshot(
     code = exit_code(counts, strict=False)
     if code:
         raise typer.Exit(code)
+
+
+def _print_plan(loaded: list[Suite], slug: str, out: Path, previous: Bundle | None) -> None:
+    """The cases still to run and their quotes: the resumed bundle's times, this folder's earlier runs,
+    the committed results/ of this GPU, else the scenarios' estimates."""
+    measured = reference_times(REFERENCE_RESULTS, slug, other_gpus=True)
+    measured.update(reference_times(out, slug))
+    done: set[str] = set()
+    for _, rs in previous.result_sets if previous else []:
+        measured.update(ok_case_times(rs))
+        done |= {c.id for c in rs.cases if c.status in DONE_STATUSES}
+    cases = [c for s in loaded for c in s.cases if c.id not in done]
+    table, total, sources = plan_table(cases, measured)
+    console.print(table)
+    console.print(f"{len(cases)} case(s) to run{f' ({len(done)} done in the bundle)' if done else ''}, about "
+                  f"{total / 60:.1f} min on {slug} ({sources['measured']} measured on this GPU model or, where "
+                  f"it never ran there, another in results/; {sources['similar']} like similar measured cases; "
+                  f"{sources['estimate']} estimated), plus doctor and the bundle; nothing was run")
 
 
 def _write(out: Path, slug: str, written: list[Path], previous: Bundle | None, files: dict[str, bytes | str],

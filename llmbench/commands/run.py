@@ -91,7 +91,7 @@ def run_progress() -> Progress:
     )
 
 
-def _plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
+def plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
     """The plan, each case with its time: measured (an earlier run of it on this GPU), like the most
     similar measured cases, or the scenario's estimate."""
     t = Table(title="plan")
@@ -154,7 +154,7 @@ def run(
     if dry_run:
         slug = local_slug(gpus, cpu)
         measured, source = measured_cases(out, slug, s.name)
-        table, total, sources = _plan_table(cases, measured)
+        table, total, sources = plan_table(cases, measured)
         console.print(table)
         how = (f"{sources['measured']} measured on {slug} in {source}, {sources['similar']} like similar cases "
                f"measured there, {sources['estimate']} estimated" if measured

@@ -230,14 +230,16 @@ class _Run:
 def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
     """One case after another, each with every --gpus entry visible."""
     for i, case in enumerate(todo):
+        reason = parent_skip_reason(case, run.device)  # a skip costs no time: never left for the budget
+        if reason:
+            run.ui.case_start(case, i)
+            run.record(case, skipped_result(case, reason), run.opts.gpus, [])
+            continue
         if run.defer_if_over_budget(case):
             continue
         others = run.others_on(case, run.opts.gpus)
         run.ui.case_start(case, i)
-        reason = parent_skip_reason(case, run.device)
-        result = skipped_result(case, reason) if reason else run_one(case, run.env, run.opts.device,
-                                                                     run.ui.case_progress)
-        run.record(case, result, run.opts.gpus, others)
+        run.record(case, run_one(case, run.env, run.opts.device, run.ui.case_progress), run.opts.gpus, others)
 
 
 Finished = tuple[CaseSpec, list[str], "CaseResult | BaseException", list[dict[str, Any]]]
@@ -269,14 +271,14 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                     run.record(case, skipped_result(case, f"the case needs {need} GPUs; --gpus gives {len(slots)}"),
                                None, [])
                     continue
-                if run.defer_if_over_budget(case):
-                    pending.pop(0)
-                    continue
                 reason = parent_skip_reason(case, run.device)
                 if reason:
                     pending.pop(0)
                     run.ui.case_start(case, i)
                     run.record(case, skipped_result(case, reason), None, [])
+                    continue
+                if run.defer_if_over_budget(case):
+                    pending.pop(0)
                     continue
                 if need > len(free):
                     break  # in order: the next case waits for its slots

@@ -78,6 +78,7 @@ class ProbeParams(ScenarioParams):
     tag: int = 0
     gpus: int = 1  # slots the case takes (as ddp's `gpus`)
     wait_for: int = 0  # wait until this many probe cases have started (proves they run side by side)
+    skip_here: bool = False  # the parent skips it without starting a process (as a missing package does)
 
 
 @SCENARIOS.register("probe")
@@ -92,6 +93,9 @@ class Probe(Scenario):
 
     def estimate_s(self, params: Any, rule: Any) -> float:
         return 1.0
+
+    def skip_reason(self, params: Any, device: Any) -> str | None:
+        return "planted: cannot run here" if params.skip_here else None
 
     def run(self, params: Any, ctx: CaseContext) -> None:
         folder = os.environ["LLMBENCH_TEST_PROBE_DIR"]
