@@ -70,7 +70,8 @@ def load_sets(paths: list[Path]) -> list[SetRef]:
     for p in paths:
         if is_bundle(p):
             b = load_bundle_checked(p)
-            sets += [SetRef(name="", rs=rs, stem=f"{b.stem}/{Path(name).stem}") for name, rs in b.result_sets]
+            one = len(b.result_sets) == 1  # stem: the bundle's (usable as --baseline), with the suite if several
+            sets += [SetRef(name="", rs=rs, stem=b.stem if one else f"{b.stem}:{rs.suite}") for _, rs in b.result_sets]
         else:
             f = newest_in(p) if p.is_dir() else p
             sets.append(SetRef(name="", rs=load_checked(f), stem=f.stem))
