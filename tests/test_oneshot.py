@@ -151,3 +151,11 @@ def test_resume_on_another_gpu_model_and_bad_budgets_are_refused(app: typer.Type
                                                 ("1.5h", 5400)])
 def test_parse_budget(text: str, seconds: float) -> None:
     assert oneshot.parse_budget(text) == seconds
+
+
+def test_dry_run_quotes_the_plan_and_writes_nothing(app: typer.Typer, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["oneshot", "--cpu", "--dry-run", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "25 case(s) to run" in text and "nothing was run" in text
+    assert not (tmp_path / "o").exists()
