@@ -189,12 +189,17 @@ def save(result_set: ResultSet, path: Path) -> None:
 def load(path: str | Path) -> ResultSet:
     """Read a result set; a file from a newer schema is refused with a clear message."""
     p = Path(path)
-    data = json.loads(p.read_text(encoding="utf-8"))
+    return from_json(p.read_text(encoding="utf-8"), str(p))
+
+
+def from_json(text: str, where: str) -> ResultSet:
+    """A result set from its JSON text (`where` names it in messages: a file, a bundle member)."""
+    data = json.loads(text)
     if not isinstance(data, dict):
-        raise ValueError(f"{p}: a result set is a JSON object; this file holds a JSON {type(data).__name__}")
+        raise ValueError(f"{where}: a result set is a JSON object; this file holds a JSON {type(data).__name__}")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise ValueError(f"{p}: schema_version {version!r} is not supported (this llmbench reads {SCHEMA_VERSION})")
+        raise ValueError(f"{where}: schema_version {version!r} is not supported (this llmbench reads {SCHEMA_VERSION})")
     return ResultSet.model_validate(data)
 
 

@@ -29,7 +29,7 @@ class Fmt(str, Enum):
 
 
 FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set, with the "
-                           "rest of its repeat group).")
+                           "rest of its repeat group; a bundle .tar.gz from oneshot for the result sets in it).")
 FORMAT_OPT = typer.Option(Fmt.terminal, "--format", "-f", help="Output format.")
 OUT_OPT = typer.Option(None, "--out", "-o", help="Write to this file instead of standard output.")
 POOL_OPT = typer.Option(

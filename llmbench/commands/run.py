@@ -27,7 +27,7 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import local_slug
 from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
-from llmbench.harness.runner import RunOptions, RunUI, run_suite
+from llmbench.harness.runner import RunOptions, RunUI, check_parallel, run_suite
 from llmbench.report.terminal import case_headline, flag_summary, fmt_metric, result_table, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
@@ -85,14 +85,15 @@ class RichUI(RunUI):
         self.p.update(self.case_task, visible=False)
 
 
-def _progress() -> Progress:
+def run_progress() -> Progress:
+    """The suite and case bars of a run (oneshot draws the same)."""
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
     )
 
 
-def _plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
+def plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
     """The plan, each case with its time: measured (an earlier run of it on this GPU), like the most
     similar measured cases, or the scenario's estimate."""
     t = Table(title="plan")
@@ -124,6 +125,9 @@ def run(
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes, e.g. 0 or 0,1 or "
                                        "MIG-<uuid> (sets CUDA_VISIBLE_DEVICES before torch is imported)."),
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU even when a GPU is present."),
+    parallel: bool = typer.Option(False, "--parallel", metavar="", help="Run cases side by side, one case "
+                                  "process per --gpus entry (an index or MIG UUID), each pinned to it; multi-GPU "
+                                  "cases (tensor_parallel, gpus) take as many entries as they need."),
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
@@ -148,6 +152,7 @@ def run(
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
     check_out_dir(out)
     check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
+    check_parallel(gpus, parallel)
     s = load_suite(suite)
     cases = filter_cases(s.cases, filter or [])
     if timeout is not None:
@@ -157,7 +162,7 @@ def run(
     if dry_run:
         slug = local_slug(gpus, cpu)
         measured, source = measured_cases(out, slug, s.name)
-        table, total, sources = _plan_table(cases, measured)
+        table, total, sources = plan_table(cases, measured)
         console.print(table)
         how = (f"{sources['measured']} measured on {slug} in {source}, {sources['similar']} like similar cases "
                f"measured there, {sources['estimate']} estimated" if measured
@@ -185,7 +190,7 @@ def run(
         if repeat > 1:
             console.print(f"[bold]pass {index} of {repeat}[/bold] (repeat group {group})")
         opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus,
-                          device="cpu" if cpu else "auto", budget_s=budget, header=header)
+                          device="cpu" if cpu else "auto", budget_s=budget, header=header, parallel=parallel)
         codes.append(_run_pass(s, cases, opts, strict))
     if repeat > 1:
         console.print(f"{len(passes)} pass(es) of repeat group {passes[0][1]} -> {out}; the spread between runs: "
@@ -215,7 +220,7 @@ def plan_passes(out: Path, slug: str, suite: str, repeat: int, resume: bool) -> 
 def _run_pass(s: Suite, cases: list[CaseSpec], opts: RunOptions, strict: bool) -> int:
     """One run of the cases into one result set (one pass of --repeat); its summary; its exit code."""
     try:
-        with _progress() as p:
+        with run_progress() as p:
             ui = RichUI(p)
             path = run_suite(s, cases, opts, ui)
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130

@@ -3,6 +3,7 @@ status, and the suite goes on. GPU memory is clean for every case because the pr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,6 +25,8 @@ from llmbench.measure import progress
 
 STDERR_TAIL = 4000
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_LIVE: set[subprocess.Popen[str]] = set()  # case processes now running (several in a parallel run)
+_LIVE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -118,6 +121,8 @@ def run_child(
             stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env,
             text=True, errors="replace", start_new_session=True,
         )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         other_lines: deque[str] = deque(maxlen=40)
         reader = threading.Thread(target=_read_stdout, args=(proc, on_progress, other_lines), daemon=True)
         reader.start()
@@ -131,6 +136,8 @@ def run_child(
         finally:
             if proc.poll() is None:
                 _kill_group(proc)
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
             reader.join(timeout=5)
         elapsed = time.perf_counter() - t0
         err.seek(0)
@@ -149,6 +156,19 @@ def _read_stdout(proc: subprocess.Popen[str], on_progress: Any, other: deque[str
                 on_progress(*update)
         elif line.strip():
             other.append(line.rstrip())
+
+
+def kill_running() -> None:
+    """Stop every case process still running, with its process group. A parallel run waits on its
+    case processes in threads, which an interrupt (Ctrl-C, SIGTERM) does not reach: the main thread
+    calls this before it lets the interrupt end the run."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:  # all at once first, then each waited for
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -112,3 +112,28 @@ def case_time(case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
     if like is not None and like > estimate:
         return CaseTime(like, "similar")
     return CaseTime(estimate, "estimate")
+
+
+def reference_times(folder: Path, slug: str, other_gpus: bool = False) -> dict[str, MeasuredCase]:
+    """Wall times of the cases that ran ok in any result set of `slug` under `folder` (the committed
+    `results/`), by id: a suite whose cases share ids with other suites' (headline) is quoted from
+    them on a fresh machine. A case measured more than once is quoted at its longest (a budget is
+    better spent on one case fewer than on one cut off). With `other_gpus`, a case never measured on
+    `slug` is quoted from another GPU's sets: the long cases' time is mostly building and compiling
+    (CPU work), so that beats a scenario's rough estimate."""
+    out: dict[str, MeasuredCase] = {}
+    folders = [folder / slug]
+    if other_gpus:
+        folders = sorted(d for d in folder.glob("*") if d.is_dir() and d.name != slug) + folders
+    for d in folders:
+        times: dict[str, MeasuredCase] = {}
+        for path in sorted(d.glob("*.json")):
+            try:
+                found = ok_case_times(load(path))
+            except (OSError, ValueError):
+                continue
+            for cid, m in found.items():
+                if cid not in times or m.seconds > times[cid].seconds:
+                    times[cid] = m
+        out.update(times)  # this GPU's own sets come last and win
+    return out

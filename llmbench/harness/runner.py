@@ -1,18 +1,33 @@
 """Runs a suite: fingerprint, then each case in its own process, writing the result set after every
-case (atomically), so an interrupted run loses nothing that finished and `--resume` picks it up."""
+case (atomically), so an interrupted run loses nothing that finished and `--resume` picks it up.
+
+With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: case processes run
+concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
+CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set."""
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
+from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
-from llmbench.harness.isolation import ChildOutcome, child_env, fingerprint, run_case_process, sweep_stale_tmp
+from llmbench.harness.isolation import (
+    ChildOutcome,
+    child_env,
+    fingerprint,
+    kill_running,
+    run_case_process,
+    sweep_stale_tmp,
+)
 from llmbench.harness.max_batch import search_max_batch
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
 from llmbench.precision import DeviceInfo
@@ -46,6 +61,27 @@ class RunOptions:
     extra_env: dict[str, str] = field(default_factory=dict)
     budget_s: float | None = None  # start only cases whose expected time fits in what is left of this
     header: dict[str, Any] = field(default_factory=dict)  # extra header fields of a new set (run --repeat's `repeat`)
+    parallel: bool = False  # one case process per --gpus entry at a time, concurrently
+    resume_from: Path | None = None  # with resume: this result set, not the newest one under out_dir
+    reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
+
+
+def gpu_slots(gpus: str | None) -> list[str]:
+    """The --gpus entries, each a slot a case process can be pinned to."""
+    return [g for g in (gpus or "").replace(" ", "").split(",") if g]
+
+
+def slots_needed(case: CaseSpec) -> int:
+    """How many GPUs a case takes: a multi-GPU case says so in its params (`tensor_parallel`, or
+    `gpus` for data-parallel training); every other case takes one."""
+    p = case.params_dict
+    return max(int(p.get("tensor_parallel") or 1), int(p.get("gpus") or 1))
+
+
+def check_parallel(gpus: str | None, parallel: bool) -> None:
+    """--parallel needs several slots to run cases side by side."""
+    if parallel and len(gpu_slots(gpus)) < 2:
+        raise UserError(f"--parallel needs several GPUs in --gpus (e.g. --gpus 0,1 or MIG UUIDs), got {gpus!r}")
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
@@ -104,7 +140,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     slug = fp["gpu"]["slug"]
     device = parent_device(fp, opts.device)
 
-    existing = latest_result(opts.out_dir, slug, suite.name) if opts.resume else None
+    existing = (opts.resume_from or latest_result(opts.out_dir, slug, suite.name)) if opts.resume else None
     if existing is not None:
         rs = load(existing)
         path = existing
@@ -122,43 +158,160 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     todo = [c for c in cases if c.id not in done]
     measured: dict[str, MeasuredCase] = {}
     if opts.budget_s is not None:  # the set being resumed, else the newest earlier one (read before saving a new one)
-        measured = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name)[0]
+        own = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name)[0]
+        measured = {**opts.reference_times, **own}
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    t_start = time.monotonic()
-    deferred = 0
+    state = _Run(rs, path, opts, ui, device, env, measured, commit, modified)
+    if opts.parallel:
+        _run_parallel(todo, state)
+    else:
+        _run_serial(todo, state)
 
-    for i, case in enumerate(todo):
-        if opts.budget_s is not None:
-            needs = case_time(case, measured).seconds
-            left = opts.budget_s - (time.monotonic() - t_start)
-            if needs > left:  # left out of the result set, so a later --resume runs it
-                ui.case_deferred(case, needs, left)
-                deferred += 1
-                continue
-        others = foreign_gpu_processes(opts.gpus) if opts.device != "cpu" else []
-        if others:
-            msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
-                   f"({', '.join(str(p['pid']) for p in others)}): they share the GPU and falsify timings")
-            rs.warnings.append(msg)
-            ui.warn(msg)
-        ui.case_start(case, i)
-        reason = parent_skip_reason(case, device)
-        result = skipped_result(case, reason) if reason else run_one(case, env, opts.device, ui)
-        result.info["llmbench_commit"] = commit  # a resumed result set can span commits
-        result.info["llmbench_tree_modified"] = modified  # tracked files differ from that commit
-        if others:
-            result.info["other_gpu_processes"] = others
-        rs.upsert(result)
-        save(rs, path)
-        ui.case_done(case, result)
-        if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
-            measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s)
-
-    rs.finished_at = None if deferred else utc_now()  # cases left for --resume: the run is not finished
+    rs.finished_at = None if state.deferred else utc_now()  # cases left for --resume: the run is not finished
     save(rs, path)
     ui.suite_done(rs, path)
     return path
+
+
+@dataclass
+class _Run:
+    """What the case loops share: the result set being written and how the run was asked for."""
+
+    rs: ResultSet
+    path: Path
+    opts: RunOptions
+    ui: RunUI
+    device: DeviceInfo
+    env: dict[str, str]
+    measured: dict[str, MeasuredCase]
+    commit: str | None
+    modified: bool | None
+    deferred: int = 0
+    t_start: float = field(default_factory=time.monotonic)
+
+    def defer_if_over_budget(self, case: CaseSpec) -> bool:
+        """Leave the case out of the result set (a later --resume runs it) when its quoted time does
+        not fit in what is left of the budget."""
+        if self.opts.budget_s is None:
+            return False
+        needs = case_time(case, self.measured).seconds
+        left = self.opts.budget_s - (time.monotonic() - self.t_start)
+        if needs <= left:
+            return False
+        self.ui.case_deferred(case, needs, left)
+        self.deferred += 1
+        return True
+
+    def others_on(self, case: CaseSpec, gpus: str | None) -> list[dict[str, Any]]:
+        """Foreign processes on these GPUs (none of ours runs there now), warned about and recorded."""
+        others = foreign_gpu_processes(gpus) if self.opts.device != "cpu" else []
+        if others:
+            msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
+                   f"({', '.join(str(p['pid']) for p in others)}): they share the GPU and falsify timings")
+            self.rs.warnings.append(msg)
+            self.ui.warn(msg)
+        return others
+
+    def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]]) -> None:
+        """Add a finished case to the result set and write it (atomically)."""
+        result.info["llmbench_commit"] = self.commit  # a resumed result set can span commits
+        result.info["llmbench_tree_modified"] = self.modified  # tracked files differ from that commit
+        if gpus is not None:
+            result.info["gpus"] = gpus  # the CUDA_VISIBLE_DEVICES the case process was given
+        if others:
+            result.info["other_gpu_processes"] = others
+        self.rs.upsert(result)
+        save(self.rs, self.path)
+        self.ui.case_done(case, result)
+        if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
+            self.measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s)
+
+
+def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
+    """One case after another, each with every --gpus entry visible."""
+    for i, case in enumerate(todo):
+        reason = parent_skip_reason(case, run.device)  # a skip costs no time: never left for the budget
+        if reason:
+            run.ui.case_start(case, i)
+            run.record(case, skipped_result(case, reason), run.opts.gpus, [])
+            continue
+        if run.defer_if_over_budget(case):
+            continue
+        others = run.others_on(case, run.opts.gpus)
+        run.ui.case_start(case, i)
+        run.record(case, run_one(case, run.env, run.opts.device, run.ui.case_progress), run.opts.gpus, others)
+
+
+Finished = tuple[CaseSpec, list[str], "CaseResult | BaseException", list[dict[str, Any]]]
+
+
+def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
+    """Cases in order, each started as soon as the slots it needs are free; the results come back
+    through a queue to this thread, the only one that writes the result set. An interrupt stops
+    every running case process before it ends the run."""
+    slots = gpu_slots(run.opts.gpus)
+    free = list(slots)
+    done: queue.Queue[Finished] = queue.Queue()
+    pending = list(enumerate(todo))
+    running = 0
+
+    def work(case: CaseSpec, taken: list[str], env: dict[str, str], others: list[dict[str, Any]]) -> None:
+        try:
+            done.put((case, taken, run_one(case, env, run.opts.device, None), others))
+        except BaseException as e:  # handed to the main thread, which raises it
+            done.put((case, taken, e, others))
+
+    try:
+        while pending or running:
+            while pending:
+                i, case = pending[0]
+                need = slots_needed(case)
+                if need > len(slots):
+                    pending.pop(0)
+                    run.record(case, skipped_result(case, f"the case needs {need} GPUs; --gpus gives {len(slots)}"),
+                               None, [])
+                    continue
+                reason = parent_skip_reason(case, run.device)
+                if reason:
+                    pending.pop(0)
+                    run.ui.case_start(case, i)
+                    run.record(case, skipped_result(case, reason), None, [])
+                    continue
+                if run.defer_if_over_budget(case):
+                    pending.pop(0)
+                    continue
+                if need > len(free):
+                    break  # in order: the next case waits for its slots
+                pending.pop(0)
+                taken, free = free[:need], free[need:]
+                visible = ",".join(taken)
+                # a MIG slot shares its GPU with the other slots (our own cases): no foreign-process check there
+                others = run.others_on(case, visible) if not visible.startswith(("MIG", "GPU")) else []
+                run.ui.case_start(case, i)
+                env = child_env(visible, run.opts.extra_env)
+                threading.Thread(target=work, args=(case, taken, env, others), daemon=True).start()
+                running += 1
+            if not running:
+                break
+            case, taken, result, others = _next(done)
+            running -= 1
+            free = [s for s in slots if s in free or s in taken]  # back in --gpus order
+            if isinstance(result, BaseException):
+                raise result
+            run.record(case, result, ",".join(taken), others)
+    except BaseException:
+        kill_running()
+        raise
+
+
+def _next(done: queue.Queue[Finished]) -> Finished:
+    """The next finished case; waits in short steps so Ctrl-C and SIGTERM reach this thread."""
+    while True:
+        try:
+            return done.get(timeout=0.5)
+        except queue.Empty:
+            continue
 
 
 def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
@@ -168,7 +321,8 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
                       info={"skipped_by": "runner"})
 
 
-def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> CaseResult:
+def run_one(case: CaseSpec, env: dict[str, str], device: str,
+            on_progress: Callable[[float, str], None] | None = None) -> CaseResult:
     spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
             "settings": case.settings.model_dump(), "device": device}
     started = utc_now()
@@ -182,7 +336,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, ui: RunUI) -> Case
         first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
         out = ChildOutcome(str(first["status"]), first["reason"])
     else:
-        out = run_case_process(spec, env, case.settings.timeout_s, ui.case_progress)
+        out = run_case_process(spec, env, case.settings.timeout_s, on_progress)
     payload = out.payload
     if search is not None:
         payload.setdefault("info", {})["max_batch"] = search.info()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
 from llmbench.report.labels import tag
 from llmbench.results import CaseResult, ResultSet, load
@@ -99,21 +100,43 @@ def pool_key(rs: ResultSet, index: int, pool: bool) -> tuple[str, ...]:
     return ("group", str(group)) if group else ("single", str(index))
 
 
+def load_bundle_checked(path: Path) -> Bundle:
+    """`bundle.read_bundle`, with a missing or unreadable bundle turned into a message naming it (exit 2)."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    try:
+        b = read_bundle(path)
+    except (ValueError, ValidationError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: not a readable llmbench bundle: {e}") from None
+    if not b.result_sets:
+        raise UserError(f"{path}: the bundle holds no result set")
+    return b
+
+
 def load_sets(paths: list[Path], pool: bool = False) -> list[SetRef]:
-    """Load files (a folder stands for its newest result set, with the rest of its repeat group) into
-    sides: the runs of one repeat group are one side, and with `pool` so are all measured sets of one GPU
-    and suite (several leases). Each side gets a unique short name: its GPU slug, or its file stem where
-    two sides share a slug."""
-    files = [f for p in paths for f in (newest_group_in(p) if p.is_dir() else [p])]
-    files = list(dict.fromkeys(files))  # a file named twice (a folder and a glob) is one run
-    sides: dict[tuple[str, ...], list[tuple[Path, ResultSet]]] = {}
-    for i, f in enumerate(files):
-        rs = load_checked(f)
-        sides.setdefault(pool_key(rs, i, pool), []).append((f, rs))
+    """Load files (a folder stands for its newest result set, with the rest of its repeat group; a
+    bundle `.tar.gz` from oneshot for every result set in it) into sides: the runs of one repeat group
+    are one side, and with `pool` so are all measured sets of one GPU and suite (several leases). Each
+    side gets a unique short name: its GPU slug, or its file stem where two sides share a slug."""
+    loaded: list[tuple[str, ResultSet]] = []  # (stem, set) in the order given
+    seen: set[Path] = set()
+    for p in paths:
+        if is_bundle(p):
+            b = load_bundle_checked(p)
+            one = len(b.result_sets) == 1  # stem: the bundle's (usable as --baseline), with the suite if several
+            loaded += [(b.stem if one else f"{b.stem}:{rs.suite}", rs) for _, rs in b.result_sets]
+            continue
+        for f in newest_group_in(p) if p.is_dir() else [p]:
+            if f not in seen:  # a file named twice (a folder and a glob) is one run
+                seen.add(f)
+                loaded.append((f.stem, load_checked(f)))
+    sides: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
+    for i, (stem, rs) in enumerate(loaded):
+        sides.setdefault(pool_key(rs, i, pool), []).append((stem, rs))
     sets = [
-        SetRef(name="", rs=members[0][1], stem=members[0][0].stem,
+        SetRef(name="", rs=members[0][1], stem=members[0][0],
                runs=[rs for _, rs in members] if len(members) > 1 else [],
-               stems=[f.stem for f, _ in members])
+               stems=[stem for stem, _ in members])
         for members in sides.values()
     ]
     return name_sets(sets)

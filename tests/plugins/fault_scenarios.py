@@ -72,3 +72,45 @@ class BatchOOM(Scenario):
             raise torch.OutOfMemoryError(f"planted: batch {params.batch_size} > {params.fits_up_to}")
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
+
+
+class ProbeParams(ScenarioParams):
+    tag: int = 0
+    gpus: int = 1  # slots the case takes (as ddp's `gpus`)
+    wait_for: int = 0  # wait until this many probe cases have started (proves they run side by side)
+    skip_here: bool = False  # the parent skips it without starting a process (as a missing package does)
+
+
+@SCENARIOS.register("probe")
+class Probe(Scenario):
+    """test-only: records the CUDA_VISIBLE_DEVICES it was started with and when it ran; with
+    `wait_for`, waits (up to a minute) until that many probe cases have started, through marker files
+    in $LLMBENCH_TEST_PROBE_DIR: a serial run could never get there."""
+
+    Params = ProbeParams
+    description = "test-only: records the GPUs a case process was pinned to and when it ran"
+    headline = ("time_ms",)
+
+    def estimate_s(self, params: Any, rule: Any) -> float:
+        return 1.0
+
+    def skip_reason(self, params: Any, device: Any) -> str | None:
+        return "planted: cannot run here" if params.skip_here else None
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        folder = os.environ["LLMBENCH_TEST_PROBE_DIR"]
+        ctx.info["start"] = time.time()
+        with open(os.path.join(folder, f"started-{params.tag}"), "w") as f:
+            f.write(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+        deadline = time.time() + 60
+        seen = 0
+        while params.wait_for and time.time() < deadline:
+            seen = sum(1 for n in os.listdir(folder) if n.startswith("started-"))
+            if seen >= params.wait_for:
+                break
+            time.sleep(0.05)
+        ctx.info["peers_seen"] = seen
+        ctx.info["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+        m = ctx.measure(lambda: sum(range(100)))
+        ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
+        ctx.info["end"] = time.time()

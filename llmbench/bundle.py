@@ -1,0 +1,144 @@
+"""A bundle: one `.tar.gz` that carries what a run on a rented machine produced off it — the result
+sets, the HTML report, logs and the environment — and that `compare`, `report` and `oneshot --resume`
+read back. `write_bundle` and `read_bundle` are the whole interface (oneshot and fleet use both).
+
+Layout (names inside the archive):
+
+    manifest.json                        format, GPU slug(s), each result set's suite and status counts,
+                                         plus what the writer adds (oneshot: its sessions, "parts")
+    results/<gpu-slug>/<suite>-<UTC>.json  each result set, whole (raw samples included)
+    report.html, logs/*.log, env/*       other files, given by the writer (logs trimmed to their tails)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from llmbench.results import ResultSet, from_json, to_json, utc_now
+
+BUNDLE_FORMAT = 1
+MANIFEST = "manifest.json"
+SUFFIXES = (".tar.gz", ".tgz")
+LOG_TAIL_BYTES = 256 << 10  # a log keeps its last 256 KiB: the end says how a run went
+
+
+@dataclass
+class Bundle:
+    path: Path
+    manifest: dict[str, Any]
+    result_sets: list[tuple[str, ResultSet]] = field(default_factory=list)  # (member name, set)
+    files: dict[str, bytes] = field(default_factory=dict)  # every other member but the manifest
+
+    @property
+    def stem(self) -> str:
+        return bundle_stem(self.path)
+
+
+def is_bundle(path: Path) -> bool:
+    return path.name.endswith(SUFFIXES)
+
+
+def bundle_stem(path: Path) -> str:
+    name = path.name
+    return next((name[: -len(s)] for s in SUFFIXES if name.endswith(s)), path.stem)
+
+
+def bundle_name(slug: str, now: datetime | None = None) -> str:
+    """`<gpu-slug>-<UTC>.tar.gz`: which GPU, and when; UTC stamps sort by name."""
+    return f"{slug}-{(now or datetime.now(timezone.utc)).strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
+
+
+def tail(data: bytes, limit: int = LOG_TAIL_BYTES) -> bytes:
+    """The last `limit` bytes, saying how much was cut."""
+    if len(data) <= limit:
+        return data
+    return f"[... {len(data) - limit} earlier bytes cut ...]\n".encode() + data[-limit:]
+
+
+def result_member(rs: ResultSet, file_name: str) -> str:
+    return f"results/{rs.gpu_slug}/{PurePosixPath(file_name).name}"
+
+
+def write_bundle(
+    path: Path, result_sets: dict[str, ResultSet], files: dict[str, bytes | str] | None = None,
+    extra_manifest: dict[str, Any] | None = None,
+) -> Path:
+    """Write the bundle atomically (a temporary file, then a rename: an interrupted write leaves the
+    previous file or none, never half of one). `result_sets` maps each set's file name to the set;
+    `files` maps member names (e.g. "logs/run.log") to contents; names under logs/ keep their tail."""
+    members: dict[str, bytes] = {}
+    listed = []
+    for name, rs in result_sets.items():
+        member = result_member(rs, name)
+        members[member] = to_json(rs).encode()
+        listed.append({"file": member, "suite": rs.suite, "gpu_slug": rs.gpu_slug, "cases": len(rs.cases),
+                       "statuses": dict(Counter(c.status for c in rs.cases)), "finished_at": rs.finished_at})
+    for name, content in (files or {}).items():
+        safe_member(name)
+        data = content.encode() if isinstance(content, str) else content
+        members[name] = tail(data) if name.startswith("logs/") else data
+    manifest = {"bundle_format": BUNDLE_FORMAT, "created_at": utc_now(),
+                "gpu_slugs": sorted({rs.gpu_slug for rs in result_sets.values()}), "result_sets": listed,
+                **(extra_manifest or {})}
+    members = {MANIFEST: json.dumps(manifest, indent=1).encode(), **members}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with tarfile.open(fileobj=f, mode="w:gz") as tar:
+                for name, data in members.items():
+                    info = tarfile.TarInfo(name)
+                    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+                    tar.addfile(info, io.BytesIO(data))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def safe_member(name: str) -> str:
+    """A member name that stays inside the bundle: relative, no '..'."""
+    p = PurePosixPath(name)
+    if p.is_absolute() or ".." in p.parts or not p.parts:
+        raise ValueError(f"bundle member name {name!r} is not a relative path inside the bundle")
+    return name
+
+
+def read_bundle(path: Path) -> Bundle:
+    """Read a bundle into memory (nothing is extracted to disk). A file that is not a readable
+    bundle raises ValueError naming it."""
+    try:
+        with tarfile.open(path, mode="r:gz") as tar:
+            data: dict[str, bytes] = {}
+            for m in tar.getmembers():
+                if not m.isfile():
+                    continue
+                safe_member(m.name)
+                f = tar.extractfile(m)
+                if f is not None:
+                    data[m.name] = f.read()
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ValueError(f"{path}: not a readable bundle (.tar.gz): {e}") from None
+    if MANIFEST not in data:
+        raise ValueError(f"{path}: not an llmbench bundle (no {MANIFEST})")
+    manifest = json.loads(data.pop(MANIFEST))
+    if manifest.get("bundle_format") != BUNDLE_FORMAT:
+        raise ValueError(f"{path}: bundle_format {manifest.get('bundle_format')!r} is not supported "
+                         f"(this llmbench reads {BUNDLE_FORMAT})")
+    sets = [(name, from_json(data.pop(name).decode("utf-8"), f"{path}:{name}"))
+            for name in sorted(data) if name.startswith("results/") and name.endswith(".json")]
+    return Bundle(path, manifest, sets, data)

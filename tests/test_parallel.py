@@ -1,0 +1,151 @@
+"""Parallel cases on one machine: one case process per --gpus slot at a time, pinned with
+CUDA_VISIBLE_DEVICES, multi-GPU cases taking the slots they need; one result set, written by the
+parent only. Two fake GPUs on the CPU: the probe scenario records what its process was given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llmbench.errors import UserError
+from llmbench.harness.runner import RunOptions, check_parallel, run_suite, slots_needed
+from llmbench.results import load
+from llmbench.suite import load_suite
+from tests.conftest import write
+
+pytestmark = pytest.mark.slow
+
+PROBES = """
+name = "probes"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+timeout_s = 120
+[[case]]
+scenario = "probe"
+matrix.tag = [1, 2]
+wait_for = 2
+[[case]]
+scenario = "probe"
+tag = 3
+gpus = 2
+[[case]]
+scenario = "probe"
+matrix.tag = [4, 5, 6]
+[[case]]
+scenario = "probe"
+tag = 7
+gpus = 3
+"""
+
+
+def test_cases_run_side_by_side_one_per_gpu_and_multi_gpu_cases_take_both(tmp_path: Path, fault_plugin: str) -> None:
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    suite = load_suite(str(write(tmp_path, PROBES)))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1", parallel=True,
+                      extra_env={"LLMBENCH_TEST_PROBE_DIR": str(probe_dir)})
+    rs = load(run_suite(suite, suite.cases, opts))
+    by_tag = {c.params["tag"]: c for c in rs.cases}
+    assert sorted(by_tag) == [1, 2, 3, 4, 5, 6, 7]
+    for tag in (1, 2):  # each waited until the other had started: they ran at the same time
+        assert by_tag[tag].status == "ok", by_tag[tag].reason
+        assert by_tag[tag].info["peers_seen"] >= 2
+    assert {by_tag[1].info["gpus"], by_tag[2].info["gpus"]} == {"0", "1"}
+    assert by_tag[3].info["visible"] == by_tag[3].info["gpus"] == "0,1"
+    ran = [c for c in rs.cases if c.status == "ok"]
+    assert len(ran) == 6
+    for c in ran:
+        assert c.info["visible"] == c.info["gpus"]  # pinned before the case process started
+    for a in ran:  # a slot never holds two cases at once
+        for b in ran:
+            shared = set(a.info["gpus"].split(",")) & set(b.info["gpus"].split(","))
+            if a is not b and shared:
+                assert a.info["end"] <= b.info["start"] or b.info["end"] <= a.info["start"], (a.params, b.params)
+    assert by_tag[7].status == "skipped" and "needs 3 GPUs; --gpus gives 2" in (by_tag[7].reason or "")
+    assert rs.finished_at is not None
+
+
+def test_slots_and_parallel_checks() -> None:
+    suite = load_suite("vllm-llama3-8b")
+    assert {slots_needed(c) for c in suite.cases} == {1}
+    with pytest.raises(UserError, match="--parallel needs several GPUs"):
+        check_parallel("0", True)
+    with pytest.raises(UserError, match="--parallel needs several GPUs"):
+        check_parallel(None, True)
+    check_parallel("0,1", True)
+    check_parallel("MIG-a,MIG-b", True)
+    check_parallel(None, False)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_case_the_parent_skips_is_recorded_not_left_for_the_budget(
+    tmp_path: Path, fault_plugin: str, parallel: bool
+) -> None:
+    """A skip costs no time: a case that cannot run here (vLLM not installed) is `skipped` even when the
+    budget has no room left, so --resume does not carry it forever."""
+    suite = load_suite(str(write(tmp_path, """
+name = "skips"
+[[case]]
+scenario = "probe"
+matrix.tag = [1, 2]
+skip_here = true
+[[case]]
+scenario = "probe"
+tag = 3
+""")))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", budget_s=0.01, gpus="0,1" if parallel else None,
+                      parallel=parallel)
+    rs = load(run_suite(suite, suite.cases, opts))
+    assert [(c.params["tag"], c.status) for c in rs.cases] == [(1, "skipped"), (2, "skipped")]
+    assert rs.cases[0].reason == "planted: cannot run here"
+    assert rs.finished_at is None  # case 3 is left for --resume
+
+
+def test_sigterm_stops_every_case_process_of_a_parallel_run(tmp_path: Path, fault_plugin: str) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    suite, pids = write(tmp_path, """
+name = "two-slow"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "fault"
+kind = "sleep"
+matrix.seconds = [60.0, 61.0]
+"""), tmp_path / "pids"
+    pids.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmbench", "run", str(suite), "--cpu", "--gpus", "0,1", "--parallel",
+         "--out", str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "LLMBENCH_TEST_PID_DIR": str(pids)}, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(pids.glob("*.pid"))) < 2:  # both cases running at once
+        time.sleep(0.1)
+    running = [int(f.stem) for f in pids.glob("*.pid")]
+    assert len(running) == 2
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.time() + 10
+    while any(alive(p) for p in running) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in running)
+    rs = load(next((tmp_path / "out").glob("*/two-slow-*.json")))
+    assert rs.cases == [] and rs.finished_at is None
