@@ -145,9 +145,7 @@ def _apply_fp8(model: Any, recipe: str) -> tuple[Any, dict[str, Any]]:
         convert_to_float8_training(model, config=cfg, module_filter_fn=_fp8_filter)
         n = sum(type(m).__name__ == "Float8Linear" for m in model.modules())
         return nullcontext, {"fp8_linears": n}
-    from llmbench.engines.te_import import import_te
-
-    te = import_te()
+    import transformer_engine.pytorch as te
     from transformer_engine.common import recipe as te_recipe
 
     n = 0

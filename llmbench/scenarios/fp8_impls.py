@@ -113,10 +113,7 @@ def _te(impl: str, base: Any) -> tuple[Any, Any]:
     import functools
 
     import torch
-
-    from llmbench.engines.te_import import import_te
-
-    te = import_te()
+    import transformer_engine.pytorch as te
     from transformer_engine.common import recipe as te_recipe_mod
 
     recipe = te_recipe(impl, te_recipe_mod)
