@@ -59,15 +59,16 @@ def compare_cmd(
                         + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
     if len(sets) < 2 and threshold is not None:
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
-    if len(sets) >= 2:
-        _check_joins(sets)
+    joined = len(sets) >= 2 and _joins(sets)
+    if len(sets) >= 2 and not joined and base is None:
+        _check_joins(sets)  # says why, exit 2
     prices = prices_for(sets, price, prices_file)
     if prices is not None and len(sets) < 2:
         raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
     tables: list[Table] = []
     data: dict[str, Any] = {}
     verdict: GateResult | None = None
-    if len(sets) >= 2:
+    if joined:
         cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
         tables += comparison_tables(cmp)
         data["comparison"] = cmp.to_dict()
@@ -82,7 +83,7 @@ def compare_cmd(
         resolve_baseline(sets, baseline)
     if base is not None:
         key, value = parse_base(base)
-        diffs = [base_diff(s, key, value) for s in sets]
+        diffs = [base_diff(s, key, value) for s in by_gpu(sets)]
         tables += [t for d in diffs for t in basediff_tables(d)]
         data["base_diffs"] = [d.to_dict() for d in diffs]
     emit(tables, fmt, out, data)
@@ -92,6 +93,30 @@ def compare_cmd(
         for c in verdict.failures:
             typer.echo(f"  {c.set_label}: {c.scenario} {c.case}: {c.metric} {fmt_ratio(c.ratio, c.ci)}", err=True)
         raise typer.Exit(1)
+
+
+def _joins(sets: list[SetRef]) -> bool:
+    ids = [{c.id for c in s.cases()} for s in sets]
+    return bool(set.intersection(*ids)) or any(ids[0] & other for other in ids[1:])
+
+
+def by_gpu(sets: list[SetRef]) -> list[SetRef]:
+    """For --base: the sets of one GPU taken together, so a case finds its base variation in another set
+    of the same machine (`--base engine=hf` puts each vLLM case beside its transformers twin from
+    inference-llama3-8b). A GPU with one set keeps it as it is."""
+    groups: dict[str, list[SetRef]] = {}
+    for s in sets:
+        groups.setdefault(s.rs.gpu_slug, []).append(s)
+    out = []
+    for slug, group in groups.items():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        cases = [c for s in group for c in s.rs.cases]
+        suite = " + ".join(dict.fromkeys(s.rs.suite for s in group))
+        out.append(SetRef(name=slug, rs=group[0].rs.model_copy(update={"cases": cases, "suite": suite}),
+                          stem=" + ".join(s.stem for s in group)))
+    return out
 
 
 def _check_joins(sets: list[SetRef]) -> None:

@@ -197,6 +197,7 @@ class Engine(ABC):
     modes: ClassVar[tuple[str, ...]] = ("eager",)
     precisions: ClassVar[frozenset[str]] = frozenset({"bf16"})  # names of llmbench.precision it can apply
     max_tensor_parallel: ClassVar[int] = 1
+    in_process: ClassVar[bool] = True  # the model runs in this process (torch's memory counters see it)
 
     @classmethod
     def missing_reason(cls) -> str | None:

@@ -179,6 +179,7 @@ class TRTLLMEngine(Engine):
     capabilities = frozenset({Capability.BUILD, Capability.REQUEST_METRICS})
     modes = ("compiled",)  # a TensorRT engine is compiled by construction
     precisions = frozenset(DTYPES)
+    in_process = False  # its executor allocates GPU memory outside torch's counters of this process
     max_tensor_parallel = 8
 
     @classmethod

@@ -98,6 +98,7 @@ class VLLMEngine(Engine):
     capabilities = frozenset({Capability.TOKEN_TIMESTAMPS})
     modes = ("eager", "compiled")
     precisions = frozenset(DTYPES)
+    in_process = False  # the model runs in vLLM's engine-core process
     max_tensor_parallel = 8  # checked against the GPUs this case process sees, in unsupported_reason
 
     @classmethod

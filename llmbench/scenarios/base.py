@@ -95,11 +95,14 @@ class CaseContext:
         self.metrics[name] = MetricResult.single(name, value, flags)
 
     def record_monitors(
-        self, m: Measurement, *, units_per_iter: float | None = None, energy_metric: str | None = None
+        self, m: Measurement, *, units_per_iter: float | None = None, energy_metric: str | None = None,
+        torch_memory: bool = True,
     ) -> None:
         """Peak memory (torch), and the NVML readings of the timed window. With `units_per_iter`
-        (tokens, samples) and `energy_metric`, energy per unit is recorded too."""
-        if self.device.is_cuda:
+        (tokens, samples) and `energy_metric`, energy per unit is recorded too. `torch_memory=False`
+        where the work ran in another process (vLLM's engine core): this process's torch peak would be
+        a figure of nothing; the device's memory in use (NVML) is still recorded."""
+        if self.device.is_cuda and torch_memory:
             import torch
 
             self.record_value("peak_memory_gib", torch.cuda.max_memory_allocated() / 2**30)

@@ -309,7 +309,8 @@ class GenerateScenario(Scenario):
                 "TPOT = (E2E - TTFT) / (N - 1) per request, no ITL"
             )
             per_iter = self._record_requests(params, ctx, requests[-m.iters:], clock.seconds(m.iters))
-        ctx.record_monitors(m, units_per_iter=params.batch_size * params.output_len, energy_metric="energy_j_per_token")
+        ctx.record_monitors(m, units_per_iter=params.batch_size * params.output_len, energy_metric="energy_j_per_token",
+                            torch_memory=engine.in_process)
         cpu_step = statistics.median(cpu_s[-m.iters :]) / params.output_len
         gpu_step = None
         if dev.is_cuda and Capability.PARTIAL_GENERATE in engine.capabilities and session.token_clock == "stream":
