@@ -119,3 +119,25 @@ def test_compare_prints_none_for_an_empty_section(app: typer.Typer, tmp_path: Pa
     assert not any(ln.strip().startswith("Cases not in every result set") and "(none" not in ln for ln in lines)
     res = runner.invoke(app, ["compare", str(a), str(b), "-f", "markdown"])
     assert "(none: every case is in every result set)" in res.output
+
+
+def test_base_pairs_cases_across_the_sets_of_one_gpu(app: typer.Typer, tmp_path: Path) -> None:
+    """Two suites of one GPU that share no case (the transformers and the vLLM engine) still compare
+    with --base engine=hf: each vLLM case is put beside the transformers case it differs from in the
+    engine only."""
+    from test_compare_support import case, h100_set, metric, result_set
+
+    def gen(engine: str, tps: float) -> object:
+        params = {"model": "llama-3-8b", "engine": engine, "precision": "bf16", "batch_size": 1}
+        return case("generate", params, {"decode_tokens_per_s": metric("decode_tokens_per_s", tps)})
+
+    env = h100_set().env
+    hf, vl = tmp_path / "inference.json", tmp_path / "vllm.json"
+    save(result_set(env, [gen("hf", 160.0)], suite="inference"), hf)
+    save(result_set(env, [gen("vllm", 200.0)], suite="vllm"), vl)
+    res = runner.invoke(app, ["compare", str(hf), str(vl), "--base", "engine=hf", "-f", "json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["base_diffs"][0]["rows"]
+    assert [(round(r["base_value"]), round(r["value"]), round(r["diff_pct"])) for r in rows] == [(160, 200, 25)]
+    no_base = runner.invoke(app, ["compare", str(hf), str(vl)])
+    assert no_base.exit_code == 2  # without --base, sets that share no case are still an error
