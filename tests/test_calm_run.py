@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from llmbench.hardware.fingerprint import cpu_native_matmul
 from llmbench.harness import runner
 from llmbench.harness.isolation import sweep_stale_tmp
 from llmbench.harness.runner import RunOptions, parent_device, run_suite
@@ -105,6 +106,22 @@ def test_the_cpu_quickstart_prints_few_warning_lines_and_keeps_every_flag(tmp_pa
     warning_lines = [x for x in r.stdout.splitlines() if x.startswith("warning:")]
     assert len(warning_lines) <= 5
     assert len(warning_lines) <= len(rs.warnings) + len(flags_of(rs))
-    assert sum(c.status == "skipped" for c in rs.cases) == 9
+    # 9 cannot run on a CPU; the 4096^3 bf16 product is skipped too where this CPU emulates bf16
+    assert sum(c.status == "skipped" for c in rs.cases) == 9 + (not cpu_native_matmul("bf16"))
     assert all(c.info.get("skipped_by") == "runner" for c in rs.cases if c.status == "skipped")
     assert not re.search(r"Traceback", r.stdout + r.stderr)
+
+
+def test_large_half_precision_products_are_skipped_where_the_cpu_emulates_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmbench.hardware import fingerprint
+    from llmbench.scenarios import gemm
+
+    monkeypatch.setattr(fingerprint, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    reason = gemm.emulated_reason("bf16", (4096, 4096, 4096))
+    assert reason is not None and "emulated" in reason and "4096x4096x4096" in reason
+    assert gemm.emulated_reason("bf16", (1024, 1024, 1024)) is None  # small enough to run in seconds
+    monkeypatch.setattr(fingerprint, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    assert gemm.emulated_reason("bf16", (4096, 4096, 4096)) is None
+    assert gemm.emulated_reason("fp16", (4096, 4096, 4096)) is not None  # bf16 instructions are no fp16 ones
+    monkeypatch.setattr(fingerprint, "cpu_flags", lambda: None)  # unreadable: run it
+    assert gemm.emulated_reason("fp16", (4096, 4096, 4096)) is None

@@ -11,13 +11,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from llmbench.report.compare import compare, headline_metric_names
+from llmbench.report.compare import Comparison, compare, headline_metric_names
+from llmbench.report.costview import cost_table
 from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, name_sets
 from llmbench.report.labels import is_measured
+from llmbench.report.prices import Price, load_prices
 from llmbench.report.project import project, validate
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import comparison_tables, validation_tables
@@ -28,6 +31,7 @@ H200_SLUG = "h200-sxm-141gb"
 PUBLISHED_DIR = "published"
 MARKDOWN_NAME = "h100-vs-h200.md"
 HTML_NAME = "report.html"
+PRICES_EXAMPLE = Path("deploy/prices.example.toml")  # relative to the repository root: results/..
 
 
 def newest_by_suite(folder: Path, measured: bool = True) -> dict[str, tuple[Path, SetRef]]:
@@ -94,6 +98,30 @@ def _single_machine_sections(
     return out
 
 
+def joined_from_others(ref: SetRef, others: dict[str, tuple[Path, SetRef]], slug: str) -> SetRef | None:
+    """The other GPU's side of a suite it never ran as a whole (the headline suite): each of the suite's
+    cases as the other GPU's newest sets have it, found by case id (a headline case has the params of
+    a case of ceilings, inference-llama3-8b, ...). None where no case joins."""
+    ids = {c.id for c in ref.rs.cases}
+    cases, used = {}, []
+    for suite, (_path, other) in sorted(others.items(), key=lambda kv: kv[1][1].rs.created_at, reverse=True):
+        hits = [c for c in other.rs.cases if c.id in ids and c.id not in cases]
+        cases.update((c.id, c) for c in hits)
+        if hits:
+            used.append(suite)
+    if not cases:
+        return None
+    first = others[used[0]][1].rs
+    rs = first.model_copy(update={"suite": ref.rs.suite, "cases": list(cases.values()),
+                                  "description": f"{slug}'s cases of {ref.rs.suite} from its sets of "
+                                                 f"{', '.join(sorted(used))}"})
+    return SetRef(name=slug, rs=rs, stem=f"{slug}: {' + '.join(sorted(used))}")
+
+
+def _cost_hook(prices: dict[str, Price]) -> Callable[[Comparison], list[Table]] | None:
+    return (lambda cmp: [cost_table(cmp, prices)]) if prices else None
+
+
 def publish(results_dir: Path) -> list[Path]:
     """Write the Markdown comparison and the HTML report under `results_dir`; return their paths."""
     h100 = newest_by_suite(results_dir / H100_SLUG)
@@ -105,6 +133,19 @@ def publish(results_dir: Path) -> list[Path]:
         for suite in common
     ]
     one_side = sorted(set(h100) ^ set(h200))
+    prices_path = results_dir.parent / PRICES_EXAMPLE
+    prices = load_prices(prices_path) if prices_path.is_file() else {}
+    joined = []  # a suite run on one GPU whose cases the other GPU measured in its own suites
+    for suite in list(one_side):
+        mine, others, slug = (h100, h200, H200_SLUG) if suite in h100 else (h200, h100, H100_SLUG)
+        other = joined_from_others(mine[suite][1], others, slug)
+        if other is not None and suite == "headline":
+            sides = [mine[suite][1], other] if suite in h100 else [other, mine[suite][1]]
+            joined.append(Section(f"{suite}: H100 vs H200 (cases of the same ids, with costs at the example "
+                                  f"prices of {PRICES_EXAMPLE})", name_sets(sides), metrics=headline,
+                                  extra_tables=_cost_hook(prices)))
+            one_side.remove(suite)
+    sections += joined
     tables: list[Table] = [
         Table(
             "Inputs",
@@ -118,7 +159,8 @@ def publish(results_dir: Path) -> list[Path]:
     ]
     for sec in sections:
         cmp = compare(sec.sets, 0, sec.metrics)
-        tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp)]
+        more = sec.extra_tables(cmp) if sec.extra_tables else []
+        tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp) + more]
     tables += projection_check(h100, h200, common)
     single = _single_machine_sections(h100, h200, one_side, headline)
     if single:

@@ -9,6 +9,7 @@ from pydantic import field_validator, model_validator
 
 from llmbench import precision as prec
 from llmbench.hardware import roofline
+from llmbench.hardware.fingerprint import cpu_native_matmul
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.measure.timing import StopRule
@@ -71,6 +72,8 @@ class Gemm(Scenario):
     description = "Matmul TFLOP/s per precision and shape (random inputs; 2*M*N*K FLOPs per product)"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        if params.precision in ("fp16", "bf16") and not device.is_cuda:
+            return emulated_reason(params.precision, params.shape)
         if params.precision in ("fp32", "fp16", "bf16"):
             return None
         if params.precision in GEMM_ONLY:
@@ -201,3 +204,16 @@ def measured_peak_tflops(slug: str, precision: str, results_dir: Path = Path("re
     """Matmul peak of `precision` from the newest ceilings result set of the GPU `slug` (the best of
     its shapes: the ceiling); None when there is none (use the spec table)."""
     return roofline.best_measured(slug, Gemm.name, "tflops", {"precision": precision}, results_dir)
+
+
+EMULATED_MAX_MACS = 1024**3  # the largest product an emulated half-precision CPU matmul is run at
+
+
+def emulated_reason(precision: str, shape: tuple[int, ...]) -> str | None:
+    """A half-precision product larger than 1024^3 on a CPU that emulates that precision in software
+    takes minutes (and timed out the quickstart): skipped with the reason; smaller ones still run."""
+    m, n, k = shape
+    if cpu_native_matmul(precision) or m * n * k <= EMULATED_MAX_MACS:
+        return None
+    return (f"{precision} matmul on this CPU is emulated in software (no native {precision} instructions such as "
+            f"AVX512/AMX-{precision.upper()}): a {m}x{n}x{k} product takes minutes; run it on a GPU")
