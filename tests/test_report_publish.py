@@ -44,3 +44,18 @@ def test_committed_published_sets_match_their_sources() -> None:
         assert committed.source.kind == "published" and committed.source.citation
         for c in committed.cases:
             assert c.id == case_id(c.scenario, c.params)
+
+
+def test_a_headline_set_is_published_against_the_other_gpus_cases_of_the_same_ids(tmp_path: Path) -> None:
+    """The headline suite ran on one GPU only; its cases have the ids of the other GPU's suites' cases,
+    so the page compares it with those, and adds costs at the example prices where the file exists."""
+    save(h100_set(suite="headline"), tmp_path / "results" / "h100-sxm-80gb" / "headline-1.json")
+    save(h200_set(suite="quickstart"), tmp_path / "results" / "h200-sxm-141gb" / "quickstart-1.json")
+    prices = tmp_path / "deploy" / "prices.example.toml"
+    prices.parent.mkdir()
+    prices.write_text('[h100-sxm-80gb]\nusd_per_hour = 2.0\n\n[h200-sxm-141gb]\nusd_per_hour = 3.0\n')
+    md, _ = publish(tmp_path / "results")
+    text = md.read_text()
+    assert "headline: H100 vs H200 (cases of the same ids" in text
+    assert "Cost at the given hourly prices" in text and "$ per 1M output tokens" in text
+    assert "measured on one machine only: headline" not in text

@@ -5,7 +5,6 @@ no home paths."""
 from __future__ import annotations
 
 import functools
-
 import hashlib
 import importlib.metadata
 import os
