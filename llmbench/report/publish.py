@@ -80,8 +80,9 @@ def projection_check(
     return out
 
 
-def _ok_count(ref: SetRef) -> str:
-    return f"{sum(c.status == 'ok' for c in ref.rs.cases)} of {len(ref.rs.cases)}"
+def _ok_count(refs: list[SetRef]) -> str:
+    cases = [c for ref in refs for c in ref.rs.cases]
+    return f"{sum(c.status == 'ok' for c in cases)} of {len(cases)}"
 
 
 def _single_machine_sections(
@@ -90,11 +91,18 @@ def _single_machine_sections(
 ) -> list[tuple[Section, str]]:
     """A section per suite measured on one of the two machines only, with the path of its set."""
     out = []
+    sweeps: dict[str, list[tuple[Path, SetRef]]] = {}  # serving sweeps of one GPU share one section
     for suite in suites:
         path, ref = h100[suite] if suite in h100 else h200[suite]
         gpu = H100_SLUG if suite in h100 else H200_SLUG
-        rel = f"{gpu}/{path.name}"
-        out.append((Section(f"{suite}: {gpu} only", name_sets([ref]), metrics=headline), rel))
+        if ref.rs.cases and all(c.scenario == "serving" for c in ref.rs.cases):
+            sweeps.setdefault(gpu, []).append((path, ref))
+            continue
+        out.append((Section(f"{suite}: {gpu} only", name_sets([ref]), metrics=headline), f"{gpu}/{path.name}"))
+    for gpu, members in sweeps.items():  # one Pareto chart with a line per server configuration
+        title = f"{' + '.join(r.rs.suite for _, r in members)}: {gpu} only"
+        refs = name_sets([r for _, r in members])
+        out.append((Section(title, refs, metrics=headline), ", ".join(f"{gpu}/{p.name}" for p, _ in members)))
     return out
 
 
@@ -167,7 +175,7 @@ def publish(results_dir: Path) -> list[Path]:
         tables.append(Table(
             "Measured on one machine only (no comparison yet; each is a section of the HTML report)",
             ["suite", "GPU", "result set", "cases ok"],
-            [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets[0])]
+            [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets)]
              for sec, path in single],
         ))
     md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
