@@ -24,7 +24,7 @@ from llmbench.report.prices import Price, load_prices
 from llmbench.report.project import project, validate
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import comparison_tables, validation_tables
-from llmbench.results import write_atomic
+from llmbench.results import CaseResult, write_atomic
 
 H100_SLUG = "h100-sxm-80gb"
 H200_SLUG = "h200-sxm-141gb"
@@ -111,7 +111,8 @@ def joined_from_others(ref: SetRef, others: dict[str, tuple[Path, SetRef]], slug
     cases as the other GPU's newest sets have it, found by case id (a headline case has the params of
     a case of ceilings, inference-llama3-8b, ...). None where no case joins."""
     ids = {c.id for c in ref.rs.cases}
-    cases, used = {}, []
+    cases: dict[str, CaseResult] = {}
+    used: list[str] = []
     for suite, (_path, other) in sorted(others.items(), key=lambda kv: kv[1][1].rs.created_at, reverse=True):
         hits = [c for c in other.rs.cases if c.id in ids and c.id not in cases]
         cases.update((c.id, c) for c in hits)
