@@ -59,3 +59,21 @@ def test_a_headline_set_is_published_against_the_other_gpus_cases_of_the_same_id
     assert "headline: H100 vs H200 (cases of the same ids" in text
     assert "Cost at the given hourly prices" in text and "$ per 1M output tokens" in text
     assert "measured on one machine only: headline" not in text
+
+
+def test_spread_runs_are_pooled_into_the_published_side(tmp_path: Path) -> None:
+    """Runs kept under results/spread/<slug>/ join the published side of their suite, so its cases
+    carry the spread between runs (the noise floor) and intervals that include it."""
+    save(h100_set(), tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
+    save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
+    for i, scale in enumerate((0.98, 1.02)):
+        run = h100_set(created_at=f"2026-11-24T0{i}:00:00Z")
+        for c in run.cases:
+            for m in c.metrics.values():
+                m.value *= scale
+                m.samples = [v * scale for v in m.samples] if m.samples else m.samples
+        save(run, tmp_path / "spread" / "h100-sxm-80gb" / f"quickstart-{i}.json")
+    md, html = publish(tmp_path)
+    text = md.read_text()
+    assert "Between-run spread" in text and "(3 runs)" in text
+    assert "noise floor</th>" in html.read_text()

@@ -131,10 +131,29 @@ def _cost_hook(prices: dict[str, Price]) -> Callable[[Comparison], list[Table]] 
     return (lambda cmp: [cost_table(cmp, prices)]) if prices else None
 
 
+SPREAD_DIR = "spread"  # results/spread/<slug>/: runs measured to know the spread between runs
+
+
+def pool_spread_runs(sets: dict[str, tuple[Path, SetRef]], folder: Path) -> None:
+    """Pool the spread runs of a GPU (`run --repeat` passes kept under results/spread/<slug>/) into the
+    published side of the same suite, so its cases carry their between-run spread (the noise floor in
+    the answer, and intervals that include it); the other cases keep their single run."""
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        rs = load_checked(path)
+        if rs.suite in sets and is_measured(rs):
+            ref = sets[rs.suite][1]
+            if not ref.runs:
+                ref.runs, ref.stems = [ref.rs], [ref.stem]
+            ref.runs.append(rs)
+            ref.stems.append(f"{SPREAD_DIR}/{path.stem}")
+
+
 def publish(results_dir: Path) -> list[Path]:
     """Write the Markdown comparison and the HTML report under `results_dir`; return their paths."""
     h100 = newest_by_suite(results_dir / H100_SLUG)
     h200 = newest_by_suite(results_dir / H200_SLUG)
+    pool_spread_runs(h100, results_dir / SPREAD_DIR / H100_SLUG)
+    pool_spread_runs(h200, results_dir / SPREAD_DIR / H200_SLUG)
     common = sorted(set(h100) & set(h200))
     headline = frozenset(headline_metric_names())
     sections = [
