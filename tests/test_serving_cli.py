@@ -117,3 +117,39 @@ def test_serve_bench_sweeps_a_running_server_and_compare_reads_it(tmp_path: Path
 def test_serve_bench_is_in_the_help() -> None:
     r = cli("serve-bench", "--help")
     assert r.returncode == 0 and "--concurrency" in r.stdout and "--goodput" in r.stdout
+
+
+SHARED_SUITE = """
+name = "serving-shared"
+[defaults]
+timeout_s = 120
+preset = "tiny-llama"
+input_len = 16
+output_len = 4
+num_requests = 6
+server_scope = "suite"
+
+[[case]]
+scenario = "serving"
+server = ["{python}", "-m", "llmbench.serving.fake_server", "--port", "{port}", "--model", "{model}"]
+matrix.concurrency = [1, 2, 4]
+"""
+
+
+@pytest.mark.slow
+def test_a_suite_scoped_server_is_started_once_reused_and_stopped_at_the_end(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    suite = write(tmp_path, SHARED_SUITE)
+    r = cli("run", str(suite), "--out", str(tmp_path / "out"), "--cpu", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rs = load(next((tmp_path / "out").glob("*/serving-shared-*.json")))
+    assert [c.status for c in rs.cases] == ["ok"] * 3
+    assert [c.info["server_reused"] for c in rs.cases] == [False, True, True]
+    assert len({c.info["url"] for c in rs.cases}) == 1 and len({c.info["server_log"] for c in rs.cases}) == 1
+    assert "server_ready_s" in rs.cases[0].info
+    assert all(c.metrics["failed_requests"].value == 0 for c in rs.cases)
+    with pytest.raises((urllib.error.URLError, OSError)):  # the runner stopped it when the suite ended
+        urllib.request.urlopen(rs.cases[0].info["url"] + "/health", timeout=2)
+    assert "server_scope" in rs.cases[0].params  # a non-default added param is part of the id

@@ -81,6 +81,9 @@ def sweep_stale_tmp(root: str | None = None) -> int:
             continue
         if nvml.pid_alive(int(parts[2])):
             continue
+        from llmbench.serving.server import stop_shared_servers
+
+        stop_shared_servers(d)  # a server a killed run's cases shared (detached, so it outlived them)
         shutil.rmtree(d, ignore_errors=True)
         removed += 1
     return removed

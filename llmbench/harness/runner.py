@@ -7,7 +7,10 @@ CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set."
 
 from __future__ import annotations
 
+import os
 import queue
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +36,7 @@ from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_ca
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
 from llmbench.scenarios.base import SCENARIOS
+from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
@@ -162,11 +166,16 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         measured = {**opts.reference_times, **own}
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    state = _Run(rs, path, opts, ui, device, env, measured, commit, modified)
-    if opts.parallel:
-        _run_parallel(todo, state)
-    else:
-        _run_serial(todo, state)
+    shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
+    state = _Run(rs, path, opts, ui, device, {**env, SHARED_ENV: str(shared)}, measured, commit, modified)
+    try:
+        if opts.parallel:
+            _run_parallel(todo, state)
+        else:
+            _run_serial(todo, state)
+    finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
+        stop_shared_servers(shared)
+        shutil.rmtree(shared, ignore_errors=True)
 
     rs.finished_at = None if state.deferred else utc_now()  # cases left for --resume: the run is not finished
     save(rs, path)

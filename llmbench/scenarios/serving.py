@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_serializer, model_validator
 
@@ -31,11 +31,17 @@ LOG_TAIL_LINES = 30
 
 
 class ServingParams(ScenarioParams):
+    added_later: ClassVar[frozenset[str]] = frozenset({"server_scope"})
+
     url: str | None = Field(None, description="base URL of a running server, http://host:port")
     server: list[str] | None = Field(None, description="command that starts the server, with placeholders "
                                      "{python} {host} {port} {model} {model_dir} {tokenizer_dir}")
     server_env: dict[str, str] | None = Field(None, description="environment variables added for the server")
     ready_timeout_s: float = Field(900.0, gt=0, description="how long a started server may take to answer")
+    server_scope: Literal["case", "suite"] = Field(
+        "case", description="case: a server started and stopped per case; suite: started by the first case "
+        "and kept for the next cases with the same server (a sweep pays one start; turn off the server's "
+        "prefix cache, since every point sends prompts of the same seed), stopped when the suite ends")
     preset: str | None = Field(None, description="model preset whose config dir {model_dir} is written")
     model: str | None = Field(None, description="model name sent in requests (default: the preset)")
     precision: str | None = Field(None, description="what the server runs, as a label for tables and "
@@ -111,7 +117,8 @@ class ServingScenario(Scenario):
         return None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
-        startup = 60.0 if params.server else 5.0
+        # a suite-scoped server's start is paid once, by the first case that needs it: not quoted per case
+        startup = 60.0 if params.server and params.server_scope == "case" else 5.0
         if params.duration_s:
             return startup + params.duration_s + 10.0
         if params.rate and math.isfinite(params.rate):
@@ -136,19 +143,42 @@ def measure(params: ServingParams, info: dict[str, Any], progress: Any = None) -
     from llmbench.serving.bench import run_point
     from llmbench.serving.client import Endpoint
 
-    with tempfile.TemporaryDirectory(prefix="llmbench-serving-") as work:
-        tok_dir = _tokenizer_dir(params, Path(work))
+    with tempfile.TemporaryDirectory(prefix="llmbench-serving-") as tmp:
+        shared = _shared_folder(params)
+        work = shared / _server_key(params) if shared else Path(tmp)  # a shared server's files outlive the case
+        work.mkdir(parents=True, exist_ok=True)
+        tok_dir = _tokenizer_dir(params, work)
         sessions, sched, asked = workload(params, tok_dir, info)
-        with _server(params, Path(work), tok_dir, info) as url:
+        with _server(params, work, tok_dir, info, shared) as url:
             ep = Endpoint(url, params.endpoint, params.served_model, params.request_timeout_s)
             info["url"] = url
             return run_point(ep, sessions, sched, slo=parse_slo(params.slo), n_gpus=params.n_gpus,
                              asked_rate=asked, progress=progress, info=info)
 
 
+def _shared_folder(params: ServingParams) -> Path | None:
+    """Where a suite-scoped server is recorded (the runner's folder for the suite), None otherwise."""
+    from llmbench.serving.server import SHARED_ENV
+
+    folder = os.environ.get(SHARED_ENV)
+    return Path(folder) if params.server is not None and params.server_scope == "suite" and folder else None
+
+
+def _server_key(params: ServingParams) -> str:
+    """What makes two cases' servers the same server: its command, model files, tokenizer and env."""
+    import hashlib
+    import json
+
+    blob = json.dumps([params.server, params.preset, params.model, params.tokenizer, params.server_env],
+                      sort_keys=True)
+    return "server-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 def _tokenizer_dir(params: ServingParams, work: Path) -> str:
     if params.tokenizer != "offline":
         return params.tokenizer
+    if (work / "tokenizer" / "tokenizer.json").is_file():  # a shared server's, written by an earlier case
+        return str(work / "tokenizer")
     from llmbench.models.presets import get_preset
     from llmbench.models.tokenizer import build_offline_tokenizer
 
@@ -185,12 +215,14 @@ def workload(params: ServingParams, tok_dir: str, info: dict[str, Any]) -> tuple
 
 
 @contextmanager
-def _server(params: ServingParams, work: Path, tok_dir: str, info: dict[str, Any]) -> Iterator[str]:
-    """The URL to load: `params.url`, or a server started from `params.server` and stopped after."""
+def _server(params: ServingParams, work: Path, tok_dir: str, info: dict[str, Any],
+            shared: Path | None = None) -> Iterator[str]:
+    """The URL to load: `params.url`, or a server started from `params.server` and stopped after (or,
+    with `shared`, the suite's server, started by the first case that needs it)."""
     if params.server is None:
         yield str(params.url)
         return
-    from llmbench.serving.server import ServerProcess, fill, free_port, sigterm_as_interrupt
+    from llmbench.serving.server import ServerProcess, fill, free_port, shared_server, sigterm_as_interrupt
 
     host, port = "127.0.0.1", free_port()
     values = {"python": sys.executable, "host": host, "port": str(port), "model": params.served_model,
@@ -201,8 +233,15 @@ def _server(params: ServingParams, work: Path, tok_dir: str, info: dict[str, Any
         values["model_dir"] = str(write_config_dir(params.preset, work / "model", tok_dir))
     command = fill(params.server, values)
     log = _log_path(params)
+    env = {**os.environ, **params.server_env} if params.server_env else None
+    if shared is not None:
+        url, got = shared_server(shared, work.name, ServerProcess(command, log.resolve(), env, detach=True),
+                                 f"http://{host}:{port}", params.ready_timeout_s)
+        info.update(got)
+        yield url
+        return
     info["server_log"] = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log.name
-    server = ServerProcess(command, log, env={**os.environ, **params.server_env} if params.server_env else None)
+    server = ServerProcess(command, log, env=env)
     with sigterm_as_interrupt():
         server.start()
         try:

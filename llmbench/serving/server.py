@@ -5,12 +5,18 @@ The command line is a list of arguments with placeholders ({port}, {host}, {pyth
 output in a log file; readiness is a 200 from /health or /v1/models; stopping is SIGTERM to the
 server, then to its group, then SIGKILL to what is left. If the process that started it dies first, the server gets
 SIGTERM (Linux), so no server outlives its case.
+
+A server shared by the cases of a suite (`server_scope = "suite"`) is the exception: the runner gives
+its case processes a folder (SHARED_ENV); the first case starts the server detached and records it
+there, later cases with the same server key reuse it, a case with another key stops it first, and the
+runner stops whatever is recorded when the suite ends (also when it is interrupted).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import re
 import signal
@@ -25,6 +31,7 @@ from pathlib import Path
 from llmbench.errors import UserError
 
 READY_PATHS = ("/health", "/v1/models")
+SHARED_ENV = "LLMBENCH_SHARED_SERVERS"  # folder where a suite's shared servers are recorded
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
 _EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception): .*")
 
@@ -58,10 +65,12 @@ def _die_with_parent() -> None:
 class ServerProcess:
     """One server: start() it, wait_ready(), and stop() it (also as a context manager)."""
 
-    def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None,
+                 detach: bool = False) -> None:
         self.command = command
         self.log_path = log_path
         self.env = env
+        self.detach = detach  # outlives the process that starts it (a server shared by a suite's cases)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -70,7 +79,7 @@ class ServerProcess:
             try:
                 self.proc = subprocess.Popen(
                     self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=self.env, start_new_session=True, preexec_fn=_die_with_parent,
+                    env=self.env, start_new_session=True, preexec_fn=None if self.detach else _die_with_parent,
                 )
             except OSError as e:
                 raise RuntimeError(f"cannot start the server command {self.command[0]!r}: {e.strerror}") from None
@@ -153,3 +162,64 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _answers(url: str) -> bool:
+    for path in READY_PATHS:
+        with contextlib.suppress(OSError, urllib.error.URLError), urllib.request.urlopen(url + path, timeout=2) as r:
+            if r.status == 200:
+                return True
+    return False
+
+
+def _stop_group(pid: int) -> None:
+    """SIGTERM, then SIGKILL, to a detached server's process group (it is not our child)."""
+    for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.2)
+
+
+def shared_server(folder: Path, key: str, start: ServerProcess, url: str, ready_timeout_s: float
+                  ) -> tuple[str, dict[str, object]]:
+    """The URL of the suite's server for `key` on this case's GPUs: the one an earlier case left
+    running, or `start` started now (detached) and recorded, after stopping a server of another key
+    on the same GPUs. Also what to record in the case (reused or not, its log, its readiness time)."""
+    slot = re.sub(r"[^\w.-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all")) or "all"
+    record = folder / f"server-{slot}.json"
+    old = json.loads(record.read_text()) if record.is_file() else None
+    if old and old["key"] == key and _answers(old["url"]):
+        return old["url"], {"server_reused": True, "server_log": old["log"]}
+    if old:
+        _stop_group(int(old["pid"]))
+        record.unlink(missing_ok=True)
+    start.start()
+    try:
+        ready = start.wait_ready(url, ready_timeout_s)
+    except BaseException:
+        start.stop()
+        raise
+    assert start.proc is not None
+    tmp = record.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "pid": start.proc.pid, "url": url, "log": str(start.log_path)}))
+    tmp.replace(record)
+    return url, {"server_reused": False, "server_ready_s": round(ready, 2), "server_log": str(start.log_path)}
+
+
+def stop_shared_servers(folder: Path) -> int:
+    """Stop every server recorded in `folder` (the end of a suite); how many were stopped."""
+    n = 0
+    for record in sorted(folder.glob("server-*.json")) if folder.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            _stop_group(int(json.loads(record.read_text())["pid"]))
+            n += 1
+        record.unlink(missing_ok=True)
+    return n
