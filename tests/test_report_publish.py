@@ -9,7 +9,7 @@ from test_compare_support import h100_set, h200_set
 from llmbench.ids import case_id
 from llmbench.report.publish import publish
 from llmbench.report.published import published_sets
-from llmbench.results import load, save
+from llmbench.results import CaseResult, load, save
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -77,3 +77,36 @@ def test_spread_runs_are_pooled_into_the_published_side(tmp_path: Path) -> None:
     text = md.read_text()
     assert "Between-run spread" in text and "(3 runs)" in text
     assert "noise floor</th>" in html.read_text()
+
+
+def _with_engine(c: CaseResult, engine: str) -> CaseResult:
+    params = {**c.params, "engine": engine}
+    return c.model_copy(update={"params": params, "id": case_id(c.scenario, params)})
+
+
+def test_a_suite_on_another_engine_is_published_beside_the_transformers_engine(tmp_path: Path) -> None:
+    """vLLM's suite ran on the H200 only: the page sets each of its cases beside the transformers
+    engine's case of the same params from that GPU's other set, and lists the cases with no twin."""
+    from test_compare_support import H200_ENV, generate_case, result_set
+
+    hf = [_with_engine(generate_case("bf16", b, tps, 20.0, samples=False), "hf") for b, tps in ((1, 100.0), (8, 700.0))]
+    vllm = [
+        _with_engine(generate_case("bf16", b, tps, 15.0, samples=False), "vllm") for b, tps in ((1, 120.0), (8, 1400.0))
+    ]
+    vllm.append(_with_engine(generate_case("fp8", 1, 160.0, 12.0, samples=False), "vllm"))
+    save(result_set(H200_ENV, hf, suite="inference"), tmp_path / "h200-sxm-141gb" / "inference-1.json")
+    save(result_set(H200_ENV, vllm, suite="vllm"), tmp_path / "h200-sxm-141gb" / "vllm-1.json")
+    md, html = publish(tmp_path)
+    text = md.read_text()
+    side = text[text.index("engines side by side — h200-sxm-141gb: each case against engine=hf"):]
+    rows = [line for line in side.splitlines() if "| decode_tokens_per_s |" in line]
+    assert len(rows) == 2 and "| 700.0 | 1,400 | +100.0% | better |" in rows[1]
+    missing = side[side.index("cases with no engine=hf counterpart"):]
+    assert "precision=fp8" in missing and "precision=bf16" not in missing.split("\n\n")[1]
+    assert "engines side by side" in html.read_text()
+
+
+def test_a_transformers_only_suite_gets_no_engine_section(tmp_path: Path) -> None:
+    save(h200_set(suite="only-h200"), tmp_path / "h200-sxm-141gb" / "only-h200-1.json")
+    md, _ = publish(tmp_path)
+    assert "engines side by side" not in md.read_text()

@@ -10,7 +10,7 @@ import typer
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
-from llmbench.report.basediff import base_diff, parse_base
+from llmbench.report.basediff import base_diff, by_gpu, parse_base
 from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_data, cost_table
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
@@ -98,25 +98,6 @@ def compare_cmd(
 def _joins(sets: list[SetRef]) -> bool:
     ids = [{c.id for c in s.cases()} for s in sets]
     return bool(set.intersection(*ids)) or any(ids[0] & other for other in ids[1:])
-
-
-def by_gpu(sets: list[SetRef]) -> list[SetRef]:
-    """For --base: the sets of one GPU taken together, so a case finds its base variation in another set
-    of the same machine (`--base engine=hf` puts each vLLM case beside its transformers twin from
-    inference-llama3-8b). A GPU with one set keeps it as it is."""
-    groups: dict[str, list[SetRef]] = {}
-    for s in sets:
-        groups.setdefault(s.rs.gpu_slug, []).append(s)
-    out = []
-    for slug, group in groups.items():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
-        cases = [c for s in group for c in s.rs.cases]
-        suite = " + ".join(dict.fromkeys(s.rs.suite for s in group))
-        out.append(SetRef(name=slug, rs=group[0].rs.model_copy(update={"cases": cases, "suite": suite}),
-                          stem=" + ".join(s.stem for s in group)))
-    return out
 
 
 def _check_joins(sets: list[SetRef]) -> None:

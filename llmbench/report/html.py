@@ -59,6 +59,7 @@ class Section:
     baseline: int = 0
     metrics: frozenset[str] | None = None  # only these metrics (None: all)
     extra_tables: Callable[[Comparison], list[Table]] | None = None  # more tables of a comparison (costs)
+    tables: list[Table] = field(default_factory=list)  # more tables, already built (engines side by side)
 
 
 @dataclass
@@ -135,6 +136,7 @@ def section_html(b: _Built) -> str:
         tables += sec.extra_tables(b.cmp)
     for c in b.checks:
         tables += [t for t in validation_tables(c.validation, c.projected, c.measured)]
+    tables = list(sec.tables) + tables
     charts = _charts(b)
     parts = [f'<section id="{b.anchor}"><h2>{_cell(sec.title)}</h2>']
     if charts:

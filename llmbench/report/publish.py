@@ -6,7 +6,10 @@
   error against the measured H200 set, per scenario and metric;
 - results/report.html: the same comparisons as an HTML page (html.py: the answer and the projection
   check first, then charts and tables per suite), plus a section per suite measured on one machine
-  only and the published reference figures under results/published/ (each labelled as published).
+  only and the published reference figures under results/published/ (each labelled as published);
+- engines side by side: a suite run on another engine (vLLM, TensorRT-LLM) gets, in both pages, each
+  of its cases against the transformers engine's case of the same params on the same GPU
+  (`llmbench compare ... --base engine=hf`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from llmbench.report.basediff import base_diff, by_gpu
 from llmbench.report.compare import Comparison, compare, headline_metric_names
 from llmbench.report.costview import cost_table
 from llmbench.report.html import Section, render_html
@@ -23,7 +27,7 @@ from llmbench.report.labels import is_measured
 from llmbench.report.prices import Price, load_prices
 from llmbench.report.project import project, validate
 from llmbench.report.tables import Table, to_markdown
-from llmbench.report.views import comparison_tables, validation_tables
+from llmbench.report.views import basediff_tables, comparison_tables, validation_tables
 from llmbench.results import CaseResult, write_atomic
 
 H100_SLUG = "h100-sxm-80gb"
@@ -98,12 +102,36 @@ def _single_machine_sections(
         if ref.rs.cases and all(c.scenario == "serving" for c in ref.rs.cases):
             sweeps.setdefault(gpu, []).append((path, ref))
             continue
-        out.append((Section(f"{suite}: {gpu} only", name_sets([ref]), metrics=headline), f"{gpu}/{path.name}"))
+        side = h100 if suite in h100 else h200
+        out.append((Section(f"{suite}: {gpu} only", name_sets([ref]), metrics=headline,
+                            tables=engine_tables(ref, side, headline)), f"{gpu}/{path.name}"))
     for gpu, members in sweeps.items():  # one Pareto chart with a line per server configuration
         title = f"{' + '.join(r.rs.suite for _, r in members)}: {gpu} only"
         refs = name_sets([r for _, r in members])
         out.append((Section(title, refs, metrics=headline), ", ".join(f"{gpu}/{p.name}" for p, _ in members)))
     return out
+
+
+BASE_ENGINE = "hf"  # the transformers engine: what another engine's cases are set beside
+ENGINE_EXTRA_METRICS = frozenset({"device_memory_used_gib"})  # what an engine preallocates, beside the headline
+
+
+def engine_tables(ref: SetRef, same_gpu: dict[str, tuple[Path, SetRef]], headline: frozenset[str]) -> list[Table]:
+    """The cases of a suite run on another engine (vLLM, TensorRT-LLM), each against the transformers
+    engine's case of the same params from the same GPU's other sets: the engines side by side. None
+    where the suite runs the transformers engine only, or no set of that GPU has its twins."""
+    if not any(c.params.get("engine", BASE_ENGINE) != BASE_ENGINE for c in ref.rs.cases):
+        return []
+    scenarios = {c.scenario for c in ref.rs.cases}
+    partners = [r for _p, r in same_gpu.values() if r is not ref and any(
+        c.scenario in scenarios and c.params.get("engine") == BASE_ENGINE for c in r.rs.cases)]
+    if not partners:
+        return []
+    diff = base_diff(by_gpu([ref, *partners])[0], "engine", BASE_ENGINE)
+    mine = {c.id for c in ref.rs.cases}
+    diff.rows = [r for r in diff.rows if r.metric in headline | ENGINE_EXTRA_METRICS]
+    diff.unmatched = [u for u in diff.unmatched if u[0] in mine]
+    return [replace(t, title=f"engines side by side — {t.title}") for t in basediff_tables(diff)]
 
 
 def joined_from_others(ref: SetRef, others: dict[str, tuple[Path, SetRef]], slug: str) -> SetRef | None:
@@ -191,6 +219,7 @@ def publish(results_dir: Path) -> list[Path]:
         tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp) + more]
     tables += projection_check(h100, h200, common)
     single = _single_machine_sections(h100, h200, one_side, headline)
+    tables += [t for sec, _ in single for t in sec.tables]
     if single:
         tables.append(Table(
             "Measured on one machine only (no comparison yet; each is a section of the HTML report)",
