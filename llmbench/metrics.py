@@ -76,7 +76,13 @@ _DEFS = [
     MetricDef("cpu_ms_per_step", "ms", "lower",
               "CPU time of the main process per training step (process_time; DataLoader workers not counted)"),
     MetricDef("gpu_busy_fraction", "ratio", "higher",
-              "GPU time of a step's model work (CUDA events) / the step's wall time, data loading included"),
+              "time the GPU ran a kernel or copy (union of the profiler's kernel intervals) / wall time, over "
+              "profiled windows of steps, data loading included; gaps between launches are idle"),
+    MetricDef("gpu_kernel_ms_per_step", "ms", "neither",
+              "GPU kernel time per step (union of the profiler's kernel intervals, overlaps once), per window"),
+    MetricDef("gpu_span_fraction", "ratio", "neither",
+              "CUDA-event span of a step's model work / the step's wall time: counts the GPU's waits between "
+              "launches as busy (the pre-profiler gpu_busy_fraction)"),
     MetricDef("model_time_fraction", "ratio", "neither",
               "on a CPU: wall time in forward/backward/update / the step's wall time (the rest is data loading)"),
     MetricDef("trainer_reported_samples_per_s", "samples/s", "higher",

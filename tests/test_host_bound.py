@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from llmbench.harness.worker import run_case
 from llmbench.metrics import METRICS
-from llmbench.scenarios.host_bound import bottleneck_batch
+from llmbench.scenarios.host_bound import (
+    PROFILE_STEPS,
+    PROFILE_WINDOWS,
+    bottleneck_batch,
+    record_gpu_busy,
+    window_steps,
+)
 
 FAST = {"warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0, "min_sample_s": 0.0}
 TINY = {"features": 16, "hidden": 32, "layers": 1, "dataset_size": 256}
@@ -25,7 +33,7 @@ def test_cpu_case_records_what_means_something_there() -> None:
     assert set(m) <= set(METRICS)
     assert m["train_samples_per_s"]["value"] > 0 and m["cpu_ms_per_step"]["value"] > 0
     assert 0 < m["model_time_fraction"]["value"] <= 1
-    assert "gpu_busy_fraction" not in m  # no GPU: no GPU-busy figure
+    assert not {"gpu_busy_fraction", "gpu_kernel_ms_per_step", "gpu_span_fraction"} & set(m)  # no GPU figures
     assert out["info"]["steps_per_epoch"] == 32
 
 
@@ -48,3 +56,32 @@ def test_bottleneck_by_scaling_without_busy_figures() -> None:
     got = bottleneck_batch(pts)
     assert got["batch"] == 256 and "proportional" in got["rule"]
     assert bottleneck_batch(pts[:3])["batch"] is None  # still scaling: not reached
+
+
+def test_profiled_window_steps_aim_at_a_tenth_of_a_second() -> None:
+    assert window_steps(0.001) == 100
+    assert window_steps(0.5) == PROFILE_STEPS[0]  # slow steps: still a few
+    assert window_steps(1e-6) == window_steps(0.0) == PROFILE_STEPS[1]
+
+
+def _ctx() -> Any:
+    ctx = SimpleNamespace(metrics={}, info={})
+    ctx.record = lambda name, samples: ctx.metrics.__setitem__(name, samples)
+    return ctx
+
+
+def test_gpu_busy_from_profiled_windows_plumbing_on_the_cpu() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(32, 32)
+    ctx = _ctx()
+    record_gpu_busy(ctx, lambda: (x @ x, time.sleep(0.01)), step_s=0.05, device="cpu")  # 3 steps a window
+    fracs = ctx.metrics["gpu_busy_fraction"]
+    assert len(fracs) == len(ctx.metrics["gpu_kernel_ms_per_step"]) == PROFILE_WINDOWS
+    assert all(0 < f < 0.9 for f in fracs)  # the sleeps are idle
+    assert ctx.info["profiled_step_ms"] >= 10 and "3 steps" in ctx.info["gpu_busy_note"]
+
+
+def test_gpu_busy_error_leaves_no_figure() -> None:
+    ctx = _ctx()
+    record_gpu_busy(ctx, lambda: None, step_s=0.05, device="cpu")  # no operators: no kernels to count
+    assert "gpu_busy_fraction" not in ctx.metrics and "no GPU kernels" in ctx.info["gpu_busy_error"]

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from llmbench.measure.kernel_profile import KernelTally, decode_step_profile, kernel_tally, per_step
+from llmbench.measure.kernel_profile import (
+    KernelTally,
+    busy_fraction,
+    decode_step_profile,
+    kernel_tally,
+    per_step,
+    profiled_windows,
+)
 
 
 def test_tally_unions_overlaps_and_sums_by_name() -> None:
@@ -55,3 +64,37 @@ def test_decode_step_profile_counts_the_extra_steps_only() -> None:
     one_step = kernel_tally(lambda: generate(1), device="cpu").count
     assert one_step >= 1
     assert p.kernels == one_step  # (events of 6 steps - events of 2) / 4
+
+
+def test_busy_fraction_merges_overlapping_kernels() -> None:
+    # stream 1: [0, 2] and [5, 6]; stream 2: [1, 3] overlaps the first; a copy [5.2, 5.5] inside the second
+    kernels = [(0.0, 2.0), (5.0, 6.0), (1.0, 3.0), (5.2, 5.5)]
+    assert busy_fraction(kernels, 10.0) == pytest.approx(0.4)  # union [0, 3] + [5, 6]; summed durations: 0.53
+    assert busy_fraction([(0.0, 1.0), (3.0, 4.0)], 8.0) == pytest.approx(0.25)  # gaps between launches idle
+    assert busy_fraction([], 1.0) == 0.0
+
+
+def test_busy_fraction_caps_clock_disagreement_and_rejects_no_wall_time() -> None:
+    assert busy_fraction([(0.0, 1.000003)], 1.0) == 1.0  # profiler clock vs the host's
+    with pytest.raises(ValueError, match="positive"):
+        busy_fraction([(0.0, 1.0)], 0.0)
+
+
+def test_profiled_windows_on_the_cpu() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(32, 32)
+
+    def step() -> None:
+        x @ x
+        time.sleep(0.02)  # the host waiting (a DataLoader): no operator runs
+
+    wins = profiled_windows(step, steps=3, windows=2, device="cpu")
+    assert [w.steps for w in wins] == [3, 3]
+    for w in wins:
+        assert w.wall_s >= 0.06
+        assert 0 < w.busy_s < w.wall_s
+        assert w.busy_fraction == pytest.approx(w.busy_s / w.wall_s)
+        assert w.busy_fraction < 0.9  # the sleeps are idle
+        assert min(s for s, _ in w.intervals) == 0.0  # relative to the window's first event
+    with pytest.raises(ValueError, match=">= 1"):
+        profiled_windows(step, steps=0, windows=1, device="cpu")

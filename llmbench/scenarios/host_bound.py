@@ -1,22 +1,37 @@
 """host_bound: where small-batch training stops being bound by the host. A small MLP is trained from a
 real torch DataLoader (num_workers as an axis) over an in-memory synthetic dataset, at batch sizes
 from 1 to ~10^4: at small batches the step time is Python, data loading and kernel launches (a fast
-CPU beats a fast GPU), at large ones the GPU's math. `bottleneck_batch` names the crossover."""
+CPU beats a fast GPU), at large ones the GPU's math. `bottleneck_batch` names the crossover.
+
+Metrics: `step_ms` and `train_samples_per_s` from the timed steps (CUDA events on a GPU);
+`cpu_ms_per_step` (the main process's process_time). On a GPU, `gpu_busy_fraction` is the share of
+wall time in which a kernel (or copy) ran: after the timed steps, PROFILE_WINDOWS windows of like
+steps are run under torch.profiler, and each window gives the union of its kernels' intervals over
+its synchronised wall time (`kernel_profile.busy_fraction`); `gpu_kernel_ms_per_step` is that union
+per step. `gpu_span_fraction` is the former figure: the CUDA-event span of each timed step over its
+wall time, which counts the GPU's waits between launches as busy. On a CPU neither GPU figure is
+recorded; `model_time_fraction` (forward/backward/update over the step's wall time) stands instead."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pydantic import Field
 
+from llmbench.measure.kernel_profile import profiled_windows
 from llmbench.measure.timing import StopRule
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
 BUSY_THRESHOLD = 0.8
 SCALING_THRESHOLD = 0.5
+PROFILE_WINDOWS = 3  # profiled windows after the timed steps: one gpu_busy_fraction sample each
+PROFILE_WINDOW_S = 0.1  # wall time a window aims at
+PROFILE_STEPS = (3, 400)  # fewest and most steps in a window
+PROFILE_S = 1.5  # the estimate's allowance for the profiler: CUPTI start-up and the windows
 
 
 class HostBoundParams(ScenarioParams):
@@ -39,7 +54,7 @@ class HostBound(Scenario):
         return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
-        return rule.min_seconds + 3.0 + 2.0 * params.num_workers
+        return rule.min_seconds + 3.0 + 2.0 * params.num_workers + PROFILE_S
 
     def run(self, params: Any, ctx: CaseContext) -> None:
         import torch
@@ -54,6 +69,12 @@ class HostBound(Scenario):
         spans: list[Any] = []  # per call: (start, end) CUDA events, or the model's wall seconds on a CPU
         cpu_s: list[float] = []
 
+        def train(xb: Any, yb: Any) -> None:  # transfer, forward, backward, update
+            xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+
         def step() -> None:
             c0 = time.process_time()
             xb, yb = next(batches)  # host work: the DataLoader (collate, worker queues)
@@ -62,10 +83,7 @@ class HostBound(Scenario):
                 start.record()
             else:
                 t0 = time.perf_counter()
-            xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(xb), yb).backward()
-            opt.step()
+            train(xb, yb)
             if cuda:
                 end.record()
                 spans.append((start, end))
@@ -82,21 +100,51 @@ class HostBound(Scenario):
         ctx.record("step_ms", [s * 1e3 for s in meas.samples_s])
         ctx.record("train_samples_per_s", [b / s for s in meas.samples_s])
         ctx.record_value("cpu_ms_per_step", sum(cpu_s[-n:]) / n * 1e3)
-        if cuda:
-            busy = sum(s.elapsed_time(e) for s, e in spans[-n:]) / 1e3
-            ctx.record_value("gpu_busy_fraction", min(busy / wall, 1.0) if wall else 0.0)
-            ctx.info["gpu_busy_note"] = ("CUDA events around each step's transfer + forward + backward + update, on "
-                                         "the GPU's timeline, over the steps' wall time: time waiting for the "
-                                         "DataLoader is idle; launch gaps inside the model work count as busy "
-                                         "(gpu_util_pct from NVML samples kernel occupancy instead)")
-        else:
+        ctx.info["cpu_time_note"] = "process_time of the main process (its threads); DataLoader workers not counted"
+        ctx.info["steps_per_epoch"] = -(-params.dataset_size // b)
+        ctx.record_monitors(meas, units_per_iter=b, energy_metric="energy_j_per_sample")
+        if not cuda:
             ctx.record_value("model_time_fraction", min(sum(spans[-n:]) / wall, 1.0) if wall else 0.0)
             ctx.info["model_time_note"] = ("on a CPU there is no separate device to be busy: this is the share of "
                                            "the step's wall time spent in forward/backward/update; the rest is the "
                                            "DataLoader")
-        ctx.info["cpu_time_note"] = "process_time of the main process (its threads); DataLoader workers not counted"
-        ctx.info["steps_per_epoch"] = -(-params.dataset_size // b)
-        ctx.record_monitors(meas, units_per_iter=b, energy_metric="energy_j_per_sample")
+            return
+        span = sum(s.elapsed_time(e) for s, e in spans[-n:]) / 1e3
+        ctx.record_value("gpu_span_fraction", min(span / wall, 1.0) if wall else 0.0)
+        ctx.info["gpu_span_note"] = ("CUDA events around each timed step's transfer + forward + backward + update, "
+                                     "on the GPU's timeline, over the steps' wall time: the gaps between launches "
+                                     "inside a step count, so a launch-bound step reads near 1; not a busy fraction")
+        # after the timed steps, so the profiler's cost stays out of step_ms and samples/s
+        record_gpu_busy(ctx, lambda: train(*next(batches)), wall / n if n else 0.0)
+
+
+def record_gpu_busy(ctx: Any, step: Any, step_s: float, device: str = "cuda") -> None:
+    """Profile PROFILE_WINDOWS windows of `step` (about PROFILE_WINDOW_S each, by the timed `step_s`)
+    and record `gpu_busy_fraction` and `gpu_kernel_ms_per_step`, one sample per window; on a profiler
+    error, or a window without kernels, neither is recorded and info["gpu_busy_error"] says why.
+    `device` "cpu" profiles host operators instead: for tests only."""
+    steps = window_steps(step_s)
+    try:  # a diagnosis: a profiler problem must not cost the case its measurements
+        wins = profiled_windows(step, steps, PROFILE_WINDOWS, device)
+        if not all(w.intervals for w in wins):  # a busy fraction of 0 would be a false reading
+            raise RuntimeError("the profiler recorded no GPU kernels in a window")
+    except Exception as e:
+        ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
+        return
+    ctx.record("gpu_busy_fraction", [w.busy_fraction for w in wins])
+    ctx.record("gpu_kernel_ms_per_step", [w.busy_s / w.steps * 1e3 for w in wins])
+    ctx.info["gpu_busy_note"] = (
+        f"torch.profiler (CUDA activity) over {PROFILE_WINDOWS} windows of {steps} steps after the timed ones, one "
+        "sample per window: the union of the kernels' (and copies') intervals, overlaps counted once, over the "
+        "window's wall time (synchronised at both ends, DataLoader included), so launch gaps are idle; "
+        "profiled_step_ms against step_ms shows what the profiler cost the steps")
+    ctx.info["profiled_step_ms"] = round(sum(w.wall_s for w in wins) / (steps * len(wins)) * 1e3, 4)
+
+
+def window_steps(step_s: float) -> int:
+    """Steps per profiled window: enough for about PROFILE_WINDOW_S of wall time, within PROFILE_STEPS."""
+    lo, hi = PROFILE_STEPS
+    return hi if step_s <= 0 else max(lo, min(hi, math.ceil(PROFILE_WINDOW_S / step_s)))
 
 
 def _mlp(params: Any) -> Any:
@@ -130,6 +178,10 @@ def bottleneck_batch(points: Sequence[tuple[int, float, float | None]], busy: fl
     (batch, train_samples_per_s, gpu_busy_fraction or None) points.
 
     Rule 1, where busy fractions are known: the smallest batch whose GPU-busy fraction is >= `busy`.
+    The fraction is the recorded `gpu_busy_fraction`: kernel time from the profiler (union of the
+    kernels' intervals) over wall time, so launch gaps count as idle. Cases recorded before it was
+    measured so (they have no `gpu_span_fraction`) hold the CUDA-event span there, which reads near 1
+    for launch-bound steps: rule 1 answers too small a batch on those; pass None to use rule 2.
     Rule 2, otherwise (a CPU run, no CUDA events): while the host bounds a step, its time hardly
     grows with the batch and samples/s grows in proportion; the answer is the smallest batch b_i
     after which the next batch b_{i+1} gains less than `scaling` of the proportional gain:
