@@ -145,7 +145,9 @@ def _apply_fp8(model: Any, recipe: str) -> tuple[Any, dict[str, Any]]:
         convert_to_float8_training(model, config=cfg, module_filter_fn=_fp8_filter)
         n = sum(type(m).__name__ == "Float8Linear" for m in model.modules())
         return nullcontext, {"fp8_linears": n}
-    import transformer_engine.pytorch as te
+    from llmbench.hardware.cudnn import import_transformer_engine
+
+    te = import_transformer_engine()  # against torch's cuDNN (hardware/cudnn.py says why)
     from transformer_engine.common import recipe as te_recipe
 
     n = 0

@@ -113,7 +113,10 @@ def _te(impl: str, base: Any) -> tuple[Any, Any]:
     import functools
 
     import torch
-    import transformer_engine.pytorch as te
+
+    from llmbench.hardware.cudnn import import_transformer_engine
+
+    te = import_transformer_engine()  # first: importing any part of TE loads its core library
     from transformer_engine.common import recipe as te_recipe_mod
 
     recipe = te_recipe(impl, te_recipe_mod)
