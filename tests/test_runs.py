@@ -145,6 +145,19 @@ def test_pool_joins_sets_of_one_gpu_and_suite_from_several_leases(tmp_path: Path
     assert row.ratios[1] is not None and row.ratios[1].method == RUNS_CI_METHOD  # one side single: borrowed spread
 
 
+def test_machines_are_counted_by_one_function_for_sides_and_rows() -> None:
+    """`machine_count` (report/inputs.py) is the one count: a side's `machines` and a row's (compare.py)."""
+    from llmbench.report import compare as compare_mod
+    from llmbench.report.inputs import SetRef, machine_count
+
+    runs = [_pass(_env(H200_ENV, m), "g", i, 800.0, "2026-11-01T00:00:00Z", seed=i)
+            for i, m in enumerate(["m1", "m2", "m1"], 1)]
+    assert machine_count(runs) == 2 and machine_count(runs[:1]) == 1
+    assert machine_count([*runs, _pass(H200_ENV, "g", 4, 800.0, "2026-11-01T00:00:00Z", seed=4)]) is None
+    assert SetRef("h200", runs[0], runs=runs).machines == 2
+    assert compare_mod.machine_count is machine_count
+
+
 def test_a_folder_stands_for_its_newest_repeat_group(tmp_path: Path) -> None:
     folder = tmp_path / "h200"
     _write_group(folder, _env(H200_ENV, "m"), "old", [700.0, 710.0, 720.0], "20261101")

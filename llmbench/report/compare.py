@@ -21,7 +21,7 @@ from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
 from llmbench.report.caselabels import case_labels
 from llmbench.report.envdiff import env_differences
-from llmbench.report.inputs import SetRef
+from llmbench.report.inputs import SetRef, machine_count
 from llmbench.report.labels import mixing_warning
 from llmbench.report.pooled import RUNS_CI_METHOD, log_ratio_interval, pool_metric, runs_seed
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -371,12 +371,6 @@ def _metric_rows(
 def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
     """The runs of a side in which case `cid` is ok and has metric `name`."""
     return [r for r in side.all_runs if (c := r.case(cid)) is not None and c.status == "ok" and name in c.metrics]
-
-
-def machine_count(runs: list[ResultSet]) -> int | None:
-    """Distinct machines among the runs (their anonymous GPU ids); None where a run did not record one."""
-    ids = [r.machine for r in runs]
-    return None if any(i is None for i in ids) else len(set(ids))
 
 
 def _family(metric_name: str) -> str:

@@ -14,6 +14,13 @@ from llmbench.report.labels import tag
 from llmbench.results import CaseResult, ResultSet, load
 
 
+def machine_count(runs: list[ResultSet]) -> int | None:
+    """Distinct machines (GPU sets, by their anonymous id) among the runs; None where a run did not
+    record one."""
+    ids = [r.machine for r in runs]
+    return None if any(i is None for i in ids) else len(set(ids))
+
+
 @dataclass
 class SetRef:
     """A result set with the short name it is shown and chosen by (`--baseline NAME`). A side that pools
@@ -32,10 +39,8 @@ class SetRef:
 
     @property
     def machines(self) -> int | None:
-        """How many machines (GPU sets, by their anonymous id) measured the runs; None where a run did
-        not record one."""
-        ids = [r.machine for r in self.all_runs]
-        return None if any(i is None for i in ids) else len(set(ids))
+        """How many machines measured the runs (`machine_count`)."""
+        return machine_count(self.all_runs)
 
     def case_runs(self, case_id: str) -> list[CaseResult]:
         """The case as each run has it (runs without it left out)."""
