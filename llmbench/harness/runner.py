@@ -257,8 +257,9 @@ Finished = tuple[CaseSpec, list[str], "CaseResult | BaseException", list[dict[st
 
 def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
     """Cases in order, each started as soon as the slots it needs are free; the results come back
-    through a queue to this thread, the only one that writes the result set. An interrupt stops
-    every running case process before it ends the run."""
+    through a queue to this thread, the only one that writes the result set. An interrupt records the
+    cases that had already finished (`_drain`), then stops every running case process before it ends
+    the run."""
     slots = gpu_slots(run.opts.gpus)
     free = list(slots)
     done: queue.Queue[Finished] = queue.Queue()
@@ -310,8 +311,23 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 raise result
             run.record(case, result, ",".join(taken), others)
     except BaseException:
-        kill_running()
+        try:  # cases that finished before the interrupt, still in the queue, are recorded first
+            _drain(done, run)
+        finally:  # then the ones still running are stopped (their outcomes are the kill's: not recorded)
+            kill_running()
         raise
+
+
+def _drain(done: queue.Queue[Finished], run: _Run) -> None:
+    """Record the finished cases waiting in the queue (an interrupt, or one case's error, ends the run
+    while the main thread is not reading it), without waiting for the ones still running."""
+    while True:
+        try:
+            case, taken, result, others = done.get_nowait()
+        except queue.Empty:
+            return
+        if not isinstance(result, BaseException):
+            run.record(case, result, ",".join(taken), others)
 
 
 def _next(done: queue.Queue[Finished]) -> Finished:
