@@ -124,16 +124,19 @@ def load_sets(paths: list[Path], pool: bool = False) -> list[SetRef]:
     are one side, and with `pool` so are all measured sets of one GPU and suite (several leases). Each
     side gets a unique short name: its GPU slug, or its file stem where two sides share a slug."""
     loaded: list[tuple[str, ResultSet]] = []  # (stem, set) in the order given
-    seen: set[Path] = set()
+    seen: set[Path] = set()  # resolved: a file named twice (a folder and a glob, a/x.json and b/../a/x.json) is one run
     for p in paths:
         if is_bundle(p):
+            if p.resolve() in seen:
+                continue
             b = load_bundle_checked(p)
+            seen.add(p.resolve())
             one = len(b.result_sets) == 1  # stem: the bundle's (usable as --baseline), with the suite if several
             loaded += [(b.stem if one else f"{b.stem}:{rs.suite}", rs) for _, rs in b.result_sets]
             continue
         for f in newest_group_in(p) if p.is_dir() else [p]:
-            if f not in seen:  # a file named twice (a folder and a glob) is one run
-                seen.add(f)
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
                 loaded.append((f.stem, load_checked(f)))
     sides: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
     for i, (stem, rs) in enumerate(loaded):
