@@ -111,9 +111,11 @@ def write_bundle(
 
 
 def safe_member(name: str) -> str:
-    """A member name that stays inside the bundle: relative, no '..'."""
-    p = PurePosixPath(name)
-    if p.is_absolute() or ".." in p.parts or not p.parts:
+    """A member name that stays inside the bundle: a plain relative POSIX path — not absolute, no
+    '..' component, no empty component ('//'), no backslash (a Windows separator that another
+    reader would follow)."""
+    if not PurePosixPath(name).parts or name.startswith("/") or "//" in name or "\\" in name \
+            or ".." in name.split("/"):
         raise ValueError(f"bundle member name {name!r} is not a relative path inside the bundle")
     return name
 

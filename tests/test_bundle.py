@@ -50,10 +50,34 @@ def test_logs_keep_their_tail(tmp_path: Path) -> None:
     assert len(log) < LOG_TAIL_BYTES + 100
 
 
-def test_a_member_name_outside_the_bundle_is_refused(tmp_path: Path) -> None:
+BAD_MEMBERS = ["../evil", "/etc/passwd", "//evil", "logs//x.log", "logs/../../evil", "a/..", "..",
+               "logs\\..\\evil", "C:\\evil", "", "."]
+
+
+@pytest.mark.parametrize("name", BAD_MEMBERS)
+def test_a_member_name_outside_the_bundle_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="not a relative path"):
-        write_bundle(tmp_path / "b.tar.gz", {}, {"../evil": "x"})
+        write_bundle(tmp_path / "b.tar.gz", {}, {name: "x"})
     assert not (tmp_path / "b.tar.gz").exists()
+
+
+@pytest.mark.parametrize("name", BAD_MEMBERS[:-2])
+def test_a_bundle_with_a_member_outside_it_is_not_read(tmp_path: Path, name: str) -> None:
+    path = _bundle(tmp_path)
+    with tarfile.open(path, "r:gz") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]  # type: ignore[union-attr]
+    evil = tmp_path / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        for m, data in [*members, (tarfile.TarInfo(name), b"x")]:
+            m.size = len(data)
+            tar.addfile(m, io.BytesIO(data))
+    with pytest.raises(ValueError, match="not a relative path"):
+        read_bundle(evil)
+
+
+@pytest.mark.parametrize("name", ["report.html", "logs/part-1.log", "env/part-1/pip-freeze.txt", "a..b/c..txt"])
+def test_plain_member_names_are_kept(tmp_path: Path, name: str) -> None:
+    assert name in read_bundle(write_bundle(tmp_path / "b.tar.gz", {}, {name: "x"})).files
 
 
 def test_files_that_are_not_bundles_are_one_line_errors(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from llmbench.commands import compare, report
 from llmbench.errors import UserError
 from llmbench.report.cost import break_even_price, cost_per
 from llmbench.report.prices import load_prices, parse_price, resolve_prices
-from llmbench.results import save
+from llmbench.results import load, save
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -131,6 +131,50 @@ def test_compare_with_prices_adds_costs_and_break_even(app: typer.Typer, tmp_pat
     md = runner.invoke(app, ["compare", str(a), str(b), "--price", "a100-sxm-80gb=2", "-f", "markdown"])
     assert md.exit_code == 0 and "## Cost at the given hourly prices" in md.output
     assert "no price for h100-sxm-80gb" in md.output and "$5.00" in md.output  # break-even needs only the baseline's
+
+
+def test_a_pooled_side_is_priced_at_its_pooled_rate(app: typer.Typer, tmp_path: Path) -> None:
+    """Two runs of the H100 side (2000 and 3000 output tok/s) pooled by --pool: the cost and the
+    break-even use the pooled rate (the median of the runs' medians, 2500), not the first run's, and
+    the break-even interval is the pooled ratio's (which holds the between-run spread)."""
+    a, _ = _sets(tmp_path)
+    runs = []
+    for i, tps in enumerate((2000.0, 3000.0)):
+        rs = result_set({**H100_ENV, "gpu": {**H100_ENV["gpu"], "id_hash": f"m{i}"}}, [
+            case("generate", {"precision": "bf16", "batch_size": 8},
+                 {"output_tokens_per_s": metric("output_tokens_per_s", tps, samples=False)})],
+            created_at=f"2026-11-2{i + 2}T10:00:00Z")
+        save(rs, tmp_path / f"h100-{i}.json")
+        runs.append(tmp_path / f"h100-{i}.json")
+    base = tmp_path / "a100-single.json"
+    save(result_set(load(a).env, [  # the A100 side at exactly 1000 tok/s
+        case("generate", {"precision": "bf16", "batch_size": 8},
+             {"output_tokens_per_s": metric("output_tokens_per_s", 1000.0, samples=False)})]), base)
+    out = tmp_path / "c.json"
+    res = runner.invoke(app, ["compare", str(base), *map(str, runs), "--pool", "--price", "a100-sxm-80gb=2",
+                              "--price", "h100-sxm-80gb=4", "-f", "json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    row = next(r for r in data["comparison"]["rows"] if r["metric"] == "output_tokens_per_s")
+    assert row["values"] == [1000.0, 2500.0] and row["runs"] == [1, 2]
+    (cost,) = data["cost"]["rows"]
+    assert cost["costs_usd"] == pytest.approx([cost_per(2, 1000.0, 1e6), cost_per(4, 2500.0, 1e6)])
+    even = cost["break_even_usd_per_hour"][1]
+    assert even["value"] == pytest.approx(5.0)  # $2 x 2500/1000; run 1 alone would say $4
+    assert even["ci95"] == pytest.approx([2 * x for x in row["ratios"][1]["ci95"]])
+    assert even["ci95"][0] < 4.0 and even["ci95"][1] > 6.0  # the runs' spread, not a single run's
+
+
+def test_headline_compare_still_prices_a_rate_that_is_not_a_headline(app: typer.Typer, tmp_path: Path) -> None:
+    """--headline keeps generate's headline metrics only (output tok/s is not one); the cost table
+    still prices it."""
+    a, b = _sets(tmp_path)
+    out = tmp_path / "c.json"
+    res = runner.invoke(app, ["compare", str(a), str(b), "--headline", "--price", "a100-sxm-80gb=2",
+                              "-f", "json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert "$ per 1M output tokens" in {r["unit"] for r in data["cost"]["rows"]}
 
 
 @pytest.mark.parametrize(

@@ -159,3 +159,16 @@ def test_dry_run_quotes_the_plan_and_writes_nothing(app: typer.Typer, tmp_path: 
     text = " ".join(res.output.split())
     assert "25 case(s) to run" in text and "nothing was run" in text
     assert not (tmp_path / "o").exists()
+
+
+def test_a_resumed_bundle_cannot_write_its_suite_files_outside_out(tmp_path: Path) -> None:
+    """A suite name from the manifest becomes OUT/suites/<name>.toml; '/abs' would join to /abs.toml."""
+    from llmbench.bundle import Bundle
+    from llmbench.commands.oneshot import _bundled_suites
+    from llmbench.errors import UserError
+
+    target = tmp_path / "elsewhere" / "evil"
+    b = Bundle(tmp_path / "b.tar.gz", {"suites": [str(target)]}, [], {f"suites/{target}.toml": b"x = 1\n"})
+    with pytest.raises(UserError, match="not a plain name"):
+        _bundled_suites(b, tmp_path / "out")
+    assert not (tmp_path / "elsewhere").exists()

@@ -149,3 +149,71 @@ matrix.seconds = [60.0, 61.0]
     assert not any(alive(p) for p in running)
     rs = load(next((tmp_path / "out").glob("*/two-slow-*.json")))
     assert rs.cases == [] and rs.finished_at is None
+
+
+def test_an_interrupt_records_the_cases_that_had_finished_before_it_stops_the_running_ones(
+    tmp_path: Path, fault_plugin: str
+) -> None:
+    """Three slots: cases of 0 s and 1 s and one of 60 s start together. The interrupt comes while the
+    main thread is busy with the first finished case (in `case_done`) and the other short one has
+    finished too, its result waiting in the queue: that result is recorded, the 60 s case is stopped
+    and not recorded."""
+    import os
+    import time
+
+    from llmbench.harness.runner import RunUI
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+
+    def finished(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    def pid_of(seconds: str) -> int | None:
+        return next((int(f.stem) for f in pids.glob("*.pid") if f.read_text() == seconds), None)
+
+    class InterruptAfterBothShortOnes(RunUI):
+        interrupted = False
+
+        def case_done(self, case: object, result: object) -> None:
+            if self.interrupted:
+                return
+            self.interrupted = True
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                short = [pid_of("0.0"), pid_of("1.0")]
+                if None not in short and all(finished(p) for p in short if p is not None):
+                    break
+                time.sleep(0.05)
+            time.sleep(1.0)  # the other short case's thread hands its result to the queue
+            raise KeyboardInterrupt
+
+    suite = load_suite(str(write(tmp_path, """
+name = "three"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "fault"
+kind = "sleep"
+matrix.seconds = [0.0, 1.0, 60.0]
+""")))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1,2", parallel=True,
+                      extra_env={"LLMBENCH_TEST_PID_DIR": str(pids)})
+    t0 = time.time()
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(suite, suite.cases, opts, InterruptAfterBothShortOnes())
+    assert time.time() - t0 < 50  # the 60 s case was stopped, not waited for
+    rs = load(next((tmp_path / "out").glob("*/three-*.json")))
+    assert sorted((c.params["seconds"], c.status) for c in rs.cases) == [(0.0, "ok"), (1.0, "ok")]
+    assert rs.finished_at is None
+    slow = pid_of("60.0")
+    assert slow is not None
+    deadline = time.time() + 10
+    while not finished(slow) and time.time() < deadline:
+        time.sleep(0.1)
+    assert finished(slow)

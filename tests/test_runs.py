@@ -145,6 +145,39 @@ def test_pool_joins_sets_of_one_gpu_and_suite_from_several_leases(tmp_path: Path
     assert row.ratios[1] is not None and row.ratios[1].method == RUNS_CI_METHOD  # one side single: borrowed spread
 
 
+def test_machines_are_counted_by_one_function_for_sides_and_rows() -> None:
+    """`machine_count` (report/inputs.py) is the one count: a side's `machines` and a row's (compare.py)."""
+    from llmbench.report import compare as compare_mod
+    from llmbench.report.inputs import SetRef, machine_count
+
+    runs = [_pass(_env(H200_ENV, m), "g", i, 800.0, "2026-11-01T00:00:00Z", seed=i)
+            for i, m in enumerate(["m1", "m2", "m1"], 1)]
+    assert machine_count(runs) == 2 and machine_count(runs[:1]) == 1
+    assert machine_count([*runs, _pass(H200_ENV, "g", 4, 800.0, "2026-11-01T00:00:00Z", seed=4)]) is None
+    assert SetRef("h200", runs[0], runs=runs).machines == 2
+    assert compare_mod.machine_count is machine_count
+
+
+def test_a_file_named_twice_by_different_paths_loads_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sets are told apart by their resolved path: a/x.json, ./a/../a/x.json, an absolute path and a
+    symlink to it are one run (not a second side, nor a run pooled with itself); so is a bundle."""
+    from llmbench.bundle import write_bundle
+
+    (tmp_path / "a").mkdir()
+    save(_pass(_env(H200_ENV, "m1"), None, 1, 800.0, "2026-11-01T00:00:00Z", seed=1), tmp_path / "a" / "x.json")
+    save(_pass(H100_ENV, None, 1, 700.0, "2026-11-01T00:00:00Z", seed=2), tmp_path / "base.json")
+    (tmp_path / "link.json").symlink_to(tmp_path / "a" / "x.json")
+    monkeypatch.chdir(tmp_path)
+    same = [Path("a/x.json"), Path("a/../a/x.json"), tmp_path / "a" / "x.json", Path("link.json")]
+    sets = load_sets([Path("base.json"), *same])
+    assert [len(s.all_runs) for s in sets] == [1, 1]
+    pooled = load_sets([Path("base.json"), *same], pool=True)
+    assert [len(s.all_runs) for s in pooled] == [1, 1]
+    write_bundle(tmp_path / "b.tar.gz", {"x.json": load(tmp_path / "a" / "x.json")})
+    both = load_sets([Path("base.json"), Path("b.tar.gz"), Path("a/../b.tar.gz"), tmp_path / "b.tar.gz"])
+    assert [len(s.all_runs) for s in both] == [1, 1]
+
+
 def test_a_folder_stands_for_its_newest_repeat_group(tmp_path: Path) -> None:
     folder = tmp_path / "h200"
     _write_group(folder, _env(H200_ENV, "m"), "old", [700.0, 710.0, 720.0], "20261101")

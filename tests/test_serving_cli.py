@@ -153,3 +153,19 @@ def test_a_suite_scoped_server_is_started_once_reused_and_stopped_at_the_end(tmp
     with pytest.raises((urllib.error.URLError, OSError)):  # the runner stopped it when the suite ended
         urllib.request.urlopen(rs.cases[0].info["url"] + "/health", timeout=2)
     assert "server_scope" in rs.cases[0].params  # a non-default added param is part of the id
+
+
+@pytest.mark.slow
+def test_under_parallel_each_serving_case_starts_and_stops_its_own_server(tmp_path: Path) -> None:
+    """--parallel gives case processes no shared-server folder: a server kept on one slot would hold
+    its GPUs while other cases run there. Each case has its own server, stopped by that case; the run
+    says so."""
+    suite = write(tmp_path, SHARED_SUITE)
+    r = cli("run", str(suite), "--out", str(tmp_path / "out"), "--cpu", "--gpus", "0,1", "--parallel", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert 'server_scope = "suite" is not used' in " ".join((r.stdout + r.stderr).split())
+    rs = load(next((tmp_path / "out").glob("*/serving-shared-*.json")))
+    assert [c.status for c in rs.cases] == ["ok"] * 3
+    assert all("server_reused" not in c.info and "server_exit_code" in c.info for c in rs.cases)
+    assert len({c.info["url"] for c in rs.cases}) == 3 and len({c.info["server_log"] for c in rs.cases}) == 3
+    assert {c.info["gpus"] for c in rs.cases} <= {"0", "1"}

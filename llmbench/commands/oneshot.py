@@ -144,6 +144,9 @@ def _bundled_suites(bundle: Bundle, out: Path) -> list[Suite]:
     """The suites a bundle was run with, from the copies it carries (suites/<name>.toml): a resumed run
     has the same cases as the first part, whatever this machine's checkout holds."""
     names = bundle.manifest.get("suites") or []
+    odd = [n for n in names if not isinstance(n, str) or not n or n.startswith(".") or "/" in n or "\\" in n]
+    if odd:  # each name becomes OUT/suites/<name>.toml: an absolute or nested name would write outside it
+        raise UserError(f"--resume {bundle.path.name}: the bundle's suite name {odd[0]!r} is not a plain name")
     missing = [n for n in names if f"suites/{n}.toml" not in bundle.files]
     if not names or missing:
         raise UserError(f"--resume {bundle.path.name}: the bundle does not carry its suite file(s) "

@@ -127,7 +127,8 @@ def run(
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU even when a GPU is present."),
     parallel: bool = typer.Option(False, "--parallel", metavar="", help="Run cases side by side, one case "
                                   "process per --gpus entry (an index or MIG UUID), each pinned to it; multi-GPU "
-                                  "cases (tensor_parallel, gpus) take as many entries as they need."),
+                                  "cases (tensor_parallel, gpus) take as many entries as they need; each serving case "
+                                  "starts its own server (server_scope = \"suite\" is not used)."),
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),

@@ -3,7 +3,8 @@ case (atomically), so an interrupted run loses nothing that finished and `--resu
 
 With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: case processes run
 concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
-CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set."""
+CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set. Serving servers are
+not shared between cases under `parallel` (each case starts its own; `_run_parallel` says why)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
+PARALLEL_SERVER_NOTE = (
+    'under --parallel, server_scope = "suite" is not used: each serving case starts and stops its own '
+    "server (an idle server kept for later cases would hold its GPUs' memory while other cases, a "
+    "multi-GPU one among them, run there)"
+)
 
 
 class RunUI:
@@ -166,16 +172,19 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         measured = {**opts.reference_times, **own}
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
-    state = _Run(rs, path, opts, ui, device, {**env, SHARED_ENV: str(shared)}, measured, commit, modified)
-    try:
-        if opts.parallel:
-            _run_parallel(todo, state)
-        else:
+    state = _Run(rs, path, opts, ui, device, env, measured, commit, modified)
+    if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
+        if any(suite_scoped_server(c) for c in todo):
+            ui.warn(PARALLEL_SERVER_NOTE)
+        _run_parallel(todo, state)
+    else:
+        shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
+        state.env = {**env, SHARED_ENV: str(shared)}
+        try:
             _run_serial(todo, state)
-    finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
-        stop_shared_servers(shared)
-        shutil.rmtree(shared, ignore_errors=True)
+        finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
+            stop_shared_servers(shared)
+            shutil.rmtree(shared, ignore_errors=True)
 
     rs.finished_at = None if state.deferred else utc_now()  # cases left for --resume: the run is not finished
     save(rs, path)
@@ -237,6 +246,12 @@ class _Run:
             self.measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s)
 
 
+def suite_scoped_server(case: CaseSpec) -> bool:
+    """A serving case that asks to keep its server for the suite's next cases (server_scope = "suite")."""
+    p = case.params_dict
+    return case.scenario == "serving" and p.get("server") is not None and p.get("server_scope") == "suite"
+
+
 def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
     """One case after another, each with every --gpus entry visible."""
     for i, case in enumerate(todo):
@@ -257,8 +272,12 @@ Finished = tuple[CaseSpec, list[str], "CaseResult | BaseException", list[dict[st
 
 def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
     """Cases in order, each started as soon as the slots it needs are free; the results come back
-    through a queue to this thread, the only one that writes the result set. An interrupt stops
-    every running case process before it ends the run."""
+    through a queue to this thread, the only one that writes the result set. An interrupt records the
+    cases that had already finished (`_drain`), then stops every running case process before it ends
+    the run. Case processes get no shared-server folder (SHARED_ENV): a suite-scoped server kept
+    between cases would sit on its slot's GPUs, idle but holding their memory, while other cases run
+    there (a multi-GPU case over that slot and the next would start its own server beside it); so each
+    serving case starts and stops its own server, as with server_scope = "case"."""
     slots = gpu_slots(run.opts.gpus)
     free = list(slots)
     done: queue.Queue[Finished] = queue.Queue()
@@ -310,8 +329,23 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 raise result
             run.record(case, result, ",".join(taken), others)
     except BaseException:
-        kill_running()
+        try:  # cases that finished before the interrupt, still in the queue, are recorded first
+            _drain(done, run)
+        finally:  # then the ones still running are stopped (their outcomes are the kill's: not recorded)
+            kill_running()
         raise
+
+
+def _drain(done: queue.Queue[Finished], run: _Run) -> None:
+    """Record the finished cases waiting in the queue (an interrupt, or one case's error, ends the run
+    while the main thread is not reading it), without waiting for the ones still running."""
+    while True:
+        try:
+            case, taken, result, others = done.get_nowait()
+        except queue.Empty:
+            return
+        if not isinstance(result, BaseException):
+            run.record(case, result, ",".join(taken), others)
 
 
 def _next(done: queue.Queue[Finished]) -> Finished:

@@ -11,7 +11,7 @@ replicate). Nothing is dropped silently: cases on one side only, and cases that 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
 from llmbench.report.caselabels import case_labels
 from llmbench.report.envdiff import env_differences
-from llmbench.report.inputs import SetRef
+from llmbench.report.inputs import SetRef, machine_count
 from llmbench.report.labels import mixing_warning
 from llmbench.report.pooled import RUNS_CI_METHOD, log_ratio_interval, pool_metric, runs_seed
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -268,7 +268,6 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
         raise ValueError("compare needs at least two result sets")
     order, rep = _all_cases(sets)
     labels = case_labels(list(rep.values()))
-    rows: list[MetricRow] = []
     one_sided: list[CaseNote] = []
     not_ok: list[CaseNote] = []
     for cid in order:
@@ -277,14 +276,10 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
             one_sided.append(_note(cid, rep[cid], labels[cid], found))
         elif any(c.status != "ok" for c in found if c is not None):
             not_ok.append(_note(cid, rep[cid], labels[cid], found))
-        if any(c is None or c.status != "ok" for c in found):
-            continue
-        runs = [[c for c in s.case_runs(cid) if c.status == "ok"] for s in sets]
-        rows.extend(
-            r
-            for r in _metric_rows(cid, rep[cid].scenario, labels[cid], runs, baseline, sets)
-            if metrics is None or (r.metric in metrics and is_headline(r.scenario, r.metric))
-        )
+    rows = metric_rows(
+        sets, baseline,
+        lambda cid, scenario, name: metrics is None or (name in metrics and is_headline(scenario, name)),
+    )
     return Comparison(
         sets,
         baseline,
@@ -295,6 +290,25 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
         env_differences([s.rs for s in sets]),
         mixing_warning([s.rs for s in sets]),
     )
+
+
+def metric_rows(
+    sets: list[SetRef], baseline: int, keep: Callable[[str, str, str], bool] | None = None
+) -> list[MetricRow]:
+    """The rows of every case `ok` in every set, in first-seen case order: each side's figure over its
+    ok runs (pooled where a side has several) and the ratios. `keep(case_id, scenario, metric)` picks
+    the metrics (default: all); rows do not depend on one another (each is seeded by its case and
+    metric), so a row is the same whichever others are kept."""
+    order, rep = _all_cases(sets)
+    labels = case_labels(list(rep.values()))
+    rows: list[MetricRow] = []
+    for cid in order:
+        found = [s.case(cid) for s in sets]
+        if any(c is None or c.status != "ok" for c in found):
+            continue
+        runs = [[c for c in s.case_runs(cid) if c.status == "ok"] for s in sets]
+        rows += _metric_rows(cid, rep[cid].scenario, labels[cid], runs, baseline, sets, keep)
+    return rows
 
 
 def sample_count(m: MetricResult | None) -> int | None:
@@ -322,15 +336,19 @@ def _side_ratio(
 
 
 def _metric_rows(
-    cid: str, scenario: str, label: str, runs: list[list[CaseResult]], baseline: int, sets: list[SetRef]
+    cid: str, scenario: str, label: str, runs: list[list[CaseResult]], baseline: int, sets: list[SetRef],
+    keep: Callable[[str, str, str], bool] | None = None,
 ) -> list[MetricRow]:
-    """One row per metric of the case: each side's figure over its ok runs, and the ratios."""
+    """One row per metric of the case (those `keep` picks): each side's figure over its ok runs, and
+    the ratios."""
     names: list[str] = []
     for side in runs:
         for c in side:
             names += [m for m in c.metrics if m not in names]
     rows = []
     for name in names:
+        if keep is not None and not keep(cid, scenario, name):
+            continue
         mdef = METRICS.get(name)
         better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
         got = [[c.metrics[name] for c in side if name in c.metrics] for side in runs]
@@ -353,12 +371,6 @@ def _metric_rows(
 def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
     """The runs of a side in which case `cid` is ok and has metric `name`."""
     return [r for r in side.all_runs if (c := r.case(cid)) is not None and c.status == "ok" and name in c.metrics]
-
-
-def machine_count(runs: list[ResultSet]) -> int | None:
-    """Distinct machines among the runs (their anonymous GPU ids); None where a run did not record one."""
-    ids = [r.machine for r in runs]
-    return None if any(i is None for i in ids) else len(set(ids))
 
 
 def _family(metric_name: str) -> str:

@@ -6,17 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmbench.report.caselabels import case_labels
-from llmbench.report.compare import Comparison, ratio
+from llmbench.report.compare import Comparison, metric_rows
 from llmbench.report.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
 from llmbench.report.prices import Price
 from llmbench.report.tables import MISSING, Table
 
 CAPTION = (
-    "cost = price per hour x amount / (rate x 3600), the rate being the case's median. Break-even: "
+    "cost = price per hour x amount / (rate x 3600), the rate being the case's median (a side of several "
+    "runs: the median of the runs' medians, as in the comparison). Break-even: "
     "the hourly price of that set's GPU at which its cost per unit equals {base}'s at {base}'s price "
     "(baseline price x speed ratio); rent below it and that GPU is the cheaper one per unit, above it "
-    "the dearer. [95% CI]: the baseline price x the speed ratio's bootstrap interval. Prices are the "
+    "the dearer. [95% CI]: the baseline price x the speed ratio's interval (the comparison's: a bootstrap, "
+    "or where a side pools runs the runs' t-interval). Prices are the "
     "ones given (--price / --prices); none is built in."
 )
 
@@ -42,31 +43,38 @@ class CostRow:
 
 
 def cost_rows(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEFAULT_RUN_TOKENS) -> list[CostRow]:
-    """Rows for every case that ran ok in every set and has a rate metric that can be priced."""
+    """Rows for every case that ran ok in every set and has a rate metric that can be priced, from the
+    comparison's rows: where a side pools several runs, its rate is the pooled figure and the break-even
+    interval that of the pooled ratio (which holds the between-run spread). A rate metric the
+    comparison left out (--headline keeps a scenario's headline metrics only) gets its row here, built
+    the same way (`metric_rows`)."""
     sets, b = cmp.sets, cmp.baseline
     base_price = prices.get(sets[b].rs.gpu_slug)
-    labels = case_labels(sets[b].rs.cases)
+    units = cost_units(run_tokens)
+    names = {u.metric for u in units}
+    found = {(r.case_id, r.metric): r for r in cmp.rows if r.metric in names}
+    left_out = metric_rows(sets, b, lambda cid, _scenario, name: name in names and (cid, name) not in found)
+    found.update(((r.case_id, r.metric), r) for r in left_out)
+    order = {c.id: i for i, c in enumerate(sets[b].cases())}
     rows: list[CostRow] = []
-    for unit in cost_units(run_tokens):
-        for base_case in sets[b].rs.cases:
-            found = [s.rs.case(base_case.id) for s in sets]
-            got = [c.metrics.get(unit.metric) if c is not None and c.status == "ok" else None for c in found]
-            if any(m is None or m.value <= 0 for m in got):
+    for unit in units:
+        for mrow in sorted((r for r in found.values() if r.metric == unit.metric), key=lambda r: order[r.case_id]):
+            rates = [v for v in mrow.values if v is not None and v > 0]
+            if len(rates) < len(sets):
                 continue
-            rates = [m.value for m in got if m is not None]
             costs: list[float | None] = []
             for s, rate in zip(sets, rates, strict=True):
                 p = prices.get(s.rs.gpu_slug)
                 costs.append(cost_per(p.usd_per_hour, rate, unit.amount) if p else None)
             even: list[tuple[float, tuple[float, float] | None] | None] = []
-            for i, m in enumerate(got):
+            for i, rate in enumerate(rates):
                 if i == b or base_price is None:
                     even.append(None)
                     continue
-                r = ratio(got[b], m, "higher", f"{base_case.id}:{unit.metric}")  # type: ignore[arg-type]
+                r = mrow.ratios[i]
                 ci = (base_price.usd_per_hour * r.ci[0], base_price.usd_per_hour * r.ci[1]) if r and r.ci else None
-                even.append((break_even_price(base_price.usd_per_hour, rates[b], rates[i]), ci))
-            rows.append(CostRow(base_case.scenario, labels[base_case.id], unit.label, costs, even))
+                even.append((break_even_price(base_price.usd_per_hour, rates[b], rate), ci))
+            rows.append(CostRow(mrow.scenario, mrow.case, unit.label, costs, even))
     return rows
 
 

@@ -14,6 +14,13 @@ from llmbench.report.labels import tag
 from llmbench.results import CaseResult, ResultSet, load
 
 
+def machine_count(runs: list[ResultSet]) -> int | None:
+    """Distinct machines (GPU sets, by their anonymous id) among the runs; None where a run did not
+    record one."""
+    ids = [r.machine for r in runs]
+    return None if any(i is None for i in ids) else len(set(ids))
+
+
 @dataclass
 class SetRef:
     """A result set with the short name it is shown and chosen by (`--baseline NAME`). A side that pools
@@ -32,10 +39,8 @@ class SetRef:
 
     @property
     def machines(self) -> int | None:
-        """How many machines (GPU sets, by their anonymous id) measured the runs; None where a run did
-        not record one."""
-        ids = [r.machine for r in self.all_runs]
-        return None if any(i is None for i in ids) else len(set(ids))
+        """How many machines measured the runs (`machine_count`)."""
+        return machine_count(self.all_runs)
 
     def case_runs(self, case_id: str) -> list[CaseResult]:
         """The case as each run has it (runs without it left out)."""
@@ -119,16 +124,19 @@ def load_sets(paths: list[Path], pool: bool = False) -> list[SetRef]:
     are one side, and with `pool` so are all measured sets of one GPU and suite (several leases). Each
     side gets a unique short name: its GPU slug, or its file stem where two sides share a slug."""
     loaded: list[tuple[str, ResultSet]] = []  # (stem, set) in the order given
-    seen: set[Path] = set()
+    seen: set[Path] = set()  # resolved: a file named twice (a folder and a glob, a/x.json and b/../a/x.json) is one run
     for p in paths:
         if is_bundle(p):
+            if p.resolve() in seen:
+                continue
             b = load_bundle_checked(p)
+            seen.add(p.resolve())
             one = len(b.result_sets) == 1  # stem: the bundle's (usable as --baseline), with the suite if several
             loaded += [(b.stem if one else f"{b.stem}:{rs.suite}", rs) for _, rs in b.result_sets]
             continue
         for f in newest_group_in(p) if p.is_dir() else [p]:
-            if f not in seen:  # a file named twice (a folder and a glob) is one run
-                seen.add(f)
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
                 loaded.append((f.stem, load_checked(f)))
     sides: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
     for i, (stem, rs) in enumerate(loaded):

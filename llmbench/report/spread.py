@@ -12,8 +12,8 @@ import numpy as np
 
 from llmbench.metrics import METRICS
 from llmbench.report.caselabels import case_labels
-from llmbench.report.compare import SPEED_UNITS, is_headline, machine_count, runs_with, sample_count
-from llmbench.report.inputs import SetRef
+from llmbench.report.compare import SPEED_UNITS, is_headline, runs_with, sample_count
+from llmbench.report.inputs import SetRef, machine_count
 from llmbench.report.pooled import pool_metric
 from llmbench.report.tables import MISSING, Table, fmt_num
 
