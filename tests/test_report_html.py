@@ -184,3 +184,28 @@ def test_a_serving_sweep_of_two_gpus_gets_one_pareto_chart_naming_both() -> None
     assert [label.split()[0] for label, _ in lines] == ["h100-sxm-80gb", "h200-sxm-141gb"]
     assert [(x, y) for x, y, _ in lines[1][1]] == [(80.0, 640.0), (110.0, 110.0)]  # sorted by speed per user
     assert pareto_charts([SetRef(name="x", rs=ResultSet(suite="s", cases=[]))]) == []
+
+
+def test_long_case_labels_leave_the_speedup_chart_drawable() -> None:
+    """A lone joined case is labelled by all its params (a QLoRA case: 251 characters), which once
+    squeezed the bars' axes to nothing: matplotlib warned and laid nothing out."""
+    import warnings
+
+    from test_compare_support import case, metric
+
+    from llmbench.report.charts import speedup_charts
+    from llmbench.report.compare import compare
+
+    def sides(env: dict[str, Any], rate: float, seed: int) -> ResultSet:
+        params = {"engine": "hf", "model": "llama-3-8b", "method": "qlora", "double_quant": True, "lora_rank": 16,
+                  "lora_alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                       "down_proj"], "gradient_checkpointing": True,
+                  "optimizer": "adamw", "batch_size": 4, "seq_len": 1024, "lr": 0.0001, "max_batch": False}
+        return result_set(env, [case("qlora", params, {"train_tokens_per_s": metric("train_tokens_per_s", rate,
+                                                                                       seed=seed)})], suite="qlora")
+
+    cmp = compare(refs(sides(H100_ENV, 1000.0, 1), sides(H200_ENV, 1100.0, 20)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        charts = speedup_charts(cmp)
+    assert len(charts) == 1 and "<svg" in charts[0].svg

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -304,6 +305,7 @@ def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
                       _xlabel(xkey), sets, panels, hline=1.0, share=True)
 
 
+BAR_LABEL_CHARS = 40  # a bar's case label is wrapped at this width
 BarSeries = tuple[str, int, bool, list[float | None], list[tuple[float, float] | None]]
 
 
@@ -311,7 +313,9 @@ def _hbars(title: str, xlabel: str, labels: list[str], series: list[BarSeries], 
     """Horizontal grouped bars: a row per label, a bar per series (name, GPU index, measured, values,
     intervals); whiskers where an interval is known."""
     n = max(len(series), 1)
-    height = BAR_H_IN * len(labels) * n + 1.4
+    labels = [textwrap.fill(label, BAR_LABEL_CHARS) for label in labels]  # long case labels would
+    lines = max((label.count("\n") + 1 for label in labels), default=1)  # squeeze the axes to nothing
+    height = BAR_H_IN * len(labels) * max(n, lines) + 1.4
     fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, height), layout="constrained")
     step = 0.8 / n
     for k, (name, gpu, measured, values, cis) in enumerate(series):
