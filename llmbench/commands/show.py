@@ -9,8 +9,9 @@ from rich.markup import escape
 
 from llmbench.commands.common import console
 from llmbench.errors import UserError
-from llmbench.report.inputs import load_checked, newest_in
-from llmbench.report.terminal import flag_summary, result_table
+from llmbench.report.inputs import SetRef, load_checked, newest_in
+from llmbench.report.terminal import flag_summary, print_terminal, result_table
+from llmbench.report.views import seed_tables
 
 
 def show(
@@ -18,11 +19,14 @@ def show(
     all_metrics: bool = typer.Option(False, "--all", metavar="", help="Every metric and every flag, not only "
                                      "the headline ones and a summary of the flags."),
 ) -> None:
-    """Show a result set as a table."""
+    """Show a result set as a table (and what its sweeps answer: watts for 80/90/95% of the best speed of a
+    power-limit sweep, the batch where host_bound stops being host-bound)."""
     if not result.exists():
         raise UserError(f"result set {str(result)!r} does not exist")
-    rs = load_checked(newest_in(result) if result.is_dir() else result)
+    path = newest_in(result) if result.is_dir() else result
+    rs = load_checked(path)
     console.print(result_table(rs, all_metrics=all_metrics))
+    print_terminal(seed_tables(SetRef(rs.gpu_slug, rs, path.stem)), console)  # the sweeps' answers
     for w in rs.warnings + flag_summary(rs, every=all_metrics):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 

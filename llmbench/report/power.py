@@ -8,24 +8,45 @@ from typing import Any
 
 from llmbench.hardware.power import watts_for_fraction
 from llmbench.ids import params_text
-from llmbench.results import ResultSet
+from llmbench.report.inputs import SetRef
+from llmbench.report.labels import is_measured
+from llmbench.report.tables import MISSING, Table, fmt_num
+from llmbench.results import CaseResult, ResultSet
+from llmbench.scenarios.base import SCENARIOS
 
 FRACTIONS = (0.8, 0.9, 0.95)
 
 
-def power_curves(rs: ResultSet, metric: str, fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
+def headline_metric(case: CaseResult) -> str | None:
+    """The first of its scenario's headline metrics the case reports: the speed a sweep is read by
+    (vision: train or infer samples/s, by the case's mode)."""
+    names = SCENARIOS.get(case.scenario).headline if case.scenario in SCENARIOS else ()
+    return next((m for m in names if m in case.metrics), None)
+
+
+def power_curves(rs: ResultSet, metric: str | None = None,
+                 fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
+    """See `curves`: over a result set's cases."""
+    return curves(rs.cases, metric, fractions)
+
+
+def curves(cases: Sequence[CaseResult], metric: str | None = None,
+           fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
     """One row per workload (a case's scenario and params without power_limit_w) measured at two or
     more power limits: its (limit W, metric) points and the watts for each fraction of its best
-    (interpolated between the measured limits: see watts_for_fraction). Cases not `ok` are left out."""
-    groups: dict[str, dict[str, Any]] = {}
-    for case in rs.cases:
+    (interpolated between the measured limits: see watts_for_fraction). `metric` None: each case's
+    `headline_metric`. Cases not `ok` are left out."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for case in cases:
         watts = case.params.get("power_limit_w")
-        if case.status != "ok" or watts is None or metric not in case.metrics:
+        name = metric or headline_metric(case)
+        if case.status != "ok" or watts is None or name is None or name not in case.metrics:
             continue
         rest = {k: v for k, v in case.params.items() if k != "power_limit_w"}
         key = f"{case.scenario} {params_text(rest)}"
-        row = groups.setdefault(key, {"workload": key, "points": []})
-        row["points"].append((float(watts), case.metrics[metric].value))
+        row = groups.setdefault((key, name), {"workload": key, "scenario": case.scenario, "params": rest,
+                                              "metric": name, "unit": case.metrics[name].unit, "points": []})
+        row["points"].append((float(watts), case.metrics[name].value))
     rows = []
     for row in groups.values():
         if len(row["points"]) < 2:
@@ -34,3 +55,53 @@ def power_curves(rs: ResultSet, metric: str, fractions: Sequence[float] = FRACTI
         row["watts_for"] = watts_for_fraction(row["points"], fractions)
         rows.append(row)
     return rows
+
+
+def workload_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """Short names for the rows: the params that differ between workloads (all of them for one)."""
+    if len(rows) < 2:
+        return [f"{r['scenario']} {params_text(r['params'])}".strip() for r in rows]
+    keys = list(dict.fromkeys(k for r in rows for k in r["params"]))
+    varying = [k for k in keys if len({repr(r["params"].get(k)) for r in rows}) > 1]
+    scenarios = len({r["scenario"] for r in rows}) > 1
+    return [" ".join(filter(None, [r["scenario"] if scenarios else "", params_text(r["params"], varying)]))
+            or r["scenario"] for r in rows]
+
+
+def _common(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Params every workload shares (shown once, as a caption)."""
+    first = rows[0]["params"]
+    return {k: v for k, v in first.items() if all(r["params"].get(k, object()) == v for r in rows[1:])}
+
+
+def _watts(w: float | None) -> str:
+    return MISSING if w is None else f"{w:,.0f}"
+
+
+def power_table(ref: SetRef) -> Table | None:
+    """The seed's answer for a power sweep: per workload, its best speed and the watts for 80/90/95% of
+    it; None where no workload was measured at two power limits (and for projected sets, whose speed
+    does not depend on a power limit)."""
+    if ref.kind == "projected":
+        return None
+    rows = curves(ref.cases())
+    if not rows:
+        return None
+    labels = workload_labels(rows)
+    body = [
+        [label, f"{r['metric']} ({r['unit']})", fmt_num(max(s for _, s in r["points"])),
+         *[_watts(r["watts_for"][f]) for f in FRACTIONS], ", ".join(_watts(w) for w, _ in r["points"])]
+        for label, r in zip(labels, rows, strict=True)
+    ]
+    common = params_text(_common(rows)) if len(rows) > 1 else ""
+    return Table(
+        f"{ref.label}: power limit needed for 80/90/95% of the best speed",
+        ["workload", "speed", "best", *[f"W for {f:.0%}" for f in FRACTIONS], "limits measured (W)"],
+        body,
+        caption=(f"common params: {common}. " if common else "")
+        + "W for x%: the least power limit at which the speed reaches x% of the best speed measured, "
+        "linear between the measured limits (an interpolation); a fraction already reached at the lowest "
+        "limit answers that limit (an upper bound); — : not reached.",
+        notes=[] if is_measured(ref.rs) else [f"Not measured here: {ref.label}."],
+    )
+

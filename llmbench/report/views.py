@@ -7,10 +7,12 @@ that holds one starts with a note saying where its figures come from.
 from __future__ import annotations
 
 from llmbench.report.basediff import BaseDiff
+from llmbench.report.bottleneck import bottleneck_table
 from llmbench.report.caselabels import case_labels, constant_params, params_text
 from llmbench.report.compare import Comparison, MetricRow, Ratio
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured, mixing_warning, source_line
+from llmbench.report.power import power_table
 from llmbench.report.project import Validation
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
 
@@ -157,6 +159,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
         if any(ru > 1 for r in rows for ru in r.runs):
             caption += RUNS_CAPTION
         tables.append(Table(f"Scenario {sc}", cols, body, caption=caption, notes=short_note(sets)))
+    tables += [t for s in sets for t in seed_tables(s)]
     spread = spread_table(cmp)
     if spread is not None:
         tables.append(spread)
@@ -236,6 +239,12 @@ def basediff_tables(bd: BaseDiff) -> list[Table]:
     ]
 
 
+def seed_tables(ref: SetRef) -> list[Table]:
+    """The answers a set's sweeps were run for, where it holds one: the watts for 80/90/95% of the best
+    speed (a power-limit sweep) and the batch where the host stops bounding training (host_bound)."""
+    return [t for t in (power_table(ref), bottleneck_table(ref)) if t is not None]
+
+
 def set_tables(ref: SetRef) -> list[Table]:
     """One result set on its own: per scenario, each case's status and metric values."""
     tables = [sets_table([ref])]
@@ -262,7 +271,7 @@ def set_tables(ref: SetRef) -> list[Table]:
                 notes=short_note([ref]),
             )
         )
-    return tables
+    return tables + seed_tables(ref)
 
 
 def validation_tables(v: Validation, projected: SetRef, measured: SetRef) -> list[Table]:

@@ -1,0 +1,73 @@
+"""The host_bound report: per batch sweep (cases that differ only in `batch`, e.g. one per
+num_workers), the batch from which the GPU, not the host, bounds training (`bottleneck_batch`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmbench.ids import params_text
+from llmbench.report.inputs import SetRef
+from llmbench.report.tables import MISSING, Table, fmt_num
+from llmbench.results import CaseResult
+from llmbench.scenarios.host_bound import bottleneck_batch
+
+SCENARIO = "host_bound"
+SPEED = "train_samples_per_s"
+
+
+@dataclass
+class Sweep:
+    label: str  # the params that tell the sweeps apart ('num_workers=4'; '' for one sweep)
+    points: list[tuple[int, float, float | None]]  # (batch, samples/s, busy fraction or None)
+    batch: int | None  # bottleneck_batch's answer (None: not reached in the sweep)
+    rule: str
+
+
+def busy_fraction(case: CaseResult) -> float | None:
+    """The kernel-time busy fraction, or None where the case predates it: such a case has no
+    `gpu_span_fraction` and its `gpu_busy_fraction` is the CUDA-event span, near 1 when launch-bound."""
+    if "gpu_span_fraction" not in case.metrics or "gpu_busy_fraction" not in case.metrics:
+        return None
+    return case.metrics["gpu_busy_fraction"].value
+
+
+def sweeps(cases: list[CaseResult]) -> list[Sweep]:
+    """The batch sweeps of the ok host_bound cases, each with two batches or more, and their answers."""
+    ok = [c for c in cases if c.scenario == SCENARIO and c.status == "ok" and SPEED in c.metrics
+          and isinstance(c.params.get("batch"), int)]
+    keys = list(dict.fromkeys(k for c in ok for k in c.params if k != "batch"))
+    varying = [k for k in keys if len({repr(c.params.get(k)) for c in ok}) > 1]
+    groups: dict[str, list[CaseResult]] = {}
+    for c in ok:
+        groups.setdefault(params_text({k: c.params.get(k) for k in keys}), []).append(c)
+    out = []
+    for members in groups.values():
+        points = sorted((c.params["batch"], c.metrics[SPEED].value, busy_fraction(c)) for c in members)
+        if len({b for b, _, _ in points}) < 2:
+            continue
+        got = bottleneck_batch(points)
+        out.append(Sweep(params_text(members[0].params, varying), points, got["batch"], got["rule"]))
+    return out
+
+
+def _point_text(p: tuple[int, float, float | None]) -> str:
+    b, speed, busy = p
+    return f"{b}: {fmt_num(speed)}/s" + ("" if busy is None else f", busy {busy:.2f}")
+
+
+def bottleneck_table(ref: SetRef) -> Table | None:
+    """Where a small batch stops being CPU-bound, per sweep; None where the set has no batch sweep."""
+    found = sweeps(ref.cases())
+    if not found:
+        return None
+    rows = [[s.label or "all cases", MISSING if s.batch is None else str(s.batch),
+             "not reached in the sweep; " + s.rule if s.batch is None else s.rule,
+             "; ".join(map(_point_text, s.points))] for s in found]
+    return Table(
+        f"{ref.label}: batch from which the GPU, not the host, bounds training",
+        ["sweep", "bottleneck batch", "rule", "points (batch: samples/s, GPU busy fraction)"],
+        rows,
+        caption="busy: gpu_busy_fraction, the profiler's kernel time over wall time (launch gaps idle). "
+        "A sweep without it (a CPU run, or cases recorded before it was measured so) is read by how "
+        "samples/s scales with the batch instead.",
+    )
