@@ -27,15 +27,18 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from llmbench.hardware.specs import GpuSpec, lookup
 from llmbench.ids import params_text
 from llmbench.metrics import METRICS
+from llmbench.report.bottleneck import SCENARIO, SPEED, Sweep, sweeps
 from llmbench.report.caselabels import case_labels
 from llmbench.report.compare import Comparison, MetricRow
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured
 from llmbench.report.plots import FIG_WIDTH_IN, SMALL_PT, Chart, to_svg
+from llmbench.report.power import curves, workload_labels
 from llmbench.report.project import RATE_UNITS
-from llmbench.report.styles import gpu_color, series_style
+from llmbench.report.styles import Style, gpu_color, nth_style, series_style
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
+from llmbench.scenarios.host_bound import BUSY_THRESHOLD
 
 # Params that make a numeric x axis, most telling first; others split panels or series.
 X_PARAMS = ("batch_size", "concurrency", "request_rate", "rate", "tokens", "shape", "size_mib", "seq_len")
@@ -46,6 +49,7 @@ PANEL_H_IN = 2.9
 BAR_H_IN = 0.24
 
 Points = dict[tuple[int, str | None], list[tuple[float, float]]]  # (set index, precision) -> (x, y)
+Look = Callable[[tuple[int, str | None]], tuple[Style, str]]  # a series' style and legend label
 
 
 @dataclass
@@ -162,13 +166,17 @@ def _plain(v: float, _pos: object = None) -> str:
     return f"{v:,.0f}" if abs(v) >= 10 else f"{v:g}"
 
 
-def _legend(fig: plt.Figure, sets: list[SetRef], keys: list[tuple[int, str | None]]) -> None:
+def _look(sets: list[SetRef]) -> Look:
+    """The usual series: a GPU x precision, styled by `series_style`."""
+    return lambda key: (series_style(*key), _series_label(sets, key))
+
+
+def _legend(fig: plt.Figure, sets: list[SetRef], keys: list[tuple[int, str | None]], look: Look) -> None:
     """One legend under the panels: every series drawn, then every GPU of the section that has none."""
     handles: list[Line2D] = []
     for key in keys:
-        st = series_style(*key)
-        handles.append(Line2D([], [], color=st.color, linestyle=st.linestyle, marker=st.marker,
-                              label=_series_label(sets, key)))
+        st, label = look(key)
+        handles.append(Line2D([], [], color=st.color, linestyle=st.linestyle, marker=st.marker, label=label))
     drawn = {i for i, _ in keys}
     for i, s in enumerate(sets):
         if i not in drawn:
@@ -178,9 +186,10 @@ def _legend(fig: plt.Figure, sets: list[SetRef], keys: list[tuple[int, str | Non
 
 
 def line_chart(title: str, xlabel: str, sets: list[SetRef], panels: list[Panel], hline: float | None = None,
-               share: bool = False) -> Chart:
-    """Panels of lines (one per GPU x precision), a legend naming every GPU under them; `share`: the
-    y axis is a fraction of a bound, drawn linear from 0."""
+               share: bool = False, look: Look | None = None) -> Chart:
+    """Panels of lines (one per GPU x precision, or as `look` names and styles the series keys), a
+    legend naming every GPU under them; `share`: the y axis is a fraction of a bound, drawn linear from 0."""
+    look = look or _look(sets)
     ncols = 1 if len(panels) == 1 else 2
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH_IN, PANEL_H_IN * nrows + 1.0),
@@ -191,7 +200,7 @@ def line_chart(title: str, xlabel: str, sets: list[SetRef], panels: list[Panel],
         ys = [y for pts in panel.points.values() for _, y in pts]
         for key in sorted(panel.points, key=lambda k: (k[0], k[1] or "")):
             pts = sorted(panel.points[key])
-            st = series_style(*key)
+            st = look(key)[0]
             measured = is_measured(sets[key[0]].rs)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=st.color, linestyle=st.linestyle,
                     marker=st.marker, alpha=1.0 if measured else 0.6)
@@ -222,7 +231,7 @@ def line_chart(title: str, xlabel: str, sets: list[SetRef], panels: list[Panel],
         ax.set_visible(False)
     if any(p.label for p in panels):
         fig.suptitle(title)
-    _legend(fig, sets, sorted(keys, key=lambda k: (k[0], k[1] or "")))
+    _legend(fig, sets, sorted(keys, key=lambda k: (k[0], k[1] or "")), look)
     return Chart(title, to_svg(fig))
 
 
@@ -400,8 +409,68 @@ def value_bars(sets: list[SetRef], scenario: str) -> list[Chart]:
     return charts
 
 
+def power_chart(sets: list[SetRef], scenario: str) -> Chart | None:
+    """A power-limit sweep: each workload's speed (its first headline metric) against the power limit,
+    a line per GPU x workload (hue by its precision), a panel per metric (train and infer samples/s)."""
+    found = [(i, r) for i, s in enumerate(sets) for r in curves([c for c in s.cases() if c.scenario == scenario])]
+    if not found:
+        return None
+    labels = workload_labels([r for _, r in found])
+    panels: dict[str, Panel] = {}
+    precision: dict[str, str | None] = {}
+    for (i, r), label in zip(found, labels, strict=True):
+        panel = panels.setdefault(r["metric"], Panel(r["metric"], f"{r['metric']} ({r['unit']})", {}))
+        panel.points[(i, label)] = r["points"]
+        prec = r["params"].get(SERIES_PARAM)
+        precision[label] = None if prec is None else str(prec)
+    variant = {label: sum(p == precision[label] for p in list(precision.values())[:k])
+               for k, label in enumerate(precision)}  # workloads of one precision: told apart by marker
+
+    def look(key: tuple[int, str | None]) -> tuple[Style, str]:
+        i, label = key
+        assert label is not None
+        return series_style(i, precision[label], variant[label]), f"{sets[i].label} · {label}"
+
+    if len(panels) == 1:
+        next(iter(panels.values())).label = ""
+    return line_chart(f"{scenario}: speed against the GPU power limit (higher is better)", "power limit (W)",
+                      sets, list(panels.values()), look=look)
+
+
+def _sweep_look(sets: list[SetRef], found: list[tuple[int, Sweep]]) -> Look:
+    """A host_bound sweep's series: its n-th style by its label, named with its bottleneck batch."""
+    order = list(dict.fromkeys(sw.label for _, sw in found))
+    names: dict[tuple[int, str | None], str] = {(i, sw.label): " · ".join(filter(None, [sets[i].label, sw.label])) + (
+        f" (GPU-bound from batch {sw.batch})" if sw.batch is not None else " (host-bound throughout)")
+        for i, sw in found}
+    return lambda key: (nth_style(key[0], order.index(key[1] or "")), names[key])
+
+
+def host_bound_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
+    """host_bound's batch sweeps: samples/s against the batch, and the GPU's busy fraction against the
+    batch with the 0.8 line the bottleneck rule reads, a line per GPU x sweep (num_workers)."""
+    if scenario != SCENARIO:
+        return []
+    found = [(i, sw) for i, s in enumerate(sets) for sw in sweeps(s.cases())]
+    if not found:
+        return []
+    look = _sweep_look(sets, found)
+    speed: Points = {(i, sw.label): [(float(b), v) for b, v, _ in sw.points] for i, sw in found}
+    charts = [line_chart(f"{scenario}: {SPEED} against batch, per sweep (higher is better)", "batch", sets,
+                         [Panel("", f"{SPEED} (samples/s)", speed)], look=look)]
+    busy: Points = {(i, sw.label): [(float(b), f) for b, _, f in sw.points if f is not None] for i, sw in found}
+    busy = {k: v for k, v in busy.items() if len(v) > 1}
+    if busy:
+        charts.append(line_chart(f"{scenario}: GPU busy fraction against batch (the GPU bounds from "
+                                 f"{BUSY_THRESHOLD:g})", "batch", sets,
+                                 [Panel("", "gpu_busy_fraction (kernel time / wall time)", busy)],
+                                 hline=BUSY_THRESHOLD, share=True, look=look))
+    return charts
+
+
 def scenario_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
     """The charts that answer the scenario's questions; bars per case only where no line can be drawn."""
     lines = [c for c in (throughput_chart(sets, scenario), ttft_chart(sets, scenario),
-                         roofline_chart(sets, scenario)) if c]
+                         roofline_chart(sets, scenario), power_chart(sets, scenario)) if c]
+    lines += host_bound_charts(sets, scenario)
     return lines or value_bars(sets, scenario)

@@ -44,12 +44,22 @@ def gpu_color(gpu_index: int) -> str:
     return (_HUES[0][0], _HUES[1][0], _HUES[2][0], _HUES[4][0])[gpu_index % 4]
 
 
-def series_style(gpu_index: int, precision: str | None) -> Style:
-    """The style of the series (GPU at `gpu_index` of its comparison, precision) on every chart."""
+def series_style(gpu_index: int, precision: str | None, variant: int = 0) -> Style:
+    """The style of the series (GPU at `gpu_index` of its comparison, precision) on every chart;
+    `variant` > 0 tells apart series of one GPU and precision on one chart (workloads) by marker."""
     if precision is None:
-        return Style(gpu_color(gpu_index), _DASHES[gpu_index % len(_DASHES)], _MARKERS[gpu_index % len(_MARKERS)])
+        return Style(gpu_color(gpu_index), _DASHES[gpu_index % len(_DASHES)],
+                     _MARKERS[(gpu_index + variant) % len(_MARKERS)])
     order = _ORDER.get(precision, len(_ORDER) + sum(map(ord, precision)))
     hue = _HUES[order % len(_HUES)]
     color = hue[0] if gpu_index % 2 == 0 else hue[1]
-    marker = _MARKERS[(gpu_index + order // len(_HUES)) % len(_MARKERS)]
+    marker = _MARKERS[(gpu_index + order // len(_HUES) + variant) % len(_MARKERS)]
     return Style(color, _DASHES[gpu_index % len(_DASHES)], marker)
+
+
+def nth_style(gpu_index: int, n: int) -> Style:
+    """The style of a GPU's n-th series where series are not precisions (a sweep per num_workers): the
+    n-th hue and marker, shaded and dashed by the GPU as `series_style`."""
+    hue = _HUES[n % len(_HUES)]
+    return Style(hue[0] if gpu_index % 2 == 0 else hue[1], _DASHES[gpu_index % len(_DASHES)],
+                 _MARKERS[(gpu_index + n) % len(_MARKERS)])
