@@ -85,3 +85,62 @@ def test_gpu_busy_error_leaves_no_figure() -> None:
     ctx = _ctx()
     record_gpu_busy(ctx, lambda: None, step_s=0.05, device="cpu")  # no operators: no kernels to count
     assert "gpu_busy_fraction" not in ctx.metrics and "no GPU kernels" in ctx.info["gpu_busy_error"]
+
+
+H100_SWEEP = "h100-sxm-80gb/host-bound-20261124T111322Z.json"  # batch 1..10240 x num_workers 0, 4
+
+
+def _h100_ref() -> Any:
+    from llmbench.report.inputs import SetRef
+    from llmbench.results import load
+    from tests.conftest import ROOT
+
+    return SetRef("h100", load(ROOT / "results" / H100_SWEEP))
+
+
+def test_bottleneck_table_of_the_h100_sweep() -> None:
+    from llmbench.report.views import set_tables
+
+    t = next(t for t in set_tables(_h100_ref()) if "bounds training" in t.title)
+    by = {r[0]: r for r in t.rows}
+    assert set(by) == {"num_workers=0", "num_workers=4"}
+    assert by["num_workers=4"][1] == "256" and by["num_workers=0"][1] == "1024"  # busy >= 0.8 from there
+    assert "gpu_busy_fraction >= 0.8" in by["num_workers=4"][2]
+    assert "256: 96,520/s, busy 0.90" in by["num_workers=4"][3] and by["num_workers=4"][3].startswith("1: ")
+
+
+def test_cases_without_kernel_time_busy_are_read_by_scaling() -> None:
+    from llmbench.report.bottleneck import sweeps
+    from llmbench.results import CaseResult, MetricResult
+
+    def case(b: int, speed: float) -> CaseResult:  # recorded before gpu_span_fraction: busy is the span
+        return CaseResult(id=str(b), scenario="host_bound", status="ok", params={"batch": b, "num_workers": 0},
+                          metrics={"train_samples_per_s": MetricResult.single("train_samples_per_s", speed),
+                                   "gpu_busy_fraction": MetricResult.single("gpu_busy_fraction", 0.99)})
+
+    (sw,) = sweeps([case(1, 1_000.0), case(16, 16_000.0), case(256, 256_000.0), case(4096, 400_000.0)])
+    assert sw.batch == 256 and "proportional" in sw.rule  # not 1, as the span of 0.99 would answer
+    assert all(f is None for _, _, f in sw.points)
+
+
+def test_host_bound_charts_draw_a_line_per_sweep() -> None:
+    pytest.importorskip("matplotlib")
+    from llmbench.report.charts import scenario_charts
+
+    charts = scenario_charts([_h100_ref()], "host_bound")
+    assert [c.title.split(":")[1].split(" against")[0].strip() for c in charts] == [
+        "train_samples_per_s", "GPU busy fraction"]  # no bars per case beside them
+    for c in charts:
+        assert "h100 · num_workers=0 (GPU-bound from batch 1024)" in c.svg
+        assert "h100 · num_workers=4 (GPU-bound from batch 256)" in c.svg
+
+
+def test_show_prints_the_bottleneck_table() -> None:
+    from typer.testing import CliRunner
+
+    from llmbench.cli import app
+    from tests.conftest import ROOT
+
+    out = CliRunner().invoke(app, ["show", str(ROOT / "results" / H100_SWEEP)], env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    assert "bounds training" in out.output and "smallest batch with gpu_busy_fraction >= 0.8" in out.output
