@@ -4,6 +4,7 @@ as a result, the FLOP formula, the max-batch search, and the base diff of a trai
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -269,6 +270,57 @@ max_batch = true
     (c,) = rs.cases
     assert c.status == "ok" and c.info["batch_size_run"] == 6 and c.info["max_batch"]["batch_size"] == 6
     assert [p["batch_size"] for p in c.info["max_batch"]["probes"]] == [1, 2, 4, 8, 6, 7]
+
+
+@pytest.mark.slow
+def test_runner_resumes_an_interrupted_max_batch_search(fault_plugin: str, tmp_path: Any) -> None:
+    """Ctrl-C after two probes keeps them; `--resume --force` searches afresh (and records its own);
+    `--resume` replays what was recorded, probes the rest, measures, and deletes the record."""
+    from llmbench.harness.max_batch import PROBES_DIR
+    from llmbench.harness.runner import RunOptions, RunUI, run_suite
+    from llmbench.results import load
+    from tests.conftest import write
+
+    class Probes(RunUI):
+        def __init__(self, stop_after: int | None = None) -> None:
+            self.heard: list[dict[str, Any]] = []
+            self.stop_after = stop_after
+
+        def case_probe(self, case: Any, probe: dict[str, Any]) -> None:
+            self.heard.append(probe)
+            if len(self.heard) == self.stop_after:
+                raise KeyboardInterrupt  # as Ctrl-C, or SIGTERM from `timeout`, right after this probe ended
+
+    path = write(tmp_path, """name = "maxb"
+[defaults]
+min_iters = 1
+min_seconds = 0
+warmup_iters = 0
+[[case]]
+scenario = "batch_oom"
+fits_up_to = 2
+max_batch = true
+""")
+    suite = load_suite(str(path))
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(suite, suite.cases, RunOptions(out_dir=out, device="cpu"), Probes(stop_after=2))
+    (record,) = out.glob(f"*/{PROBES_DIR}/*/*.json")  # <slug>/.max_batch/<result-set stem>/<case>.json
+    assert [p["batch_size"] for p in json.loads(record.read_text())["probes"]] == [1, 2]
+
+    forced = Probes(stop_after=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(suite, suite.cases, RunOptions(out_dir=out, device="cpu", resume=True, force=True), forced)
+    assert forced.heard == [{"batch_size": 1, "status": "ok", "reason": None}]  # run again, not replayed
+
+    resumed = Probes()
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=out, device="cpu", resume=True), resumed))
+    (c,) = rs.cases
+    assert c.status == "ok" and c.info["batch_size_run"] == 2
+    assert [(p["batch_size"], bool(p.get("resumed"))) for p in c.info["max_batch"]["probes"]] == \
+        [(1, True), (2, False), (4, False), (3, False)]
+    assert c.info["max_batch"]["resumed"] == 1 and resumed.heard == c.info["max_batch"]["probes"]
+    assert not record.exists() and not list(out.glob(f"*/{PROBES_DIR}"))  # measured ok: the record is gone
 
 
 @pytest.mark.parametrize("name", ["qlora-tiny", "trainer-tiny", "fp8-training-tiny", "qlora-llama3",

@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
@@ -63,6 +63,11 @@ class RichUI(RunUI):
 
     def case_progress(self, fraction: float, text: str) -> None:
         self.p.update(self.case_task, completed=fraction)
+
+    def case_probe(self, case: CaseSpec, probe: dict[str, Any]) -> None:
+        how = " (recorded by an earlier run)" if probe.get("resumed") else ""
+        self.p.console.print(f"    max_batch probe batch_size {probe['batch_size']}: {probe['status']}{how}",
+                             highlight=False)
 
     def case_done(self, case: CaseSpec, result: CaseResult) -> None:
         self.p.update(self.case_task, completed=1.0)

@@ -4,20 +4,87 @@ out-of-memory leaves the CUDA context unusable, so a probe never shares one with
 A case whose params say `max_batch = true` is searched from its `batch_size` up: probes run with a
 short stop rule (one warm-up and one timed step: the peak is reached by then) and `max_batch` off;
 the runner then measures the case at the batch found with the case's own settings.
+
+The search resumes: each probe's outcome is written (atomically) as soon as it ends, to a small JSON
+file beside the result set (`probes_path`: `<gpu-slug>/.max_batch/<result-set stem>/<case id>.json`).
+A later run of the case in that result set (`--resume`) replays the recorded outcomes instead of
+running them again: the doubling/bisection sequence is deterministic, so it reaches the answer an
+uninterrupted search would, and probes only the batch sizes no earlier run finished. A record is
+reused only when it names the same case id, GPU slug, llmbench version and commit; only its `ok` and
+`oom` probes are (any other outcome is probed again). The runner deletes the file once the case is
+measured `ok` (its `info.max_batch` keeps the probes), and `--force` starts the search afresh.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from llmbench import __version__
 from llmbench.harness.isolation import ChildOutcome, run_case_process
+from llmbench.results import utc_now, write_atomic
 
 PROBE_SETTINGS = {"warmup_iters": 1, "min_iters": 1, "min_seconds": 0.0, "min_sample_s": 0.0}
 DEFAULT_LIMIT = 1024
 
+PROBES_DIR = ".max_batch"  # beside the result sets of a GPU slug; hidden: not a result set
+REUSABLE = ("ok", "oom")  # probe outcomes a resumed search trusts; anything else is probed again
+
 RunFn = Callable[[dict[str, Any], dict[str, str], float], ChildOutcome]
+ProbeFn = Callable[[dict[str, Any]], None]
+
+
+def probes_path(result_path: Path, case_id: str) -> Path:
+    """Where a case's probes are kept while its result set is unfinished:
+    `<gpu-slug folder>/.max_batch/<result-set stem>/<case id, "/" as "__">.json`."""
+    return result_path.parent / PROBES_DIR / result_path.stem / f"{case_id.replace('/', '__')}.json"
+
+
+@dataclass
+class ProbeLog:
+    """The probes of one case's search on disk: written as each probe ends, read by a later run."""
+
+    path: Path
+    case_id: str
+    gpu_slug: str
+    commit: str | None = None  # llmbench's git commit (None: unknown, a pinned install)
+    version: str = __version__
+
+    def identity(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "gpu_slug": self.gpu_slug, "llmbench_version": self.version,
+                "llmbench_commit": self.commit}
+
+    def load(self) -> tuple[dict[int, dict[str, Any]], str | None]:
+        """The recorded `ok`/`oom` probes by batch size, and why a file there was not reused (None when
+        there was none, or it was)."""
+        if not self.path.exists():
+            return {}, None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            mine = self.identity()
+            differ = [k for k, v in mine.items() if data.get(k) != v]
+            if differ:
+                return {}, (f"{self.path} not reused: its " + ", ".join(f"{k} {data.get(k)!r}" for k in differ)
+                            + " differ from this run's " + ", ".join(f"{mine[k]!r}" for k in differ))
+            known = {int(p["batch_size"]): p for p in data["probes"] if p.get("status") in REUSABLE}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            return {}, f"{self.path} not reused: unreadable ({e})"
+        return known, None
+
+    def save(self, probes: list[dict[str, Any]]) -> None:
+        write_atomic(self.path, json.dumps({**self.identity(), "updated_at": utc_now(), "probes": probes},
+                                           indent=1) + "\n")
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+        for d in (self.path.parent, self.path.parent.parent):  # the result set's folder, then .max_batch
+            try:
+                d.rmdir()  # only when empty
+            except OSError:
+                break
 
 
 @dataclass
@@ -25,27 +92,54 @@ class Search:
     best: int | None  # the largest batch that ran; None when even the first probe did not
     probes: list[dict[str, Any]] = field(default_factory=list)  # {"batch_size", "status", "reason"} in order
     stopped: str | None = None  # why the search stopped early (a probe that neither ran nor ran out of memory)
+    not_reused: str | None = None  # why a recorded search (ProbeLog) was not reused
+
+    @property
+    def resumed(self) -> int:
+        """How many probes were replayed from an earlier, interrupted run rather than run here."""
+        return sum(1 for p in self.probes if p.get("resumed"))
 
     def info(self) -> dict[str, Any]:
-        return {"batch_size": self.best, "probes": self.probes, "stopped": self.stopped}
+        out = {"batch_size": self.best, "probes": self.probes, "stopped": self.stopped, "resumed": self.resumed}
+        if self.not_reused:
+            out["not_reused"] = self.not_reused
+        return out
 
 
 def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float, *, limit: int = DEFAULT_LIMIT,
-                     run: RunFn = run_case_process) -> Search:
+                     run: RunFn = run_case_process, log: ProbeLog | None = None, fresh: bool = False,
+                     on_probe: ProbeFn | None = None) -> Search:
     """Largest batch_size in [spec's batch_size, limit] whose probe ends `ok`, assuming that fitting is
-    monotonic in the batch size. A probe that fails for another reason stops the search there."""
+    monotonic in the batch size. A probe that fails for another reason stops the search there.
+
+    With `log`, each probe's outcome is saved there as it ends, and the `ok`/`oom` outcomes an earlier
+    run saved are replayed (marked `"resumed": true`) instead of run; `fresh` ignores them (--force).
+    `on_probe` hears of each probe as it ends (replayed ones too)."""
     found = Search(best=None)
+    known: dict[int, dict[str, Any]] = {}
+    if log is not None and not fresh:
+        known, found.not_reused = log.load()
 
     def fits(batch: int) -> bool | None:
-        probe = {**spec, "params": {**spec["params"], "batch_size": batch, "max_batch": False},
-                 "settings": {**spec.get("settings", {}), **PROBE_SETTINGS}}
-        out = run(probe, env, timeout_s)
-        found.probes.append({"batch_size": batch, "status": out.status, "reason": out.reason})
-        if out.status == "ok":
+        if batch in known:
+            rec = {"batch_size": batch, "status": known[batch]["status"], "reason": known[batch].get("reason"),
+                   "resumed": True}
+            found.probes.append(rec)
+        else:
+            probe = {**spec, "params": {**spec["params"], "batch_size": batch, "max_batch": False},
+                     "settings": {**spec.get("settings", {}), **PROBE_SETTINGS}}
+            out = run(probe, env, timeout_s)
+            rec = {"batch_size": batch, "status": out.status, "reason": out.reason}
+            found.probes.append(rec)
+            if log is not None:  # saved before the next probe starts: an interrupt loses only the one in flight
+                log.save([{k: v for k, v in p.items() if k != "resumed"} for p in found.probes])
+        if on_probe is not None:
+            on_probe(rec)
+        if rec["status"] == "ok":
             return True
-        if out.status == "oom":
+        if rec["status"] == "oom":
             return False
-        found.stopped = f"probe at batch_size {batch} ended {out.status}: {out.reason}"
+        found.stopped = f"probe at batch_size {batch} ended {rec['status']}: {rec['reason']}"
         return None
 
     lo = int(spec["params"].get("batch_size", 1))

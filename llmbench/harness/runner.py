@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from llmbench.harness.isolation import (
     run_case_process,
     sweep_stale_tmp,
 )
-from llmbench.harness.max_batch import search_max_batch
+from llmbench.harness.max_batch import ProbeLog, probes_path, search_max_batch
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
@@ -55,6 +56,7 @@ class RunUI:
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None: ...
     def case_start(self, case: CaseSpec, index: int) -> None: ...
     def case_progress(self, fraction: float, text: str) -> None: ...
+    def case_probe(self, case: CaseSpec, probe: dict[str, Any]) -> None: ...  # a max_batch probe ended
     def case_done(self, case: CaseSpec, result: CaseResult) -> None: ...
     def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None: ...
     def warn(self, text: str) -> None: ...
@@ -221,6 +223,12 @@ class _Run:
         self.deferred += 1
         return True
 
+    def probe_log(self, case: CaseSpec) -> ProbeLog | None:
+        """Where a `max_batch` case's search probes are kept, beside this result set (None for other cases)."""
+        if not case.params_dict.get("max_batch"):
+            return None
+        return ProbeLog(probes_path(self.path, case.id), case.id, self.rs.gpu_slug, self.commit)
+
     def others_on(self, case: CaseSpec, gpus: str | None) -> list[dict[str, Any]]:
         """Foreign processes on these GPUs (none of ours runs there now), warned about and recorded."""
         others = foreign_gpu_processes(gpus) if self.opts.device != "cpu" else []
@@ -239,6 +247,9 @@ class _Run:
             result.info["gpus"] = gpus  # the CUDA_VISIBLE_DEVICES the case process was given
         if others:
             result.info["other_gpu_processes"] = others
+        not_reused = (result.info.get("max_batch") or {}).get("not_reused")
+        if not_reused:  # a recorded search of another llmbench or GPU: searched afresh, said out loud
+            self.ui.warn(f"case {case.id}: max_batch probes {not_reused}")
         self.rs.upsert(result)
         save(self.rs, self.path)
         self.ui.case_done(case, result)
@@ -264,7 +275,10 @@ def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
             continue
         others = run.others_on(case, run.opts.gpus)
         run.ui.case_start(case, i)
-        run.record(case, run_one(case, run.env, run.opts.device, run.ui.case_progress), run.opts.gpus, others)
+        on_probe = partial(run.ui.case_probe, case)
+        result = run_one(case, run.env, run.opts.device, run.ui.case_progress, log=run.probe_log(case),
+                         fresh=run.opts.force, on_probe=on_probe)
+        run.record(case, result, run.opts.gpus, others)
 
 
 Finished = tuple[CaseSpec, list[str], "CaseResult | BaseException", list[dict[str, Any]]]
@@ -286,7 +300,8 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
 
     def work(case: CaseSpec, taken: list[str], env: dict[str, str], others: list[dict[str, Any]]) -> None:
         try:
-            done.put((case, taken, run_one(case, env, run.opts.device, None), others))
+            result = run_one(case, env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force)
+            done.put((case, taken, result, others))
         except BaseException as e:  # handed to the main thread, which raises it
             done.put((case, taken, e, others))
 
@@ -365,14 +380,17 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
 
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str,
-            on_progress: Callable[[float, str], None] | None = None) -> CaseResult:
+            on_progress: Callable[[float, str], None] | None = None, *, log: ProbeLog | None = None,
+            fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None) -> CaseResult:
+    """Run one case in its own process. A `max_batch` case searches its batch first, its probes kept in
+    `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""
     spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
             "settings": case.settings.model_dump(), "device": device}
     started = utc_now()
     t0 = time.perf_counter()
     search = None
     if case.params_dict.get("max_batch"):  # the largest batch that fits, then the case measured there
-        search = search_max_batch(spec, env, case.settings.timeout_s)
+        search = search_max_batch(spec, env, case.settings.timeout_s, log=log, fresh=fresh, on_probe=on_probe)
         if search.best is not None:
             spec = {**spec, "params": {**spec["params"], "batch_size": search.best, "max_batch": False}}
     if search is not None and search.best is None:
@@ -383,6 +401,8 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str,
     payload = out.payload
     if search is not None:
         payload.setdefault("info", {})["max_batch"] = search.info()
+        if log is not None and out.status == "ok":  # done: the result set holds the probes now
+            log.clear()
     return CaseResult(
         id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
         reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),
