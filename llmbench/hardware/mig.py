@@ -82,3 +82,56 @@ def describe(items: list[dict[str, Any]]) -> str:
              for d in items]
     return (f"{len(items)} MIG instance(s): " + "; ".join(parts) + ". Run on one with --gpus MIG-<uuid>; "
             "llmbench only reads MIG, it never enables or changes it")
+
+
+# Compute slices per GPU as MIG defines them: 7 on every MIG GPU (A100, H100, H200, B200, ...) but
+# the A30 (4). A slice "<g>g.<m>gb" holds g of them and m GB of the GPU's memory.
+_FOUR_SLICES = re.compile(r"\ba30\b", re.IGNORECASE)
+MIG_NAME = re.compile(r"\s+MIG\b.*$", re.IGNORECASE)
+
+
+def compute_slices(gpu_name: str) -> int:
+    """The compute slices a MIG GPU is made of: 4 on an A30, 7 on the others."""
+    return 4 if _FOUR_SLICES.search(gpu_name) else 7
+
+
+def parent_name(gpu_name: str) -> str:
+    """The GPU's own name, without the " MIG 3g.20gb" a MIG device's name carries."""
+    return MIG_NAME.sub("", gpu_name).strip()
+
+
+def slice_profile(gpu: dict[str, Any]) -> str | None:
+    """The MIG profile (e.g. "3g.20gb") a result set's GPU (`env.gpu`) was a slice of, or None for a
+    full GPU. Read from `mig_profile`, from `mig_mode` where it holds a profile (published sets), from a
+    MIG device's name ("... MIG 3g.20gb"), or from the recorded instance whose UUID the run was
+    pinned to (`visible_devices` = MIG-<uuid>)."""
+    for key in ("mig_profile", "mig_mode"):
+        v = gpu.get(key)
+        if isinstance(v, str) and PROFILE.fullmatch(v):
+            return v
+    m = re.search(r"\bMIG\s+(\d+g\.\d+gb)", str(gpu.get("name", "")), re.IGNORECASE)
+    if m:
+        return m.group(1).lower()
+    return instance_profile(gpu.get("mig_instances") or [], gpu.get("visible_devices"))
+
+
+def instance_profile(items: list[dict[str, Any]], visible: str | None) -> str | None:
+    """The profile of the MIG instance a process runs on: the first CUDA_VISIBLE_DEVICES entry, when it
+    names a MIG UUID that `items` (`all_instances`) lists."""
+    first = (visible or "").split(",")[0].strip()
+    if not first.startswith("MIG-"):
+        return None
+    return next((str(d["profile"]) for d in items if d.get("uuid") == first), None)
+
+
+def is_slice(gpu: dict[str, Any]) -> bool:
+    """Whether a result set ran on a MIG slice: a known profile, or MIG enabled (the profile unknown: a
+    process on a MIG GPU runs on one of its instances, never on the whole GPU)."""
+    return slice_profile(gpu) is not None or gpu.get("mig_mode") == "enabled"
+
+
+def slices_side_by_side(profile: str, compute_slices: int = 7, memory_gb: float = 40) -> int:
+    """How many slices of one profile fit the GPU at once: its compute slices over the profile's g, and
+    no more than its memory holds (7 x 1g.5gb, 3 x 2g.10gb, 2 x 3g.20gb on an A100-40GB)."""
+    share = profile_share(profile, compute_slices, memory_gb)
+    return int(min(1 / share["compute"] + 1e-9, 1 / share["memory"] + 1e-9))
