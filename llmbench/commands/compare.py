@@ -15,6 +15,7 @@ from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_data, cost_table
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.report.migslice import slice_rows
 from llmbench.report.tables import Table, fmt_ratio
 from llmbench.report.views import basediff_tables, comparison_tables
 
@@ -72,6 +73,9 @@ def compare_cmd(
         cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
         tables += comparison_tables(cmp)
         data["comparison"] = cmp.to_dict()
+        mig_rows = slice_rows(cmp)
+        if mig_rows:
+            data["mig_slices"] = [r.to_dict() for r in mig_rows]
         if prices is not None:
             tables.append(cost_table(cmp, prices, run_tokens))
             data["cost"] = cost_data(cmp, prices, run_tokens)

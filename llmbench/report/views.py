@@ -12,6 +12,7 @@ from llmbench.report.caselabels import case_labels, constant_params, params_text
 from llmbench.report.compare import Comparison, MetricRow, Ratio
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured, mixing_warning, source_line
+from llmbench.report.migslice import slice_table
 from llmbench.report.power import power_table
 from llmbench.report.project import Validation
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
@@ -160,6 +161,9 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
             caption += RUNS_CAPTION
         tables.append(Table(f"Scenario {sc}", cols, body, caption=caption, notes=short_note(sets)))
     tables += [t for s in sets for t in seed_tables(s)]
+    mig_table = slice_table(cmp, short_note(sets))
+    if mig_table is not None:
+        tables.append(mig_table)
     spread = spread_table(cmp)
     if spread is not None:
         tables.append(spread)

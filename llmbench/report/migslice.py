@@ -1,0 +1,154 @@
+"""A MIG slice against its share of the full GPU (issue 19; SEEDS.md 1 and 2).
+
+Where a comparison holds a full-GPU set and a set measured on a MIG slice of the same GPU model, each
+joined case's rate metrics (the catalogue's higher-better ones) get: the full GPU's figure, the slice's
+share of the GPU (compute = g / compute slices, memory = GB / the GPU's GB, from the profile's name),
+what the full figure becomes on the slice if it scales with either (`mig.slice_figure`), the slice's
+measured figure against each, and the slices of that profile that fit the GPU side by side, times the
+measured figure, against the full GPU (the seed's "3 slices x 4,500 Gflop/s" against 16,700).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmbench.hardware import mig
+from llmbench.hardware.roofline import Bound
+from llmbench.hardware.specs import match_name
+from llmbench.report.compare import Comparison
+from llmbench.report.tables import MISSING, Table, fmt_num
+
+BOUNDS: tuple[Bound, ...] = ("compute", "memory")
+
+
+@dataclass
+class SliceRow:
+    full: int  # set index of the full GPU
+    part: int  # set index of the slice
+    profile: str
+    case: str
+    metric: str
+    unit: str
+    full_value: float
+    share: dict[str, float]  # compute, memory
+    expected: dict[str, float]  # compute, memory: mig.slice_figure of the full value
+    measured: float
+    side_by_side: int  # slices of this profile that fit the GPU at once
+
+    @property
+    def vs_expected(self) -> dict[str, float]:
+        return {k: self.measured / v for k, v in self.expected.items() if v > 0}
+
+    @property
+    def together(self) -> float:
+        return self.side_by_side * self.measured
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "case": self.case,
+            "metric": self.metric,
+            "unit": self.unit,
+            "full": self.full_value,
+            "share": self.share,
+            "expected": self.expected,
+            "measured": self.measured,
+            "measured_vs_expected": self.vs_expected,
+            "side_by_side": {"slices": self.side_by_side, "value": self.together,
+                             "vs_full": self.together / self.full_value},
+        }
+
+
+def _gpu(cmp: Comparison, i: int) -> dict[str, Any]:
+    g = cmp.sets[i].rs.env.get("gpu", {})
+    return g if isinstance(g, dict) else {}
+
+
+def gpu_layout(gpu: dict[str, Any]) -> tuple[int, float] | None:
+    """A full GPU's compute slices and memory in GB (the datasheet's, as MIG profile names count it;
+    the recorded memory where the spec table lacks the GPU); None where neither is known."""
+    name = mig.parent_name(str(gpu.get("name", "")))
+    spec = match_name(name, gpu.get("memory_gib")) if name else None
+    memory = spec.memory_gib if spec is not None else gpu.get("memory_gib")
+    return (mig.compute_slices(name), float(memory)) if name and memory else None
+
+
+def pairs(cmp: Comparison) -> list[tuple[int, int, str]]:
+    """(full set, slice set, profile) for every slice set whose GPU model a full-GPU set shares."""
+    out = []
+    for j in range(len(cmp.sets)):
+        profile = mig.slice_profile(_gpu(cmp, j))
+        if profile is None:
+            continue
+        name = mig.parent_name(str(_gpu(cmp, j).get("name", ""))).lower()
+        for i in range(len(cmp.sets)):
+            g = _gpu(cmp, i)
+            if i != j and not mig.is_slice(g) and name and mig.parent_name(str(g.get("name", ""))).lower() == name:
+                out.append((i, j, profile))
+    return out
+
+
+def slice_rows(cmp: Comparison) -> list[SliceRow]:
+    rows = []
+    for i, j, profile in pairs(cmp):
+        layout = gpu_layout(_gpu(cmp, i))
+        if layout is None:
+            continue
+        slices, memory = layout
+        share = mig.profile_share(profile, slices, memory)
+        if share["compute"] > 1 or share["memory"] > 1:
+            continue  # a profile of another GPU model
+        n = mig.slices_side_by_side(profile, slices, memory)
+        for r in cmp.rows:
+            full, part = r.values[i], r.values[j]
+            if r.better != "higher" or full is None or part is None or full <= 0:
+                continue
+            expected: dict[str, float] = {b: mig.slice_figure(full, share, b) for b in BOUNDS}
+            rows.append(SliceRow(i, j, profile, r.case, r.metric, r.unit, full, share, expected, part, n))
+    return rows
+
+
+def _share_text(profile: str, slices: int, memory: float) -> str:
+    g, gb = mig.PROFILE.fullmatch(profile).groups()  # type: ignore[union-attr]
+    share = mig.profile_share(profile, slices, memory)
+    return f"{share['compute']:.2f} ({g}/{slices}) / {share['memory']:.2f} ({gb}/{memory:g} GB)"
+
+
+def slice_table(cmp: Comparison, notes: list[str] | None = None) -> Table | None:
+    """The table of `slice_rows`; None where no set is a MIG slice of a full-GPU set's model."""
+    rows = slice_rows(cmp)
+    if not rows:
+        return None
+    sets = cmp.sets
+    body = []
+    for r in rows:
+        slices, memory = gpu_layout(_gpu(cmp, r.full)) or (7, 0.0)
+        vs = r.vs_expected
+        body.append([
+            r.case, f"{r.metric} ({r.unit})",
+            fmt_num(r.full_value),
+            _share_text(r.profile, slices, memory),
+            " / ".join(fmt_num(r.expected[b]) for b in BOUNDS),
+            fmt_num(r.measured),
+            " / ".join(MISSING if b not in vs else f"{vs[b]:.2f}x" for b in BOUNDS),
+            f"{r.side_by_side} x {fmt_num(r.measured)} = {fmt_num(r.together)}",
+            f"{r.together / r.full_value:.2f}x",
+        ])
+    full_labels = ", ".join(dict.fromkeys(sets[r.full].label for r in rows))
+    part_labels = ", ".join(dict.fromkeys(sets[r.part].label for r in rows))
+    return Table(
+        "MIG slice against its share of the full GPU",
+        ["case", "metric", "full GPU", "share (compute / memory)", "expected (compute / memory)",
+         "slice", "slice / expected", "slices side by side", "vs full"],
+        body,
+        caption=f"full GPU: {full_labels}; slice: {part_labels}. A MIG profile <g>g.<m>gb holds g of the "
+        "GPU's compute slices (7; 4 on an A30) and m GB of its memory (the datasheet's GB). "
+        "expected = the full GPU's figure x the slice's share of the "
+        "resource that binds it (memory standing in for bandwidth): an expectation, not a measurement; "
+        "slice / expected > 1: the slice does better than its share. 'slices side by side' = the "
+        "slices of that profile that fit the GPU at once (compute slices / g, no more than its memory "
+        "holds) x the slice's figure, assuming they do not slow one another; against the full GPU's "
+        "figure, > 1: splitting the GPU gives more in all.",
+        notes=notes or [],
+    )
