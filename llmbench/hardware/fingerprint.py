@@ -142,6 +142,9 @@ def gpu_info() -> dict[str, Any] | None:
     if instances:
         info["mig_instances"] = instances
     info["visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+    # the slice this process runs on (--gpus MIG-<uuid>): what `compare` scales the full GPU's figures by
+    info["mig_profile"] = mig.slice_profile({"name": props.name, "mig_instances": instances,
+                                             "visible_devices": info["visible_devices"]})
     info["id_hash"] = gpu_id_hash([str(getattr(torch.cuda.get_device_properties(i), "uuid", "")) for i in range(count)])
     return {k: v for k, v in info.items() if v is not None}
 
@@ -175,5 +178,6 @@ def environment_warnings(env: dict[str, Any]) -> list[str]:
     warnings = []
     gpu = env.get("gpu", {})
     if gpu.get("mig_mode") == "enabled":
-        warnings.append("MIG is enabled on this GPU: figures are for the visible MIG slice, not the whole GPU")
+        where = f"the MIG slice {gpu['mig_profile']}" if gpu.get("mig_profile") else "the visible MIG slice"
+        warnings.append(f"MIG is enabled on this GPU: figures are for {where}, not the whole GPU")
     return warnings
