@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmbench.ids import params_text
+from llmbench.report.caselabels import varying_keys
 from llmbench.report.inputs import SetRef
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult
@@ -35,18 +36,17 @@ def sweeps(cases: list[CaseResult]) -> list[Sweep]:
     """The batch sweeps of the ok host_bound cases, each with two batches or more, and their answers."""
     ok = [c for c in cases if c.scenario == SCENARIO and c.status == "ok" and SPEED in c.metrics
           and isinstance(c.params.get("batch"), int)]
-    keys = list(dict.fromkeys(k for c in ok for k in c.params if k != "batch"))
-    varying = [k for k in keys if len({repr(c.params.get(k)) for c in ok}) > 1]
-    groups: dict[str, list[CaseResult]] = {}
+    varying = varying_keys([{k: v for k, v in c.params.items() if k != "batch"} for c in ok])
+    groups: dict[str, list[CaseResult]] = {}  # by the params that tell the sweeps apart (the others are shared)
     for c in ok:
-        groups.setdefault(params_text({k: c.params.get(k) for k in keys}), []).append(c)
+        groups.setdefault(params_text(c.params, varying), []).append(c)
     out = []
-    for members in groups.values():
+    for label, members in groups.items():
         points = sorted((c.params["batch"], c.metrics[SPEED].value, busy_fraction(c)) for c in members)
         if len({b for b, _, _ in points}) < 2:
             continue
         got = bottleneck_batch(points)
-        out.append(Sweep(params_text(members[0].params, varying), points, got["batch"], got["rule"]))
+        out.append(Sweep(label, points, got["batch"], got["rule"]))
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from llmbench.ids import fmt_param, params_text
 from llmbench.results import CaseResult
 
-__all__ = ["case_labels", "constant_params", "fmt_param", "params_text"]
+__all__ = ["case_labels", "constant_params", "fmt_param", "params_text", "shared_params", "varying_keys"]
 
 
 def case_labels(cases: list[CaseResult]) -> dict[str, str]:
@@ -18,18 +18,27 @@ def case_labels(cases: list[CaseResult]) -> dict[str, str]:
         by_scenario.setdefault(c.scenario, []).append(c)
     labels = {}
     for members in by_scenario.values():
-        keys: list[str] = []
-        for c in members:
-            keys += [k for k in c.params if k not in keys]
-        varying = [k for k in keys if len({repr(c.params.get(k)) for c in members}) > 1]
+        varying = varying_keys([c.params for c in members])
         for c in members:
             labels[c.id] = params_text(c.params, varying if len(members) > 1 else None) or c.id
     return labels
 
 
+def varying_keys(params: list[dict[str, Any]]) -> list[str]:
+    """The keys whose values differ between the param dicts (a key some lack counts as differing), in
+    first-seen order."""
+    keys = list(dict.fromkeys(k for p in params for k in p))
+    return [k for k in keys if len({repr(p.get(k)) for p in params}) > 1]
+
+
+def shared_params(params: list[dict[str, Any]]) -> dict[str, Any]:
+    """The params every dict holds with the same value (shown once, as a caption)."""
+    if not params:
+        return {}
+    first = params[0]
+    return {k: v for k, v in first.items() if all(p.get(k, object()) == v for p in params[1:])}
+
+
 def constant_params(cases: list[CaseResult]) -> dict[str, Any]:
     """Params shared by all `cases` (shown once, as a caption)."""
-    if not cases:
-        return {}
-    first = cases[0].params
-    return {k: v for k, v in first.items() if all(c.params.get(k, object()) == v for c in cases[1:])}
+    return shared_params([c.params for c in cases])

@@ -8,6 +8,7 @@ from typing import Any
 
 from llmbench.hardware.power import watts_for_fraction
 from llmbench.ids import params_text
+from llmbench.report.caselabels import shared_params, varying_keys
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured
 from llmbench.report.tables import MISSING, Table, fmt_num
@@ -61,17 +62,10 @@ def workload_labels(rows: list[dict[str, Any]]) -> list[str]:
     """Short names for the rows: the params that differ between workloads (all of them for one)."""
     if len(rows) < 2:
         return [f"{r['scenario']} {params_text(r['params'])}".strip() for r in rows]
-    keys = list(dict.fromkeys(k for r in rows for k in r["params"]))
-    varying = [k for k in keys if len({repr(r["params"].get(k)) for r in rows}) > 1]
+    varying = varying_keys([r["params"] for r in rows])
     scenarios = len({r["scenario"] for r in rows}) > 1
     return [" ".join(filter(None, [r["scenario"] if scenarios else "", params_text(r["params"], varying)]))
             or r["scenario"] for r in rows]
-
-
-def _common(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Params every workload shares (shown once, as a caption)."""
-    first = rows[0]["params"]
-    return {k: v for k, v in first.items() if all(r["params"].get(k, object()) == v for r in rows[1:])}
 
 
 def _watts(w: float | None) -> str:
@@ -93,7 +87,7 @@ def power_table(ref: SetRef) -> Table | None:
          *[_watts(r["watts_for"][f]) for f in FRACTIONS], ", ".join(_watts(w) for w, _ in r["points"])]
         for label, r in zip(labels, rows, strict=True)
     ]
-    common = params_text(_common(rows)) if len(rows) > 1 else ""
+    common = params_text(shared_params([r["params"] for r in rows])) if len(rows) > 1 else ""
     return Table(
         f"{ref.label}: power limit needed for 80/90/95% of the best speed",
         ["workload", "speed", "best", *[f"W for {f:.0%}" for f in FRACTIONS], "limits measured (W)"],
