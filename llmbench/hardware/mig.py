@@ -109,7 +109,7 @@ def slice_profile(gpu: dict[str, Any]) -> str | None:
         v = gpu.get(key)
         if isinstance(v, str) and PROFILE.fullmatch(v):
             return v
-    m = re.search(r"\bMIG\s+(\d+g\.\d+gb)", str(gpu.get("name", "")), re.IGNORECASE)
+    m = re.search(rf"\bMIG\s+({PROFILE.pattern})", str(gpu.get("name", "")), re.IGNORECASE)
     if m:
         return m.group(1).lower()
     return instance_profile(gpu.get("mig_instances") or [], gpu.get("visible_devices"))

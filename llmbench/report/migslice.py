@@ -35,6 +35,8 @@ class SliceRow:
     expected: dict[str, float]  # compute, memory: mig.slice_figure of the full value
     measured: float
     side_by_side: int  # slices of this profile that fit the GPU at once
+    compute_slices: int  # the full GPU's (7; 4 on an A30)
+    memory_gb: float  # the full GPU's, as profile names count it
 
     @property
     def vs_expected(self) -> dict[str, float]:
@@ -105,14 +107,15 @@ def slice_rows(cmp: Comparison) -> list[SliceRow]:
             if r.better != "higher" or full is None or part is None or full <= 0:
                 continue
             expected: dict[str, float] = {b: mig.slice_figure(full, share, b) for b in BOUNDS}
-            rows.append(SliceRow(i, j, profile, r.case, r.metric, r.unit, full, share, expected, part, n))
+            rows.append(SliceRow(i, j, profile, r.case, r.metric, r.unit, full, share, expected, part, n,
+                                 slices, memory))
     return rows
 
 
-def _share_text(profile: str, slices: int, memory: float) -> str:
-    g, gb = mig.PROFILE.fullmatch(profile).groups()  # type: ignore[union-attr]
-    share = mig.profile_share(profile, slices, memory)
-    return f"{share['compute']:.2f} ({g}/{slices}) / {share['memory']:.2f} ({gb}/{memory:g} GB)"
+def _share_text(r: SliceRow) -> str:
+    g, gb = mig.PROFILE.fullmatch(r.profile).groups()  # type: ignore[union-attr]
+    return (f"{r.share['compute']:.2f} ({g}/{r.compute_slices}) / "
+            f"{r.share['memory']:.2f} ({gb}/{r.memory_gb:g} GB)")
 
 
 def slice_table(cmp: Comparison, notes: list[str] | None = None) -> Table | None:
@@ -123,12 +126,11 @@ def slice_table(cmp: Comparison, notes: list[str] | None = None) -> Table | None
     sets = cmp.sets
     body = []
     for r in rows:
-        slices, memory = gpu_layout(_gpu(cmp, r.full)) or (7, 0.0)
         vs = r.vs_expected
         body.append([
             r.case, f"{r.metric} ({r.unit})",
             fmt_num(r.full_value),
-            _share_text(r.profile, slices, memory),
+            _share_text(r),
             " / ".join(fmt_num(r.expected[b]) for b in BOUNDS),
             fmt_num(r.measured),
             " / ".join(MISSING if b not in vs else f"{vs[b]:.2f}x" for b in BOUNDS),
