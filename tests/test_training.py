@@ -270,6 +270,19 @@ max_batch = true
     (c,) = rs.cases
     assert c.status == "ok" and c.info["batch_size_run"] == 6 and c.info["max_batch"]["batch_size"] == 6
     assert [p["batch_size"] for p in c.info["max_batch"]["probes"]] == [1, 2, 4, 8, 6, 7]
+    # its params keep the search's start (batch_size 1): the summaries name the batch the metrics are of
+    from llmbench.report.inputs import SetRef
+    from llmbench.report.terminal import result_table, to_terminal_text
+    from llmbench.report.views import set_tables
+
+    found = "measured at batch_size=6, the largest that fits"
+    text = " ".join(to_terminal_text([t]) for t in set_tables(SetRef("cpu", rs)))
+    assert found in text
+    from rich.console import Console
+
+    console = Console(width=400, record=True)
+    console.print(result_table(rs))
+    assert found in console.export_text()
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from llmbench.hardware.fingerprint import local_slug
 from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
 from llmbench.harness.runner import RunOptions, RunUI, check_parallel, run_suite
+from llmbench.report.caselabels import with_searched_batch
 from llmbench.report.terminal import case_headline, flag_summary, fmt_metric, result_table, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
@@ -75,7 +76,8 @@ class RichUI(RunUI):
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
         detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result)) if result.status == "ok" \
             else (result.reason or "")
-        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(case.label)}: {escape(detail)}")
+        label = with_searched_batch(case.label, result)
+        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
 
     def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None:
         self.deferred += 1

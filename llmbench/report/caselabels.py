@@ -7,7 +7,8 @@ from typing import Any
 from llmbench.ids import fmt_param, params_text
 from llmbench.results import CaseResult
 
-__all__ = ["case_labels", "constant_params", "fmt_param", "params_text", "shared_params", "varying_keys"]
+__all__ = ["case_labels", "constant_params", "fmt_param", "params_text", "searched_batch", "shared_params",
+           "varying_keys", "with_searched_batch"]
 
 
 def case_labels(cases: list[CaseResult]) -> dict[str, str]:
@@ -22,6 +23,19 @@ def case_labels(cases: list[CaseResult]) -> dict[str, str]:
         for c in members:
             labels[c.id] = params_text(c.params, varying if len(members) > 1 else None) or c.id
     return labels
+
+
+def searched_batch(case: CaseResult) -> int | None:
+    """The batch a `max_batch` case was measured at (its params keep the search's starting batch)."""
+    found = (case.info.get("max_batch") or {}).get("batch_size") if isinstance(case.info, dict) else None
+    return int(found) if isinstance(found, int) else None
+
+
+def with_searched_batch(label: str, case: CaseResult) -> str:
+    """A case's label, plus the batch its max_batch search found, where it has one: within one result set
+    the params alone ('batch_size=1 max_batch=True') would hide the batch the metrics belong to."""
+    found = searched_batch(case)
+    return f"{label} (measured at batch_size={found}, the largest that fits)" if found is not None else label
 
 
 def varying_keys(params: list[dict[str, Any]]) -> list[str]:

@@ -13,6 +13,7 @@ from rich.table import Table as RichTable
 
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
+from llmbench.report.caselabels import with_searched_batch
 from llmbench.report.tables import Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
@@ -78,7 +79,7 @@ def case_headline(case: CaseResult, all_metrics: bool = False) -> list[tuple[str
 
 
 def case_label(case: CaseResult) -> str:
-    return params_text(case.params)
+    return with_searched_batch(params_text(case.params), case)
 
 
 def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> RichTable:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from llmbench.report.basediff import BaseDiff
 from llmbench.report.bottleneck import bottleneck_table
-from llmbench.report.caselabels import case_labels, constant_params, params_text
+from llmbench.report.caselabels import case_labels, constant_params, params_text, with_searched_batch
 from llmbench.report.compare import Comparison, MetricRow, Ratio
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured, mixing_warning, source_line
@@ -259,7 +259,7 @@ def set_tables(ref: SetRef) -> list[Table]:
         units = {m: next(c.metrics[m].unit for c in cases if m in c.metrics) for m in metrics}
         rows = [
             [
-                labels[c.id],
+                with_searched_batch(labels[c.id], c),
                 c.status,
                 *[fmt_num(c.metrics[m].value) if m in c.metrics else MISSING for m in metrics],
             ]
