@@ -106,3 +106,18 @@ def test_an_unreadable_record_is_ignored_and_clear_removes_it(tmp_path: Path) ->
     assert seen == [1, 2, 4, 3] and "unreadable" in str(s.info()["not_reused"])
     lg.clear()
     assert not lg.path.exists() and not (tmp_path / "h100-sxm-80gb" / PROBES_DIR).exists()
+
+
+def test_a_measurement_oom_at_the_smallest_batch_that_fit_leaves_nothing(tmp_path: Path) -> None:
+    """The measurement ran out of memory at every batch its probes fit: no batch is left (the case is
+    `oom`), and each measurement's `oom` is saved to the log and heard, after the probe's `ok`."""
+    run, seen = fake(threshold=2)
+    heard: list[dict[str, Any]] = []
+    s = search_max_batch(SPEC, {}, 10.0, run=run, log=log(tmp_path), on_probe=heard.append)
+    assert s.best == 2 and seen == [1, 2, 4, 3]
+    assert s.measurement_oom("at 2") == 1 and seen == [1, 2, 4, 3]  # 1 fit its probe: nothing new to probe
+    assert s.measurement_oom("at 1") is None and s.best is None
+    assert [(p["batch_size"], p["status"]) for p in heard[-2:]] == [(2, "oom"), (1, "oom")]
+    saved = json.loads(log(tmp_path).path.read_text())["probes"]
+    assert [p.get("stage") for p in saved] == [None, None, None, None, "measurement", "measurement"]
+    assert search_max_batch(SPEC, {}, 10.0, run=run, log=log(tmp_path)).best is None  # replayed: none fits

@@ -286,6 +286,54 @@ max_batch = true
 
 
 @pytest.mark.slow
+def test_a_measurement_that_runs_out_of_memory_where_its_probe_fit_steps_down(fault_plugin: str,
+                                                                             tmp_path: Any) -> None:
+    """Probes fit up to 6, the longer measurement only up to 4: the runner records 6 as `oom` in the
+    measurement, bisects on below it (5 fits its probe, not the measurement), and measures at 4; a
+    resumed search replays the measurements' `oom`s and lands on 4 without a probe."""
+    from llmbench.harness.max_batch import ProbeLog, probes_path, search_max_batch
+    from llmbench.harness.runner import RunOptions, RunUI, run_suite
+    from llmbench.results import load
+    from tests.conftest import write
+
+    class Heard(RunUI):
+        def __init__(self) -> None:
+            self.heard: list[dict[str, Any]] = []
+
+        def case_probe(self, case: Any, probe: dict[str, Any]) -> None:
+            self.heard.append(probe)
+
+    path = write(tmp_path, """name = "maxb"
+[defaults]
+min_iters = 2
+min_seconds = 0
+warmup_iters = 0
+[[case]]
+scenario = "batch_oom"
+fits_up_to = 6
+measured_fits_up_to = 4
+max_batch = true
+""")
+    suite = load_suite(str(path))
+    ui = Heard()
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu"), ui))
+    (c,) = rs.cases
+    assert c.status == "ok" and c.info["batch_size_run"] == 4 and c.info["max_batch"]["batch_size"] == 4
+    probes = c.info["max_batch"]["probes"]
+    assert [(p["batch_size"], p["status"], p.get("stage")) for p in probes] == [
+        (1, "ok", None), (2, "ok", None), (4, "ok", None), (8, "oom", None), (6, "ok", None),
+        (7, "oom", None), (6, "oom", "measurement"), (5, "ok", None), (5, "oom", "measurement")]
+    assert "planted: 2 steps at batch 6" in probes[6]["reason"] and ui.heard == probes  # heard in order
+
+    # the probe file a resumed run reads: a measurement's oom, recorded after the probe's ok, wins
+    log = ProbeLog(probes_path(tmp_path / "set.json", "c"), "c", "slug")
+    log.save([{k: v for k, v in p.items() if k != "resumed"} for p in probes])
+    replayed = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, log=log,
+                                run=lambda *a: pytest.fail("every batch was recorded"))
+    assert replayed.best == 4
+
+
+@pytest.mark.slow
 def test_runner_resumes_an_interrupted_max_batch_search(fault_plugin: str, tmp_path: Any) -> None:
     """Ctrl-C after two probes keeps them; `--resume --force` searches afresh (and records its own);
     `--resume` replays what was recorded, probes the rest, measures, and deletes the record."""

@@ -13,6 +13,13 @@ uninterrupted search would, and probes only the batch sizes no earlier run finis
 reused only when it names the same case id, GPU slug, llmbench version and commit; only its `ok` and
 `oom` probes are (any other outcome is probed again). The runner deletes the file once the case is
 measured `ok` (its `info.max_batch` keeps the probes), and `--force` starts the search afresh.
+
+A probe runs two steps, the measurement more: at the edge, the allocator's fragmentation can grow over
+steps until a batch whose probe fit runs out of memory in the measurement (seen on the H200: the 70B
+QLoRA's probe at 65 fit, its measurement did not, with 20.6 GiB reserved but unallocated). The runner
+then records that batch as `oom` (`"stage": "measurement"`, saved to the probe file as well),
+continues the bisection below it, and measures at the new best, up to `MEASUREMENT_RETRIES` times; a
+resumed search replays that `oom` and reaches the same batch.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from llmbench.results import utc_now, write_atomic
 
 PROBE_SETTINGS = {"warmup_iters": 1, "min_iters": 1, "min_seconds": 0.0, "min_sample_s": 0.0}
 DEFAULT_LIMIT = 1024
+MEASUREMENT_RETRIES = 3  # step-downs after a measurement runs out of memory at the batch its probe fit
 
 PROBES_DIR = ".max_batch"  # beside the result sets of a GPU slug; hidden: not a result set
 REUSABLE = ("ok", "oom")  # probe outcomes a resumed search trusts; anything else is probed again
@@ -69,6 +77,8 @@ class ProbeLog:
             if differ:
                 return {}, (f"{self.path} not reused: its " + ", ".join(f"{k} {data.get(k)!r}" for k in differ)
                             + " differ from this run's " + ", ".join(f"{mine[k]!r}" for k in differ))
+            # in order, so a later record of a batch wins (a measurement that ran out of memory after its
+            # probe fit is recorded as a second, `oom`, entry)
             known = {int(p["batch_size"]): p for p in data["probes"] if p.get("status") in REUSABLE}
         except (OSError, ValueError, KeyError, TypeError) as e:
             return {}, f"{self.path} not reused: unreadable ({e})"
@@ -93,11 +103,50 @@ class Search:
     probes: list[dict[str, Any]] = field(default_factory=list)  # {"batch_size", "status", "reason"} in order
     stopped: str | None = None  # why the search stopped early (a probe that neither ran nor ran out of memory)
     not_reused: str | None = None  # why a recorded search (ProbeLog) was not reused
+    # whether a batch fits (None: the probe neither ran nor ran out of memory); set by search_max_batch
+    fits: Callable[[int], bool | None] | None = field(default=None, repr=False)
+    log: ProbeLog | None = field(default=None, repr=False)
+    on_probe: ProbeFn | None = field(default=None, repr=False)
 
     @property
     def resumed(self) -> int:
         """How many probes were replayed from an earlier, interrupted run rather than run here."""
         return sum(1 for p in self.probes if p.get("resumed"))
+
+    def bisect(self, lo: int, hi: int) -> None:
+        """Narrow `best` between `lo` (fits) and `hi` (does not)."""
+        assert self.fits is not None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            r = self.fits(mid)
+            if r is None:
+                break
+            if r:
+                lo = mid
+            else:
+                hi = mid
+        self.best = lo
+
+    def measurement_oom(self, reason: str | None) -> int | None:
+        """The measurement at `best` ran out of memory although its probe fit (it runs more steps, and the
+        allocator's fragmentation grows over steps): record that batch as `oom` (in the log too, after its
+        probe's `ok`, so a resumed search replays it as `oom`) and continue the bisection below it, as a
+        resumed search would. The new best, or None when no batch below it fits."""
+        failed = self.best
+        if failed is None:
+            return None
+        rec = {"batch_size": failed, "status": "oom", "reason": reason, "stage": "measurement"}
+        self.probes.append(rec)
+        if self.log is not None:
+            self.log.save([{k: v for k, v in p.items() if k != "resumed"} for p in self.probes])
+        if self.on_probe is not None:
+            self.on_probe(rec)
+        fit = [int(p["batch_size"]) for p in self.probes if p["status"] == "ok" and int(p["batch_size"]) < failed]
+        if not fit:
+            self.best = None
+            return None
+        self.bisect(max(fit), failed)
+        return self.best
 
     def info(self) -> dict[str, Any]:
         out = {"batch_size": self.best, "probes": self.probes, "stopped": self.stopped, "resumed": self.resumed}
@@ -115,7 +164,7 @@ def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float
     With `log`, each probe's outcome is saved there as it ends, and the `ok`/`oom` outcomes an earlier
     run saved are replayed (marked `"resumed": true`) instead of run; `fresh` ignores them (--force).
     `on_probe` hears of each probe as it ends (replayed ones too)."""
-    found = Search(best=None)
+    found = Search(best=None, log=log, on_probe=on_probe)
     known: dict[int, dict[str, Any]] = {}
     if log is not None and not fresh:
         known, found.not_reused = log.load()
@@ -142,6 +191,7 @@ def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float
         found.stopped = f"probe at batch_size {batch} ended {rec['status']}: {rec['reason']}"
         return None
 
+    found.fits = fits
     lo = int(spec["params"].get("batch_size", 1))
     ok = fits(lo)
     if not ok:
@@ -157,14 +207,8 @@ def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float
             lo = nxt
         else:
             hi = nxt
-    while hi is not None and hi - lo > 1:  # bisection: lo fits, hi does not
-        mid = (lo + hi) // 2
-        r = fits(mid)
-        if r is None:
-            break
-        if r:
-            lo = mid
-        else:
-            hi = mid
-    found.best = lo
+    if hi is None:
+        found.best = lo
+    else:
+        found.bisect(lo, hi)  # lo fits, hi does not
     return found

@@ -33,7 +33,7 @@ from llmbench.harness.isolation import (
     run_case_process,
     sweep_stale_tmp,
 )
-from llmbench.harness.max_batch import ProbeLog, probes_path, search_max_batch
+from llmbench.harness.max_batch import MEASUREMENT_RETRIES, ProbeLog, probes_path, search_max_batch
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
@@ -398,6 +398,14 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str,
         out = ChildOutcome(str(first["status"]), first["reason"])
     else:
         out = run_case_process(spec, env, case.settings.timeout_s, on_progress)
+        retries = 0
+        while search is not None and out.status == "oom" and retries < MEASUREMENT_RETRIES:
+            lower = search.measurement_oom(out.reason)  # its probe fit, the longer measurement did not
+            if lower is None:
+                break
+            retries += 1
+            spec = {**spec, "params": {**spec["params"], "batch_size": lower}}
+            out = run_case_process(spec, env, case.settings.timeout_s, on_progress)
     payload = out.payload
     if search is not None:
         payload.setdefault("info", {})["max_batch"] = search.info()

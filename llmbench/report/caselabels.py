@@ -35,7 +35,11 @@ def with_searched_batch(label: str, case: CaseResult) -> str:
     """A case's label, plus the batch its max_batch search found, where it has one: within one result set
     the params alone ('batch_size=1 max_batch=True') would hide the batch the metrics belong to."""
     found = searched_batch(case)
-    return f"{label} (measured at batch_size={found}, the largest that fits)" if found is not None else label
+    if found is None:
+        return label
+    if case.status == "ok":
+        return f"{label} (measured at batch_size={found}, the largest that fits)"
+    return f"{label} (run at batch_size={found}, the largest its probes fit)"
 
 
 def varying_keys(params: list[dict[str, Any]]) -> list[str]:

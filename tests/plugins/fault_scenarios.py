@@ -54,6 +54,7 @@ class Fault(Scenario):
 class BatchParams(ScenarioParams):
     batch_size: int = 1
     fits_up_to: int = 4  # a batch above this raises torch.OutOfMemoryError
+    measured_fits_up_to: int | None = None  # with more timed steps than a probe's one, only up to this fits
     max_batch: bool = False
 
 
@@ -70,6 +71,9 @@ class BatchOOM(Scenario):
         ctx.info["batch_size_run"] = params.batch_size
         if params.batch_size > params.fits_up_to:
             raise torch.OutOfMemoryError(f"planted: batch {params.batch_size} > {params.fits_up_to}")
+        longer = ctx.rule.min_iters > 1  # a measurement, not a max_batch probe (one timed step)
+        if longer and params.measured_fits_up_to is not None and params.batch_size > params.measured_fits_up_to:
+            raise torch.OutOfMemoryError(f"planted: {ctx.rule.min_iters} steps at batch {params.batch_size}")
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
 
