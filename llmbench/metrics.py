@@ -16,13 +16,16 @@ Better = Literal["higher", "lower", "neither"]
 class MetricDef:
     """`family`: metrics that are one measurement seen two ways (TPOT and decode tok/s are reciprocals)
     share a family, so an average over metrics counts that measurement once; by default a metric is
-    its own family."""
+    its own family. `per_batch`: the value grows with the batch (a step's time, its memory, its energy),
+    so between sides measured at different batches (each GPU's own answer to a max_batch search) it is
+    shown, not ratioed; rates per token or sample stay comparable."""
 
     name: str
     unit: str
     better: Better
     description: str
     family: str | None = None
+    per_batch: bool = False
 
     @property
     def family_name(self) -> str:
@@ -49,7 +52,7 @@ _DEFS = [
     MetricDef("decode_tokens_per_s", "tok/s", "higher", "output tokens after the first per second", family=DECODE_RATE),
     MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E", family=E2E_RATE),
     MetricDef("roofline_efficiency", "ratio", "higher", "roofline bound time / measured time"),
-    MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case"),
+    MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case", per_batch=True),
     MetricDef("energy_j_per_token", "J/tok", "lower", "NVML energy over the timed window per output token"),
     MetricDef("logits_rel_error", "ratio", "lower", "||logits - ref|| / ||ref|| against the bf16 reference"),
     MetricDef("kl_divergence", "nats", "lower", "KL(ref || this) of next-token distributions"),
@@ -65,10 +68,13 @@ _DEFS = [
     MetricDef("tokens_per_s_per_user", "tok/s", "higher",
               "decode speed one request sees: 1000 / its TPOT", family=DECODE_RATE),
     # training
-    MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)", family=TRAIN_STEP_RATE),
+    MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)", family=TRAIN_STEP_RATE,
+              per_batch=True),
     MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second", family=TRAIN_STEP_RATE),
     MetricDef("train_tokens_per_s", "tok/s", "higher", "training tokens per second", family=TRAIN_STEP_RATE),
     MetricDef("mfu", "ratio", "higher", "model FLOPs utilisation against the GPU's dense peak"),
+    MetricDef("max_batch_size", "samples", "higher",
+              "the largest batch that fits, as a max_batch case's search found it (from its info.max_batch)"),
     MetricDef("train_loss", "loss", "neither", "training loss at the end of the timed window"),
     MetricDef("energy_j_per_sample", "J/sample", "lower", "NVML energy per sample (trained or inferred)"),
     MetricDef("samples_per_j", "samples/J", "higher", "samples per joule of NVML energy: 1 / energy_j_per_sample"),
@@ -107,13 +113,14 @@ _DEFS = [
               "transfer bandwidth (host<->device: bytes moved; host copy: read + written)", family=OP_RATE),
     MetricDef("time_ms", "ms", "lower", "time of one iteration of the timed work", family=OP_RATE),
     # monitors
-    MetricDef("energy_j", "J", "lower", "NVML energy over the timed window"),
+    MetricDef("energy_j", "J", "lower", "NVML energy over the timed window", per_batch=True),
     MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),
     MetricDef("sm_clock_mhz", "MHz", "neither", "SM clock sampled during the timed window"),
     MetricDef("gpu_util_pct", "%", "neither", "GPU utilisation sampled during the timed window"),
     MetricDef("max_temp_c", "°C", "neither", "highest GPU temperature sampled during the run (NVML)"),
-    MetricDef("device_memory_used_gib", "GiB", "lower", "device memory in use (NVML), peak of the samples"),
-    MetricDef("peak_reserved_gib", "GiB", "lower", "peak memory reserved by torch's caching allocator"),
+    MetricDef("device_memory_used_gib", "GiB", "lower", "device memory in use (NVML), peak of the samples",
+              per_batch=True),
+    MetricDef("peak_reserved_gib", "GiB", "lower", "peak memory reserved by torch's caching allocator", per_batch=True),
 ]
 
 METRICS: dict[str, MetricDef] = {m.name: m for m in _DEFS}

@@ -9,7 +9,7 @@ from test_compare_support import H100_ENV, H200_ENV, case, h100_set, h200_set, m
 from llmbench.errors import UserError
 from llmbench.metrics import METRICS
 from llmbench.report.basediff import base_diff, parse_base
-from llmbench.report.compare import Ratio, compare, geomean, orient, ratio
+from llmbench.report.compare import Ratio, compare, geomean, headline_metric_names, orient, ratio
 from llmbench.report.inputs import resolve_baseline
 from llmbench.results import CaseResult, MetricResult, Source
 
@@ -200,3 +200,38 @@ def test_every_declared_family_has_several_members() -> None:
     assert METRICS["tpot_ms"].family == METRICS["decode_tokens_per_s"].family
     assert METRICS["ttft_ms"].family == METRICS["prefill_tokens_per_s"].family
     assert METRICS["kl_divergence"].family_name == "kl_divergence"
+
+
+@pytest.mark.parametrize("batches", [(25, 64), (32, 32)])
+def test_max_batch_cases_compare_their_answers_and_rates_not_steps_of_other_batches(
+    batches: tuple[int, int]
+) -> None:
+    """Each side measured a max_batch case at the batch its own search found: the answers are a row of
+    their own (ratioed), rates per token compare, and a step's time or memory compares only where both
+    sides ran the same batch (a step of 64 samples against one of 25 says nothing)."""
+    def qlora(found: int, tok_s: float, seed: int) -> CaseResult:
+        c = case("qlora", {"model": "llama-3-70b", "batch_size": 1, "max_batch": True}, {
+            "train_tokens_per_s": metric("train_tokens_per_s", tok_s, seed=seed),
+            "step_ms": metric("step_ms", found * 512 / tok_s * 1e3, seed=seed),
+            "peak_memory_gib": metric("peak_memory_gib", 40.0 + found, samples=False),
+        })
+        c.info["max_batch"] = {"batch_size": found, "probes": []}
+        return c
+
+    a = result_set(H100_ENV, [qlora(batches[0], 917.0, 1)])
+    b = result_set(H200_ENV, [qlora(batches[1], 989.0, 2)])
+    cmp = compare(refs(a, b), 0)
+    rows = {r.metric: r for r in cmp.rows}
+    assert next(iter(rows)) == "max_batch_size" and rows["max_batch_size"].values == [batches[0], batches[1]]
+    found = rows["max_batch_size"].ratios[1]
+    assert found is not None and found.value == pytest.approx(batches[1] / batches[0])
+    tok = rows["train_tokens_per_s"].ratios[1]
+    assert tok is not None and tok.value == pytest.approx(989.0 / 917.0, rel=0.01)
+    same = batches[0] == batches[1]
+    for per_step in ("step_ms", "peak_memory_gib"):
+        assert (rows[per_step].ratios[1] is not None) is same and (rows[per_step].better == "lower") is same
+    speed = next(g for g in cmp.geomeans if (g.scenario, g.metric) == ("qlora", "speed")).ratios[1]
+    assert speed is not None and speed.value == pytest.approx(
+        tok.value if not same else (tok.value * rows["step_ms"].ratios[1].value) ** 0.5, rel=0.01)
+    # a published (headline-only) comparison keeps the answers too
+    assert "max_batch_size" in {r.metric for r in compare(refs(a, b), 0, headline_metric_names()).rows}

@@ -327,7 +327,7 @@ max_batch = true
 
     # the probe file a resumed run reads: a measurement's oom, recorded after the probe's ok, wins
     log = ProbeLog(probes_path(tmp_path / "set.json", "c"), "c", "slug")
-    log.save([{k: v for k, v in p.items() if k != "resumed"} for p in probes])
+    log.save(probes)
     replayed = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, log=log,
                                 run=lambda *a: pytest.fail("every batch was recorded"))
     assert replayed.best == 4

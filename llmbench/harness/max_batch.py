@@ -85,6 +85,8 @@ class ProbeLog:
         return known, None
 
     def save(self, probes: list[dict[str, Any]]) -> None:
+        """Write the probes in order (a replayed probe's `resumed` mark is this run's, not the record's)."""
+        probes = [{k: v for k, v in p.items() if k != "resumed"} for p in probes]
         write_atomic(self.path, json.dumps({**self.identity(), "updated_at": utc_now(), "probes": probes},
                                            indent=1) + "\n")
 
@@ -138,7 +140,7 @@ class Search:
         rec = {"batch_size": failed, "status": "oom", "reason": reason, "stage": "measurement"}
         self.probes.append(rec)
         if self.log is not None:
-            self.log.save([{k: v for k, v in p.items() if k != "resumed"} for p in self.probes])
+            self.log.save(self.probes)
         if self.on_probe is not None:
             self.on_probe(rec)
         fit = [int(p["batch_size"]) for p in self.probes if p["status"] == "ok" and int(p["batch_size"]) < failed]
@@ -181,7 +183,7 @@ def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float
             rec = {"batch_size": batch, "status": out.status, "reason": out.reason}
             found.probes.append(rec)
             if log is not None:  # saved before the next probe starts: an interrupt loses only the one in flight
-                log.save([{k: v for k, v in p.items() if k != "resumed"} for p in found.probes])
+                log.save(found.probes)
         if on_probe is not None:
             on_probe(rec)
         if rec["status"] == "ok":

@@ -19,7 +19,7 @@ import numpy as np
 
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
-from llmbench.report.caselabels import case_labels
+from llmbench.report.caselabels import case_labels, searched_batch
 from llmbench.report.envdiff import env_differences
 from llmbench.report.inputs import SetRef, machine_count
 from llmbench.report.labels import mixing_warning
@@ -238,7 +238,9 @@ def _note(cid: str, rep: CaseResult, label: str, found: list[CaseResult | None])
     )
 
 
-HEADLINE_EXTRAS = frozenset({"peak_memory_gib", "energy_j_per_token", "energy_j_per_sample"})
+MAX_BATCH_METRIC = "max_batch_size"  # derived from each run's info.max_batch (metrics.py describes it)
+# shown wherever a case has them: memory, energy per unit, and a max_batch case's answer
+HEADLINE_EXTRAS = frozenset({"peak_memory_gib", "energy_j_per_token", "energy_j_per_sample", MAX_BATCH_METRIC})
 
 
 def headline_metric_names() -> set[str]:
@@ -252,7 +254,7 @@ def headline_metric_names() -> set[str]:
 
 
 def is_headline(scenario: str, metric: str) -> bool:
-    """Whether `metric` is a headline metric of `scenario` (or memory or energy per unit); any metric
+    """Whether `metric` is a headline metric of `scenario` (or one of HEADLINE_EXTRAS); any metric
     of a scenario this llmbench does not know."""
     from llmbench.scenarios.base import SCENARIOS
 
@@ -345,20 +347,30 @@ def _metric_rows(
     for side in runs:
         for c in side:
             names += [m for m in c.metrics if m not in names]
+    found = found_batches(runs)
+    if found is not None:  # a max_batch case: each side's answer is a figure of its own, first
+        names.insert(0, MAX_BATCH_METRIC)
+    batches_differ = found is not None and len({b for side in found for b in side}) > 1
     rows = []
     for name in names:
         if keep is not None and not keep(cid, scenario, name):
             continue
         mdef = METRICS.get(name)
         better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
-        got = [[c.metrics[name] for c in side if name in c.metrics] for side in runs]
+        if batches_differ and mdef is not None and mdef.per_batch:
+            better = "neither"  # a step at 25 samples against one at 64: shown, not ratioed
+        if name == MAX_BATCH_METRIC and found is not None:
+            got = [[MetricResult(value=b, unit=mdef.unit if mdef else "samples") for b in side] for side in found]
+        else:
+            got = [[c.metrics[name] for c in side if name in c.metrics] for side in runs]
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
         ratios = [
             None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name)
             for i, ms in enumerate(got)
         ]
-        machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
+        has = None if name == MAX_BATCH_METRIC else name  # the derived figure: every run where the case is ok
+        machines = [None if not ms else machine_count(runs_with(sets[i], cid, has)) for i, ms in enumerate(got)]
         rows.append(MetricRow(
             cid, scenario, label, name, unit, better,
             [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
@@ -368,9 +380,16 @@ def _metric_rows(
     return rows
 
 
-def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
-    """The runs of a side in which case `cid` is ok and has metric `name`."""
-    return [r for r in side.all_runs if (c := r.case(cid)) is not None and c.status == "ok" and name in c.metrics]
+def found_batches(runs: list[list[CaseResult]]) -> list[list[int]] | None:
+    """Each side's answers to a max_batch search (one per ok run), or None when the case has none."""
+    found = [[b for c in side if (b := searched_batch(c)) is not None] for side in runs]
+    return found if any(found) else None
+
+
+def runs_with(side: SetRef, cid: str, name: str | None) -> list[ResultSet]:
+    """The runs of a side in which case `cid` is ok and has metric `name` (any metric: None)."""
+    return [r for r in side.all_runs
+            if (c := r.case(cid)) is not None and c.status == "ok" and (name is None or name in c.metrics)]
 
 
 def _family(metric_name: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from llmbench.report.basediff import BaseDiff
 from llmbench.report.bottleneck import bottleneck_table
 from llmbench.report.caselabels import case_labels, constant_params, params_text, with_searched_batch
-from llmbench.report.compare import Comparison, MetricRow, Ratio
+from llmbench.report.compare import MAX_BATCH_METRIC, Comparison, MetricRow, Ratio
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured, mixing_warning, source_line
 from llmbench.report.migslice import slice_table
@@ -22,6 +22,11 @@ RATIO_CAPTION = (
     "of the ratio of medians from the raw samples (absent where a side has no samples; n = samples "
     "per side, few samples make it optimistic); "
     "metrics with no better direction are shown, not ratioed."
+)
+MAX_BATCH_CAPTION = (
+    " max_batch_size: the largest batch each side's search found (a max_batch case); where the sides "
+    "differ, its per-step metrics (step time, memory, energy of the window) are not ratioed: only rates "
+    "per token or sample compare."
 )
 RUNS_CAPTION = (
     " Where a side pools several runs (run --repeat, or --pool): its value is the median of the runs' "
@@ -159,6 +164,8 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
         caption = (f"common params: {const}. " if const else "") + RATIO_CAPTION.format(base=base_name)
         if any(ru > 1 for r in rows for ru in r.runs):
             caption += RUNS_CAPTION
+        if any(r.metric == MAX_BATCH_METRIC for r in rows):
+            caption += MAX_BATCH_CAPTION
         tables.append(Table(f"Scenario {sc}", cols, body, caption=caption, notes=short_note(sets)))
     tables += [t for s in sets for t in seed_tables(s)]
     mig_table = slice_table(cmp, short_note(sets))
