@@ -5,6 +5,7 @@ parent only. Two fake GPUs on the CPU: the probe scenario records what its proce
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,35 @@ matrix.seconds = [0.0, 1.0, 60.0]
     while not finished(slow) and time.time() < deadline:
         time.sleep(0.1)
     assert finished(slow)
+
+
+def test_max_batch_probes_are_heard_under_parallel_before_their_case_ends(tmp_path: Path, fault_plugin: str) -> None:
+    """The probes of cases searched side by side reach the UI (from the thread that owns the console),
+    each case's before its result; the search's answers are the sequential run's."""
+    from llmbench.harness.runner import RunUI
+
+    events: list[tuple[str, int, Any]] = []
+
+    class Heard(RunUI):
+        def case_probe(self, case: Any, probe: dict[str, Any]) -> None:
+            events.append(("probe", case.params_dict["fits_up_to"], probe["batch_size"]))
+
+        def case_done(self, case: Any, result: Any) -> None:
+            events.append(("done", case.params_dict["fits_up_to"], result.status))
+
+    suite = load_suite(str(write(tmp_path, """name = "maxb"
+[defaults]
+min_iters = 1
+min_seconds = 0
+warmup_iters = 0
+[[case]]
+scenario = "batch_oom"
+matrix.fits_up_to = [2, 3]
+max_batch = true
+""")))
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1",
+                                                       parallel=True), Heard()))
+    assert {c.params["fits_up_to"]: c.info["max_batch"]["batch_size"] for c in rs.cases} == {2: 2, 3: 3}
+    for fits, want in ((2, [1, 2, 4, 3]), (3, [1, 2, 4, 3])):
+        mine = [e for e in events if e[1] == fits]
+        assert [e[2] for e in mine[:-1]] == want and mine[-1] == ("done", fits, "ok")

@@ -295,12 +295,23 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
     slots = gpu_slots(run.opts.gpus)
     free = list(slots)
     done: queue.Queue[Finished] = queue.Queue()
+    heard: queue.Queue[tuple[CaseSpec, dict[str, Any]]] = queue.Queue()  # max_batch probes, for the UI
     pending = list(enumerate(todo))
     running = 0
 
+    def tell() -> None:
+        """Pass the probes that ended to the UI, from this thread (the one that owns the console)."""
+        while True:
+            try:
+                case, probe = heard.get_nowait()
+            except queue.Empty:
+                return
+            run.ui.case_probe(case, probe)
+
     def work(case: CaseSpec, taken: list[str], env: dict[str, str], others: list[dict[str, Any]]) -> None:
         try:
-            result = run_one(case, env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force)
+            result = run_one(case, env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force,
+                             on_probe=partial(lambda c, p: heard.put((c, p)), case))
             done.put((case, taken, result, others))
         except BaseException as e:  # handed to the main thread, which raises it
             done.put((case, taken, e, others))
@@ -337,7 +348,8 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 running += 1
             if not running:
                 break
-            case, taken, result, others = _next(done)
+            case, taken, result, others = _next(done, tell)
+            tell()  # probes before the result they led to
             running -= 1
             free = [s for s in slots if s in free or s in taken]  # back in --gpus order
             if isinstance(result, BaseException):
@@ -363,13 +375,14 @@ def _drain(done: queue.Queue[Finished], run: _Run) -> None:
             run.record(case, result, ",".join(taken), others)
 
 
-def _next(done: queue.Queue[Finished]) -> Finished:
-    """The next finished case; waits in short steps so Ctrl-C and SIGTERM reach this thread."""
+def _next(done: queue.Queue[Finished], between: Callable[[], None] = lambda: None) -> Finished:
+    """The next finished case; waits in short steps so Ctrl-C and SIGTERM reach this thread, calling
+    `between` after each."""
     while True:
         try:
             return done.get(timeout=0.5)
         except queue.Empty:
-            continue
+            between()
 
 
 def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
