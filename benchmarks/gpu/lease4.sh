@@ -12,10 +12,11 @@
 # /root/q first (unless a call already did) so that --resume continues it: the 8B qlora cases with
 # gradient checkpointing and AdamW (batch 1 and 4 x 512 and 1024 tokens), the 70B at batch 1 and at its
 # largest batch, and the 8B's largest batch at 2048 tokens; whatever the seed set holds is not run again.
-# Run so on the H100 (3 calls) and the H200 (4 calls over two machines: the second machine started from
-# the first's /root/q, carried as an ignored folder and unpacked into /root/q before the script, so its
-# probe record was replayed; a record is reused only at the same llmbench commit). The H200's 8B
-# largest-batch case was cut at its probe 16 when the session's device time ran out.
+# Run so on the H100 (3 calls) and the H200 (4 calls on two machines: the first machine's search, at the
+# commit before the measurement-oom fix, ended in oom at 65; after the fix a second machine searched
+# afresh, since a record is reused only at the same llmbench commit, and its next call replayed that
+# machine's own record; /root/q was also carried as an ignored folder, to be unpacked were the machine
+# fresh). The H200's 8B largest-batch case was cut at its probe 16 when the session's device time ran out.
 set -u
 seed=${1:-}
 OUT=${OUT:-/tmp/out}
