@@ -68,7 +68,7 @@ class RichUI(RunUI):
     def case_probe(self, case: CaseSpec, probe: dict[str, Any]) -> None:
         how = " (recorded by an earlier run)" if probe.get("resumed") else ""
         if probe.get("stage") == "measurement":
-            how += " in the measurement (its probe fit): measuring at the largest batch below that fit"
+            how += " in the measurement (its probe fit): searching below it"
         self.p.console.print(f"    max_batch probe batch_size {probe['batch_size']}: {probe['status']}{how}",
                              highlight=False)
 

@@ -105,8 +105,12 @@ class Search:
     probes: list[dict[str, Any]] = field(default_factory=list)  # {"batch_size", "status", "reason"} in order
     stopped: str | None = None  # why the search stopped early (a probe that neither ran nor ran out of memory)
     not_reused: str | None = None  # why a recorded search (ProbeLog) was not reused
-    # whether a batch fits (None: the probe neither ran nor ran out of memory); set by search_max_batch
-    fits: Callable[[int], bool | None] | None = field(default=None, repr=False)
+    # how probes run, and what an earlier run recorded (search_max_batch sets them)
+    spec: dict[str, Any] = field(default_factory=dict, repr=False)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 0.0
+    run: RunFn = field(default=run_case_process, repr=False)
+    known: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     log: ProbeLog | None = field(default=None, repr=False)
     on_probe: ProbeFn | None = field(default=None, repr=False)
 
@@ -115,9 +119,37 @@ class Search:
         """How many probes were replayed from an earlier, interrupted run rather than run here."""
         return sum(1 for p in self.probes if p.get("resumed"))
 
+    def _add(self, rec: dict[str, Any], *, save: bool) -> None:
+        """Append an outcome, save the probes (before anything else runs: an interrupt loses only the probe
+        in flight) and tell `on_probe`."""
+        self.probes.append(rec)
+        if save and self.log is not None:
+            self.log.save(self.probes)
+        if self.on_probe is not None:
+            self.on_probe(rec)
+
+    def fits(self, batch: int) -> bool | None:
+        """Whether `batch` fits its probe (replayed where an earlier run recorded it); None: the probe neither
+        ran nor ran out of memory, which stops the search."""
+        if batch in self.known:
+            rec = {"batch_size": batch, "status": self.known[batch]["status"],
+                   "reason": self.known[batch].get("reason"), "resumed": True}
+            self._add(rec, save=False)
+        else:
+            probe = {**self.spec, "params": {**self.spec["params"], "batch_size": batch, "max_batch": False},
+                     "settings": {**self.spec.get("settings", {}), **PROBE_SETTINGS}}
+            out = self.run(probe, self.env, self.timeout_s)
+            rec = {"batch_size": batch, "status": out.status, "reason": out.reason}
+            self._add(rec, save=True)
+        if rec["status"] == "ok":
+            return True
+        if rec["status"] == "oom":
+            return False
+        self.stopped = f"probe at batch_size {batch} ended {rec['status']}: {rec['reason']}"
+        return None
+
     def bisect(self, lo: int, hi: int) -> None:
         """Narrow `best` between `lo` (fits) and `hi` (does not)."""
-        assert self.fits is not None
         while hi - lo > 1:
             mid = (lo + hi) // 2
             r = self.fits(mid)
@@ -137,12 +169,7 @@ class Search:
         failed = self.best
         if failed is None:
             return None
-        rec = {"batch_size": failed, "status": "oom", "reason": reason, "stage": "measurement"}
-        self.probes.append(rec)
-        if self.log is not None:
-            self.log.save(self.probes)
-        if self.on_probe is not None:
-            self.on_probe(rec)
+        self._add({"batch_size": failed, "status": "oom", "reason": reason, "stage": "measurement"}, save=True)
         fit = [int(p["batch_size"]) for p in self.probes if p["status"] == "ok" and int(p["batch_size"]) < failed]
         if not fit:
             self.best = None
@@ -166,42 +193,16 @@ def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float
     With `log`, each probe's outcome is saved there as it ends, and the `ok`/`oom` outcomes an earlier
     run saved are replayed (marked `"resumed": true`) instead of run; `fresh` ignores them (--force).
     `on_probe` hears of each probe as it ends (replayed ones too)."""
-    found = Search(best=None, log=log, on_probe=on_probe)
-    known: dict[int, dict[str, Any]] = {}
+    found = Search(best=None, spec=spec, env=env, timeout_s=timeout_s, run=run, log=log, on_probe=on_probe)
     if log is not None and not fresh:
-        known, found.not_reused = log.load()
-
-    def fits(batch: int) -> bool | None:
-        if batch in known:
-            rec = {"batch_size": batch, "status": known[batch]["status"], "reason": known[batch].get("reason"),
-                   "resumed": True}
-            found.probes.append(rec)
-        else:
-            probe = {**spec, "params": {**spec["params"], "batch_size": batch, "max_batch": False},
-                     "settings": {**spec.get("settings", {}), **PROBE_SETTINGS}}
-            out = run(probe, env, timeout_s)
-            rec = {"batch_size": batch, "status": out.status, "reason": out.reason}
-            found.probes.append(rec)
-            if log is not None:  # saved before the next probe starts: an interrupt loses only the one in flight
-                log.save(found.probes)
-        if on_probe is not None:
-            on_probe(rec)
-        if rec["status"] == "ok":
-            return True
-        if rec["status"] == "oom":
-            return False
-        found.stopped = f"probe at batch_size {batch} ended {rec['status']}: {rec['reason']}"
-        return None
-
-    found.fits = fits
+        found.known, found.not_reused = log.load()
     lo = int(spec["params"].get("batch_size", 1))
-    ok = fits(lo)
-    if not ok:
+    if not found.fits(lo):
         return found
     hi: int | None = None
     while hi is None and lo < limit:  # doubling until a probe runs out of memory
         nxt = min(lo * 2, limit)
-        r = fits(nxt)
+        r = found.fits(nxt)
         if r is None:
             found.best = lo
             return found

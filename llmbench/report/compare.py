@@ -346,11 +346,8 @@ def _metric_rows(
     names: list[str] = []
     for side in runs:
         for c in side:
-            names += [m for m in c.metrics if m not in names]
-    found = found_batches(runs)
-    if found is not None:  # a max_batch case: each side's answer is a figure of its own, first
-        names.insert(0, MAX_BATCH_METRIC)
-    batches_differ = found is not None and len({b for side in found for b in side}) > 1
+            names += [m for m in case_metrics(c) if m not in names]
+    batches_differ = len({b for side in runs for c in side if (b := searched_batch(c)) is not None}) > 1
     rows = []
     for name in names:
         if keep is not None and not keep(cid, scenario, name):
@@ -359,18 +356,14 @@ def _metric_rows(
         better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
         if batches_differ and mdef is not None and mdef.per_batch:
             better = "neither"  # a step at 25 samples against one at 64: shown, not ratioed
-        if name == MAX_BATCH_METRIC and found is not None:
-            got = [[MetricResult(value=b, unit=mdef.unit if mdef else "samples") for b in side] for side in found]
-        else:
-            got = [[c.metrics[name] for c in side if name in c.metrics] for side in runs]
+        got = [[m[name] for c in side if name in (m := case_metrics(c))] for side in runs]
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
         ratios = [
             None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name)
             for i, ms in enumerate(got)
         ]
-        has = None if name == MAX_BATCH_METRIC else name  # the derived figure: every run where the case is ok
-        machines = [None if not ms else machine_count(runs_with(sets[i], cid, has)) for i, ms in enumerate(got)]
+        machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
         rows.append(MetricRow(
             cid, scenario, label, name, unit, better,
             [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
@@ -380,16 +373,19 @@ def _metric_rows(
     return rows
 
 
-def found_batches(runs: list[list[CaseResult]]) -> list[list[int]] | None:
-    """Each side's answers to a max_batch search (one per ok run), or None when the case has none."""
-    found = [[b for c in side if (b := searched_batch(c)) is not None] for side in runs]
-    return found if any(found) else None
+def case_metrics(c: CaseResult) -> dict[str, MetricResult]:
+    """A case's metrics as a comparison sees them: a max_batch case's answer (its info.max_batch) first,
+    as `max_batch_size`, then what it measured."""
+    found = searched_batch(c)
+    if found is None:
+        return c.metrics
+    return {MAX_BATCH_METRIC: MetricResult(value=found, unit=METRICS[MAX_BATCH_METRIC].unit), **c.metrics}
 
 
-def runs_with(side: SetRef, cid: str, name: str | None) -> list[ResultSet]:
-    """The runs of a side in which case `cid` is ok and has metric `name` (any metric: None)."""
+def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
+    """The runs of a side in which case `cid` is ok and has metric `name`."""
     return [r for r in side.all_runs
-            if (c := r.case(cid)) is not None and c.status == "ok" and (name is None or name in c.metrics)]
+            if (c := r.case(cid)) is not None and c.status == "ok" and name in case_metrics(c)]
 
 
 def _family(metric_name: str) -> str:
