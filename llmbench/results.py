@@ -76,6 +76,9 @@ class CaseResult(BaseModel):
     duration_s: float | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     info: dict[str, Any] = Field(default_factory=dict)
+    # What the case actually ran (engine, mode, fused layers, compile, attention, KV cache, quantization,
+    # kernels): `compare` flags joined cases whose code paths differ. Empty in sets written before it.
+    code_path: dict[str, Any] = Field(default_factory=dict)
     traceback: str | None = None
 
 

@@ -55,6 +55,9 @@ class LoadOptions:
     precision: str = "bf16"
     mode: str = "eager"
     tensor_parallel: int = 1
+    # engines that fuse same-input projections in their fast mode (hf compiled) may be told not to:
+    # the fused and unfused layouts are two code paths of one case
+    fuse_projections: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -117,6 +120,12 @@ class GenerationSession(ABC):
     def info(self) -> dict[str, Any]:
         """Facts about how the engine ran this session (compile options, build time, versions), kept
         in the case's info."""
+        return {}
+
+    def code_path(self) -> dict[str, Any]:
+        """What this session actually runs, as plain values (the case's `code_path`): the layout of
+        its layers, compilation, attention, KV cache, quantization. Two cases whose code paths differ
+        measured different code, whatever their params say."""
         return {}
 
     def verify(self) -> None:  # noqa: B027 - optional: most engines have nothing to check

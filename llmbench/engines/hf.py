@@ -1,6 +1,7 @@
 """Hugging Face transformers engine. Mode "eager": model.generate() with a dynamic KV cache, what a
 plain transformers user gets. Mode "compiled": the same model with fused q/k/v and gate/up projections
-(llmbench.engines.fuse), a static KV cache and a greedy loop whose whole decode step (forward + argmax)
+(llmbench.engines.fuse; fused at load in every precision, unless LoadOptions.fuse_projections is off),
+a static KV cache and a greedy loop whose whole decode step (forward + argmax)
 is one torch.compile'd call (CUDA graphs and tuned Triton kernels on a GPU), as gpt-fast does:
 generate()'s per-step Python bookkeeping (logits processors, stopping criteria, several ms per token
 on a 2026 Xeon) is what keeps a compiled forward from the memory-bandwidth roofline at batch 1.
@@ -79,7 +80,7 @@ class HFEngine(Engine):
 
         built = build_model(model=model.model, pretrained=model.pretrained, weights=model.weights,
                             device=device.torch_device, seed=model.seed)
-        session = HFSession(built, options.mode)
+        session = HFSession(built, options.mode, fuse=options.fuse_projections)
         if options.precision != "bf16":
             session.convert(options.precision)
         return session
@@ -113,7 +114,7 @@ class HFSession(GenerationSession):
     """One loaded model and how to run it: logits for accuracy checks, precision conversion, and
     generate() forced to exactly `output_len` new tokens."""
 
-    def __init__(self, model: Any, mode: str = "eager") -> None:
+    def __init__(self, model: Any, mode: str = "eager", fuse: bool = True) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         self.model = model
@@ -123,7 +124,14 @@ class HFSession(GenerationSession):
         self._static: StaticGreedy | None = None
         self.mode = mode
         self.precision = "bf16"  # how the weights are stored: apply_precision changes it
-        self.fused_groups = 0  # projection groups fused by apply_precision(mode="compiled")
+        # The compiled mode's layout is set here, once, whatever the precision: fusing only inside
+        # convert() left bf16 (never converted) unfused while the docs said compiled mode fuses.
+        # Fusion keeps each output's dot product, so bf16 reference logits are those of the same function.
+        self.fused_groups = 0
+        if mode == "compiled" and fuse:
+            from llmbench.engines.fuse import fuse_projections
+
+            self.fused_groups = fuse_projections(self.model)
 
     @property
     def vocab_size(self) -> int:
@@ -147,14 +155,10 @@ class HFSession(GenerationSession):
             return self.model(input_ids=ids, use_cache=False).logits
 
     def convert(self, precision: str) -> None:
-        """Convert the bf16 weights to `precision`, laid out for the mode: compiled fuses the q/k/v
-        and gate/up projections first (llmbench.engines.fuse), so quantizers see the fused layers."""
+        """Convert the bf16 weights to `precision` in the layout the session was loaded with (compiled:
+        q/k/v and gate/up already fused, so quantizers see the fused layers)."""
         from llmbench.engines.hf_quant import apply_precision
 
-        if self.mode == "compiled" and not self.fused_groups:
-            from llmbench.engines.fuse import fuse_projections
-
-            self.fused_groups = fuse_projections(self.model)
         self.model = apply_precision(self.model, precision)
         self.precision = precision
 
@@ -226,6 +230,26 @@ class HFSession(GenerationSession):
         if self.fused_groups:
             out["fused_projection_groups"] = self.fused_groups
         return out
+
+    def code_path(self) -> dict[str, Any]:
+        """Decode loop, KV cache, layer layout, attention, quantization and compilation of this session."""
+        from llmbench.engines.hf_quant import METHOD
+
+        compiled = self._static is not None
+        path: dict[str, Any] = {
+            "engine": "hf",
+            "mode": self.mode,
+            "decode_loop": "one torch.compile'd greedy step per token" if compiled else "transformers generate()",
+            "kv_cache": "static" if compiled else "dynamic",
+            "fused_projection_groups": self.fused_groups,
+            "attention": str(getattr(self.model.config, "_attn_implementation", None)),
+            "weights": METHOD.get(self.precision, self.precision),
+        }
+        if self.precision != "bf16":
+            path["quantized"] = "in this process, from the bf16 weights on the device"
+        if compiled and self._static is not None:
+            path["compile"] = {"backend": "inductor", "options": dict(self._static.compile_options or {})}
+        return path
 
     def verify(self) -> None:
         if self.mode == "compiled" and not self.compiled():

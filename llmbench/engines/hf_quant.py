@@ -162,6 +162,23 @@ APPLY: dict[str, Apply] = {
 }
 
 
+# How each precision is applied, as a case's code path records it (what ran, not what was asked).
+METHOD: dict[str, str] = {
+    "fp32": "fp32 weights and matmuls (tf32 off)",
+    "tf32": "fp32 weights, tf32 matmuls",
+    "fp16": "fp16 weights",
+    "bf16": "bf16 weights",
+    "fp8": "torchao Float8DynamicActivationFloat8WeightConfig(PerRow): e4m3 weights quantized once, "
+           "activations scaled per call, torch._scaled_mm",
+    "fp8-wo": "torchao Float8WeightOnlyConfig: e4m3 weights, bf16 matmuls",
+    "int8": "torchao Int8WeightOnlyConfig",
+    "int4": "torchao Int4WeightOnlyConfig(group_size=128, tile_packed_to_4d): tinygemm",
+    "nf4": "bitsandbytes Linear4bit nf4, bf16 compute",
+    "fp4": "bitsandbytes Linear4bit fp4, bf16 compute",
+    "llm-int8": "bitsandbytes Linear8bitLt (LLM.int8(), threshold 6)",
+}
+
+
 def apply_precision(model: nn.Module, precision: str) -> nn.Module:
     """Convert a bf16 model to `precision` (in place where the method allows); returns the model."""
     try:

@@ -25,6 +25,7 @@ and capture a handful of CUDA graphs instead of vLLM's 67.
 from __future__ import annotations
 
 import gc
+import os
 import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -216,6 +217,21 @@ class VLLMSession(GenerationSession):
         return {"vllm_version": vllm.__version__, "vllm_engine_args": args,
                 "token_times": "host clock: when each engine step's tokens reach this process from vLLM's engine core",
                 "vllm_model": "preset config dir" if self.model.model else self.args["model"]}
+
+    def code_path(self) -> dict[str, Any]:
+        """vLLM's own engine: paged KV cache, its quantization method, compiled or eager, and the
+        attention backend it chose (when the engine exposes it)."""
+        cfg = self.llm.llm_engine.model_config
+        path: dict[str, Any] = {
+            "engine": "vllm",
+            "mode": "eager" if self.args.get("enforce_eager") else "compiled (torch.compile + CUDA graphs)",
+            "kv_cache": "paged",
+            "weights": str(getattr(cfg, "quantization", None) or getattr(cfg, "dtype", "?")),
+        }
+        backend = os.environ.get("VLLM_ATTENTION_BACKEND")
+        if backend:
+            path["attention"] = backend
+        return path
 
     def close(self) -> None:
         """Shut the engine core down and free its memory, so a following load in this process works."""

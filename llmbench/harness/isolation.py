@@ -4,6 +4,7 @@ status, and the suite goes on. GPU memory is clean for every case because the pr
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from typing import Any
 
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
-from llmbench.measure import progress
+from llmbench.measure import compile_cache, progress
 
 STDERR_TAIL = 4000
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -70,14 +71,14 @@ def _tmp_prefix(kind: str = "case") -> str:
 
 
 def sweep_stale_tmp(root: str | None = None) -> int:
-    """Remove llmbench-case-<pid>-* / llmbench-env-<pid>-* folders whose runner process is gone (a
+    """Remove llmbench-{case,env,compile}-<pid>-* folders whose runner process is gone (a
     kill -9 skips TemporaryDirectory's clean-up). Returns how many were removed."""
     import shutil
 
     removed = 0
     for d in Path(root or tempfile.gettempdir()).glob("llmbench-*-*-*"):
         parts = d.name.split("-")
-        if len(parts) < 4 or parts[1] not in ("case", "env") or not parts[2].isdigit() or not d.is_dir():
+        if len(parts) < 4 or parts[1] not in ("case", "env", "compile") or not parts[2].isdigit() or not d.is_dir():
             continue
         if nvml.pid_alive(int(parts[2])):
             continue
@@ -98,8 +99,30 @@ def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str
         env["CUDA_VISIBLE_DEVICES"] = check_gpus(gpus)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    shared = run_compile_cache()
+    if shared and compile_cache.ENV_DIR not in env:  # a user's own inductor cache folder is kept as it is
+        env.update(compile_cache.cache_env(shared))
     env.update(extra or {})
     return env
+
+
+@functools.cache
+def run_compile_cache() -> str | None:
+    """The folder the case processes of this run (this llmbench process: every pass of --repeat) share
+    for torch.compile's caches: LLMBENCH_COMPILE_CACHE if set to a folder, none if "off", else a
+    temporary folder removed when the run ends (and by `sweep_stale_tmp` after a kill)."""
+    import atexit
+    import shutil
+
+    setting = os.environ.get(compile_cache.USER_SETTING, "")
+    if setting.lower() == "off":
+        return None
+    if setting:
+        Path(setting).mkdir(parents=True, exist_ok=True)
+        return setting
+    folder = tempfile.mkdtemp(prefix=_tmp_prefix("compile"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _signal_name(code: int) -> str:

@@ -428,5 +428,6 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str,
         id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
         reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),
         started_at=started, duration_s=round(time.perf_counter() - t0, 3),
-        settings=case.settings.model_dump(), info=payload.get("info", {}), traceback=out.traceback,
+        settings=case.settings.model_dump(), info=payload.get("info", {}), code_path=payload.get("code_path", {}),
+        traceback=out.traceback,
     )

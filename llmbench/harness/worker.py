@@ -61,8 +61,8 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         return {**out, "status": status, "reason": f"{type(e).__name__}: {first}"[:500],
                 "traceback": traceback.format_exc()[-TRACEBACK_TAIL:], "info": ctx.info,
-                "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
-    return {**out, "status": "ok", "timer": ctx.timer.name, "info": ctx.info,
+                "code_path": ctx.code_path, "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
+    return {**out, "status": "ok", "timer": ctx.timer.name, "info": ctx.info, "code_path": ctx.code_path,
             "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
 
 

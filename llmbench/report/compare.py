@@ -20,6 +20,7 @@ import numpy as np
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
 from llmbench.report.caselabels import case_labels, searched_batch
+from llmbench.report.codepath import CodePathNote, code_path_notes, code_path_warnings
 from llmbench.report.envdiff import env_differences
 from llmbench.report.inputs import SetRef, machine_count
 from llmbench.report.labels import mixing_warning
@@ -128,6 +129,16 @@ class Comparison:
     geomeans: list[Geomean]
     env_diffs: list[tuple[str, list[str]]]
     warning: str | None
+    code_paths: list[CodePathNote] = field(default_factory=list)  # joined cases whose code paths differ
+
+    @property
+    def joined_cases(self) -> int:
+        return len({r.case_id for r in self.rows})
+
+    def code_path_warnings(self) -> list[str]:
+        """What a reader must know before taking a ratio as the GPUs' difference: cases that ran
+        different code, and cases whose code path a side did not record."""
+        return code_path_warnings(self.code_paths, self.joined_cases, [s.label for s in self.sets])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +163,7 @@ class Comparison:
             "geomeans": [g.to_dict() for g in self.geomeans],
             "one_sided": [c.to_dict() for c in self.one_sided],
             "not_ok": [c.to_dict() for c in self.not_ok],
+            "code_paths": [n.to_dict() for n in self.code_paths],
         }
 
 
@@ -291,6 +303,7 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
         _geomeans(rows, len(sets)),
         env_differences([s.rs for s in sets]),
         mixing_warning([s.rs for s in sets]),
+        code_path_notes(sets, labels),
     )
 
 

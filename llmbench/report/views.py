@@ -126,6 +126,21 @@ def spread_table(cmp: Comparison) -> Table | None:
     )
 
 
+def code_path_table(cmp: Comparison) -> Table | None:
+    """The joined cases whose sides ran different code (the differing keys, each side's values), and
+    a note for those a side recorded no code path for."""
+    differ = [n for n in cmp.code_paths if n.keys]
+    notes = cmp.code_path_warnings()
+    if not notes:
+        return None
+    body = [
+        [n.case, key, *[MISSING if p is None else str(p.get(key, MISSING)) for p in n.paths]]
+        for n in differ for key in n.keys
+    ]
+    return Table("Code paths that differ", ["case", "code path", *[s.label for s in cmp.sets]], body,
+                 notes=notes, empty="no joined case ran a different code path on another side")
+
+
 def comparison_tables(cmp: Comparison) -> list[Table]:
     sets, b = cmp.sets, cmp.baseline
     others = [i for i in range(len(sets)) if i != b]
@@ -139,6 +154,9 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 [[k, *v] for k, v in cmp.env_diffs],
             )
         )
+    code_paths = code_path_table(cmp)
+    if code_paths is not None:
+        tables.append(code_paths)
     scenarios = list(dict.fromkeys(r.scenario for r in cmp.rows))
     for sc in scenarios:
         rows = [r for r in cmp.rows if r.scenario == sc]

@@ -55,6 +55,9 @@ class CaseContext:
         self.timer = timer_for(device.kind)
         self.metrics: dict[str, MetricResult] = {}
         self.info: dict[str, Any] = {}
+        # what actually ran (CaseResult.code_path): facts that, if they differ, make two figures
+        # measurements of different code rather than of different machines
+        self.code_path: dict[str, Any] = {}
         self._emit = emit_progress
 
     # -- progress -----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from llmbench.engines.base import ENGINES, Capability, Engine, GenerationSession
 from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
+from llmbench.measure import compile_cache
 from llmbench.measure.kernel_profile import StepProfile, decode_step_profile
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS, known_preset
@@ -51,8 +52,10 @@ class GenerateParams(ScenarioParams):
     output_len: int = Field(128, ge=2, description=">= 2: TPOT = (E2E - TTFT) / (N - 1)")
     mode: Literal["eager", "compiled"] = "eager"
     tensor_parallel: int = Field(1, ge=1, description="GPUs the engine shards the model over (engines that can)")
+    fuse: bool = Field(True, description="mode=compiled on the hf engine: q/k/v and gate/up as one matmul each; "
+                       "false measures the unfused layout (what fusion is worth)")
 
-    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel"})
+    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel", "fuse"})
 
     @model_validator(mode="before")
     @classmethod
@@ -85,6 +88,9 @@ class GenerateParams(ScenarioParams):
             )
         if self.weights == "pretrained" and self.pretrained is None:
             raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>'")
+        if not self.fuse and (self.mode != "compiled" or self.engine != "hf"):
+            raise ValueError("fuse = false applies to engine = 'hf' with mode = 'compiled' only "
+                             "(eager never fuses; other engines lay out their own layers)")
         if self.model is not None:
             limit = PRESETS[self.model].max_positions
             if self.input_len + self.output_len > limit:
@@ -275,12 +281,16 @@ class GenerateScenario(Scenario):
         ids = synthetic_ids(session.vocab_size, params.batch_size, params.input_len, dev.torch_device, SEED)
         session.prepare(params.output_len)
         ctx.progress(0.0, "compiling" if params.mode == "compiled" else "first call")
+        cache_before = compile_cache.counts()
         t0 = time.perf_counter()
         session.generate(ids)
         ctx.sync()
         ctx.record_value("compile_s", time.perf_counter() - t0)
         session.verify()
         ctx.info.update(session.info())
+        ctx.code_path.update(session.code_path())
+        if params.mode == "compiled" and engine.in_process:
+            ctx.info.update(compile_cache.state(cache_before, compile_cache.counts()))
 
         per_token = Capability.TOKEN_TIMESTAMPS in engine.capabilities
         clock = TokenClock(cuda=dev.is_cuda and session.token_clock == "stream")
@@ -319,6 +329,7 @@ class GenerateScenario(Scenario):
                 gpu_step = step.busy_s
                 ctx.info["gpu_kernels_per_step"] = round(step.kernels, 1)
                 ctx.info["gpu_top_kernels_ms_per_step"] = {n[:100]: round(t * 1e3, 4) for n, t in step.top(6)}
+                ctx.code_path["top_kernels"] = [n[:100] for n, _ in step.top(6)]
             except Exception as e:
                 ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
         ctx.info["cpu_ms_per_step"] = cpu_step * 1e3
@@ -453,7 +464,7 @@ def _load_options(params: GenerateParams, precision: str | None = None) -> LoadO
     if params.model is not None:
         extra["max_positions"] = PRESETS[params.model].max_positions
     return LoadOptions(precision=precision or params.precision, mode=params.mode,
-                       tensor_parallel=params.tensor_parallel, extra=extra)
+                       tensor_parallel=params.tensor_parallel, fuse_projections=params.fuse, extra=extra)
 
 
 def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:

@@ -1,0 +1,117 @@
+"""The code path each case ran: recorded by the engine, checked against what each precision and mode
+should run, and compared between result sets (a changed path is flagged, never silent).
+
+bf16 compiled decode once stopped fusing its q/k/v and gate/up projections (fusion happened only while
+converting to another precision) and nothing said so: the first tests here fail on that code."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from test_compare_support import H100_ENV, H200_ENV, case, metric, refs, result_set
+
+from llmbench.engines.base import LoadOptions, ModelRef
+from llmbench.engines.hf import HFEngine
+from llmbench.harness.worker import run_case
+from llmbench.precision import PRECISIONS, DeviceInfo, unsupported_reason
+from llmbench.report.compare import compare
+from llmbench.report.views import comparison_tables
+
+CPU = DeviceInfo("cpu", "CPU")
+CPU_PRECISIONS = [p for p in PRECISIONS if unsupported_reason(p, CPU) is None]
+if importlib.util.find_spec("torchao") is not None and "int8" not in CPU_PRECISIONS:
+    CPU_PRECISIONS.append("int8")  # torchao's int8 weight-only runs on a CPU
+
+
+def load(precision: str, mode: str, **options: Any) -> Any:
+    return HFEngine().load(ModelRef(model="tiny-llama"), LoadOptions(precision=precision, mode=mode, **options), CPU)
+
+
+@pytest.mark.parametrize("precision", CPU_PRECISIONS)
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_compiled_mode_fuses_in_every_precision_and_eager_never_does(precision: str, mode: str) -> None:
+    session = load(precision, mode)
+    want = 2 * session.model.config.num_hidden_layers if mode == "compiled" else 0  # q/k/v and gate/up a layer
+    assert session.fused_groups == want
+    path = session.code_path()
+    assert path["fused_projection_groups"] == want
+    assert path["engine"] == "hf" and path["mode"] == mode
+    assert ("quantized" in path) == (precision != "bf16")
+
+
+def test_the_unfused_layout_is_asked_for_explicitly() -> None:
+    session = load("bf16", "compiled", fuse_projections=False)
+    assert session.fused_groups == 0 and session.code_path()["fused_projection_groups"] == 0
+
+
+def run(**params: Any) -> dict[str, Any]:
+    return run_case({"scenario": "generate", "params": {"model": "tiny-llama", "batch_size": 1, "input_len": 4,
+                                                        "output_len": 3, **params},
+                     "settings": {"warmup_iters": 0, "min_iters": 2, "min_seconds": 0.0}, "device": "cpu"})
+
+
+def test_a_generate_case_records_the_path_it_ran() -> None:
+    r = run()
+    assert r["status"] == "ok", r.get("traceback")
+    path = r["code_path"]
+    assert path["decode_loop"] == "transformers generate()" and path["kv_cache"] == "dynamic"
+    assert path["fused_projection_groups"] == 0 and path["weights"] == "bf16 weights"
+    assert "compile" not in path
+
+
+@pytest.mark.slow
+def test_a_compiled_case_records_fusion_compilation_and_its_compile_cache(tmp_path: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    r = run(mode="compiled")
+    assert r["status"] == "ok", r.get("traceback")
+    path = r["code_path"]
+    assert path["fused_projection_groups"] > 0 and path["kv_cache"] == "static"
+    assert path["compile"]["backend"] == "inductor"
+    assert r["info"]["compile_cache_state"] in ("cold", "warm", "partly warm")
+
+
+def test_fuse_false_is_refused_where_it_means_nothing() -> None:
+    from pydantic import ValidationError
+
+    from llmbench.scenarios.generate import GenerateParams
+
+    with pytest.raises(ValidationError, match="fuse = false applies to engine = 'hf' with mode = 'compiled'"):
+        GenerateParams(model="tiny-llama", fuse=False)  # eager never fuses
+    assert GenerateParams(model="tiny-llama", mode="compiled", fuse=False).fuse is False
+
+
+def _decode(path: dict[str, Any] | None, value: float, seed: int = 0) -> Any:
+    c = case("generate", {"model": "llama-3-8b", "batch_size": 1, "mode": "compiled"},
+             {"decode_tokens_per_s": metric("decode_tokens_per_s", value, seed=seed)})
+    if path is not None:
+        c.code_path = path
+    return c
+
+
+FUSED = {"engine": "hf", "mode": "compiled", "fused_projection_groups": 64, "top_kernels": ["a"]}
+
+
+def test_compare_flags_a_pair_whose_code_paths_differ() -> None:
+    h100 = result_set(H100_ENV, [_decode({**FUSED, "fused_projection_groups": 0}, 150.0)])
+    h200 = result_set(H200_ENV, [_decode({**FUSED, "top_kernels": ["b"]}, 190.0, seed=1)])
+    cmp = compare(refs(h100, h200))
+    assert [n.keys for n in cmp.code_paths] == [["fused_projection_groups"]]  # kernel names are diagnostics
+    warnings = cmp.code_path_warnings()
+    assert len(warnings) == 1
+    assert "1 of 1 joined cases ran different code paths (fused_projection_groups)" in warnings[0]
+    table = next(t for t in comparison_tables(cmp) if t.title == "Code paths that differ")
+    assert table.rows[0][1:] == ["fused_projection_groups", "0", "64"]
+    assert cmp.to_dict()["code_paths"][0]["differing_keys"] == ["fused_projection_groups"]
+
+
+def test_compare_says_where_no_code_path_was_recorded_and_is_quiet_when_paths_agree() -> None:
+    old = result_set(H100_ENV, [_decode(None, 150.0)])
+    new = result_set(H200_ENV, [_decode(FUSED, 190.0, seed=1)])
+    warnings = compare(refs(old, new)).code_path_warnings()
+    assert len(warnings) == 1 and "no recorded code path" in warnings[0]
+    same = compare(refs(result_set(H100_ENV, [_decode(FUSED, 150.0)]), new))
+    assert same.code_paths == [] and same.code_path_warnings() == []
+    assert all(t.title != "Code paths that differ" for t in comparison_tables(same))
