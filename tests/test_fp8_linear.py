@@ -172,7 +172,7 @@ def test_scaled_mm_module_matches_bf16_and_backpropagates() -> None:
     if not hasattr(torch, "_scaled_mm"):
         pytest.skip("this torch has no _scaled_mm")
     base = fp8_impls.baseline("linear", (32, 64, 48), "cpu", torch.bfloat16)
-    mod, _ = fp8_impls.build("scaled-mm", base)
+    mod, _ = fp8_impls.build("scaled-mm", base, "fwd_bwd")  # training: the weight gets a gradient
     x = torch.randn(32, 48, dtype=torch.bfloat16, requires_grad=True)
     try:
         y = mod(x)
@@ -183,6 +183,58 @@ def test_scaled_mm_module_matches_bf16_and_backpropagates() -> None:
     y.backward(torch.ones_like(y))
     assert x.grad is not None and x.grad.shape == x.shape
     assert mod.weight.grad is not None and mod.weight.grad.shape == base.weight.shape
+
+
+def test_inference_scaled_mm_quantizes_its_weight_once_and_training_every_call() -> None:
+    torch = pytest.importorskip("torch")
+    base = fp8_impls.baseline("linear", (32, 64, 48), "cpu", torch.bfloat16)
+    inference, _ = fp8_impls.build("scaled-mm", base, "fwd")
+    assert inference.w8.dtype == torch.float8_e4m3fn and not list(inference.parameters())  # no bf16 weight left
+    x = torch.randn(32, 48, dtype=torch.bfloat16)
+    try:
+        y = inference(x)
+    except RuntimeError as e:
+        pytest.skip(f"torch._scaled_mm does not run on this CPU build: {e}")
+    ref = base(x).float()
+    assert float((y.float() - ref).norm() / ref.norm()) < 0.1
+    for impl, pass_ in (("scaled-mm", "fwd_bwd"), ("scaled-mm-percall-weight", "fwd")):
+        mod, _ = fp8_impls.build(impl, base, pass_)
+        assert mod.weight is base.weight or torch.equal(mod.weight, base.weight)  # cast from bf16 in each call
+    assert fp8_impls.code_path("scaled-mm", "fwd", "eager")["weights_quantized"] == "once at load"
+    assert fp8_impls.code_path("scaled-mm", "fwd_bwd", "eager")["weights_quantized"] == "every call"
+    assert fp8_impls.code_path("scaled-mm-percall-weight", "fwd", "eager")["weights_quantized"] == "every call"
+
+
+def test_the_roofline_of_a_weight_quantized_once_has_no_weight_cast() -> None:
+    once = lr.linear_kernels(1024, 4096, 4096, "scaled-mm", "fwd", weight_once=True)
+    every = lr.linear_kernels(1024, 4096, 4096, "scaled-mm", "fwd")
+    assert [k.name for k in every if k.name not in {x.name for x in once}] == ["amax w", "cast w"]
+
+
+def test_impls_run_in_their_users_mode_by_default() -> None:
+    from llmbench.scenarios.linear_fp8 import LinearFp8, LinearFp8Params
+
+    def params(**kw: Any) -> LinearFp8Params:
+        return LinearFp8Params(model="llama-3-8b", proj="down", tokens=16384, **kw)
+
+    assert params(impl="torchao-rowwise").run_mode == "compiled"  # torchao documents torch.compile
+    assert params(impl="torchao-rowwise", mode="eager").run_mode == "eager"  # the labelled variant
+    assert params(impl="scaled-mm").run_mode == "eager" and params(impl="te-delayed").run_mode == "eager"
+    why = LinearFp8().skip_reason(params(impl="te-delayed", mode="compiled"), H200)
+    assert why is not None and "runs eagerly" in why
+    assert "mode" not in params(impl="scaled-mm").model_dump()  # at its default: the case ids stay as they were
+
+
+def test_gemm_shapes_of_each_pass() -> None:
+    assert fp8_impls.gemm_shapes(False, (16, 64, 32), "fwd") == [(16, 64, 32)]
+    assert fp8_impls.gemm_shapes(False, (16, 64, 32), "fwd_bwd") == [(16, 64, 32), (16, 32, 64), (64, 32, 16)]
+    assert fp8_impls.gemm_shapes(True, (16, 64, 32), "fwd") == [(16, 128, 32), (16, 32, 64)]
+
+
+def test_compiled_bf16_case_records_its_mode_and_compile_time_on_cpu() -> None:
+    r = run("linear_fp8", impl="bf16", shape=[32, 64, 48], mode="compiled")
+    assert r["status"] == "ok", r.get("traceback")
+    assert r["code_path"]["mode"] == "compiled" and r["info"]["compile_s"] > 0
 
 
 def test_ratio_ci_brackets_the_ratio() -> None:
@@ -269,15 +321,26 @@ def test_burn_runs_on_cpu_with_a_timeline() -> None:
 
 
 # -- mamf ----------------------------------------------------------------------------------------
-def test_mamf_search_reports_the_best_point() -> None:
+def test_mamf_headline_is_the_best_sustained_rate_and_the_burst_is_labelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmbench.scenarios import mamf
+
+    monkeypatch.setattr(mamf, "SUSTAIN_S", 0.05)
     r = run("mamf", precision="fp32", m=[32, 64, 32], n=[32, 64, 32], k=[16, 32, 16])
     assert r["status"] == "ok", r.get("traceback")
     pts = r["info"]["points"]
     assert len(pts["tflops"]) == 8 and set(pts["m"]) == {32, 64}
-    best = max(pts["tflops"])
-    assert r["metrics"]["tflops"]["value"] == best
-    i = pts["tflops"].index(best)
-    assert r["info"]["best_shape"] == [pts["m"][i], pts["n"][i], pts["k"][i]]
+    burst = max(pts["tflops"])
+    assert r["metrics"]["burst_tflops"]["value"] == burst
+    i = pts["tflops"].index(burst)
+    assert r["info"]["burst_shape"] == [pts["m"][i], pts["n"][i], pts["k"][i]]
+    sustained = r["info"]["sustained"]
+    assert len(sustained) == mamf.SUSTAIN_TOP  # the search's best shapes, each re-measured
+    top = sorted(pts["tflops"], reverse=True)[: mamf.SUSTAIN_TOP]
+    assert sorted((p["burst_tflops"] for p in sustained), reverse=True) == top
+    best = max(sustained, key=lambda p: p["sustained_tflops"])
+    assert r["metrics"]["tflops"]["value"] == best["sustained_tflops"]
+    assert r["info"]["best_shape"] == best["shape"]
+    assert "sustained" in r["code_path"]["headline"]
 
 
 def test_mamf_gates_like_gemm() -> None:

@@ -62,6 +62,7 @@ SCHEMES: dict[str, Scheme] = {
     "torchao-tensorwise": Scheme(True, True, "fp8"),
     "torchao-rowwise": Scheme(True, False, "fp8"),
     "scaled-mm": Scheme(True, True, "fp8"),
+    "scaled-mm-percall-weight": Scheme(True, True, "fp8"),
 }
 
 
@@ -98,14 +99,15 @@ def _gemm(name: str, m: int, n: int, k: int, scheme: Scheme) -> Kernel:
     return Kernel(name, 2.0 * m * n * k, (m * k + n * k) * ob + m * n * BF16, scheme.peak_key)
 
 
-def linear_kernels(m: int, n: int, k: int, impl: str, pass_: Pass) -> list[Kernel]:
+def linear_kernels(m: int, n: int, k: int, impl: str, pass_: Pass, weight_once: bool = False) -> list[Kernel]:
     """The kernels of one y = x @ W^T (x: M x K, W: N x K), forward or forward + backward (dgrad and
-    wgrad GEMMs; fp8 casts the output gradient too)."""
+    wgrad GEMMs; fp8 casts the output gradient too). `weight_once`: the weight was quantized at load
+    (inference), so no call casts it."""
     s = SCHEMES[impl]
     bwd = pass_ == "fwd_bwd"
     ks: list[Kernel] = []
     if s.fp8:
-        ks += _cast("x", m * k, s, bwd) + _cast("w", n * k, s, bwd)
+        ks += _cast("x", m * k, s, bwd) + ([] if weight_once else _cast("w", n * k, s, bwd))
     ks.append(_gemm("fwd gemm", m, n, k, s))
     if bwd:
         if s.fp8:
@@ -115,16 +117,18 @@ def linear_kernels(m: int, n: int, k: int, impl: str, pass_: Pass) -> list[Kerne
     return ks
 
 
-def mlp_kernels(m: int, hidden: int, intermediate: int, impl: str, pass_: Pass) -> list[Kernel]:
+def mlp_kernels(
+    m: int, hidden: int, intermediate: int, impl: str, pass_: Pass, weight_once: bool = False
+) -> list[Kernel]:
     """A Llama MLP block: fused gate_up, SiLU(gate) * up, down (norm left out: the same in every impl)."""
     ks = [Kernel(f"gate_up: {x.name}", x.flops, x.bytes, x.peak_key)
-          for x in linear_kernels(m, 2 * intermediate, hidden, impl, pass_)]
+          for x in linear_kernels(m, 2 * intermediate, hidden, impl, pass_, weight_once)]
     act_bytes = m * intermediate * (2 * BF16 + BF16)  # read gate and up, write the product
     ks.append(Kernel("silu*mul", 4.0 * m * intermediate, act_bytes, "memory"))
     if pass_ == "fwd_bwd":
         ks.append(Kernel("silu*mul bwd", 8.0 * m * intermediate, m * intermediate * 5 * BF16, "memory"))
     ks += [Kernel(f"down: {x.name}", x.flops, x.bytes, x.peak_key)
-           for x in linear_kernels(m, hidden, intermediate, impl, pass_)]
+           for x in linear_kernels(m, hidden, intermediate, impl, pass_, weight_once)]
     return ks
 
 

@@ -2,7 +2,12 @@
 
 Each builder takes the bf16 baseline module (so every impl multiplies the same weights) and returns a
 module whose forward (and backward) does its own casts to fp8: that cast work is part of what fp8
-costs, so it is timed. torch, torchao and transformer_engine are imported inside the functions.
+costs, so it is timed. Each impl is measured the way its users run it: `scaled-mm` in a forward pass
+is inference, whose weights are quantized once at load (only the activation is scaled per call); in
+training (fwd_bwd) the weights change every step, so every impl casts them every call
+(`scaled-mm-percall-weight` keeps the per-call weight cast in a forward pass too, labelled as such).
+torchao's float8 training is documented with torch.compile, so its default mode is compiled (MODES).
+torch, torchao and transformer_engine are imported inside the functions.
 """
 
 from __future__ import annotations
@@ -22,7 +27,41 @@ TE_RECIPES: dict[str, tuple[str, tuple[int, int]]] = {
     "te-nvfp4": ("NVFP4BlockScaling", (10, 0)),
 }
 TORCHAO_RECIPES = {"torchao-tensorwise": "tensorwise", "torchao-rowwise": "rowwise"}
+SCALED_MM = ("scaled-mm", "scaled-mm-percall-weight")
 FP8_MIN_CC = (8, 9)
+
+
+def weight_once(impl: str, pass_: str) -> bool:
+    """Whether `impl` quantizes its weights once at load: scaled-mm's inference (forward) path."""
+    return impl == "scaled-mm" and pass_ == "fwd"
+
+
+def default_mode(impl: str) -> str:
+    """How an impl's users run it: torchao float8 under torch.compile (its documented use); Transformer
+    Engine eagerly (its modules fuse their own casts); torch._scaled_mm and bf16 eagerly."""
+    return "compiled" if impl in TORCHAO_RECIPES else "eager"
+
+
+def mode_reason(impl: str, mode: str) -> str | None:
+    """Why `impl` cannot run in `mode` (Transformer Engine's modules are not run under torch.compile)."""
+    if mode == "compiled" and impl in TE_RECIPES:
+        return f"{impl} runs eagerly: Transformer Engine's modules fuse their own casts (mode = 'compiled' is not run)"
+    return None
+
+
+def code_path(impl: str, pass_: str, mode: str) -> dict[str, Any]:
+    """What a linear_fp8 case runs: the impl's kernels, where weights are quantized, activation scaling."""
+    path: dict[str, Any] = {"impl": impl, "mode": mode, "baseline": f"bf16 nn.Linear, {mode}"}
+    if impl == "bf16":
+        return path
+    if impl in TE_RECIPES:
+        path["recipe"] = f"transformer_engine {TE_RECIPES[impl][0]}"
+    elif impl in TORCHAO_RECIPES:
+        path["recipe"] = f"torchao convert_to_float8_training, {TORCHAO_RECIPES[impl]} scaling"
+    else:
+        path["kernel"] = "torch._scaled_mm, e4m3 operands (e5m2 gradients), dynamic per-tensor scales"
+    path["weights_quantized"] = "once at load" if weight_once(impl, pass_) else "every call"
+    return path
 
 
 def importable(module: str) -> bool:
@@ -86,7 +125,7 @@ def baseline(kind: str, m_dims: tuple[int, int, int], device: str, dtype: Any) -
     return LlamaMLP()
 
 
-def build(impl: str, base: Any) -> tuple[Any, Any]:
+def build(impl: str, base: Any, pass_: str) -> tuple[Any, Any]:
     """(module, context factory) of `impl` over the weights of `base`; the context wraps each call
     (TE's autocast), a null context elsewhere."""
     import contextlib
@@ -104,8 +143,8 @@ def build(impl: str, base: Any) -> tuple[Any, Any]:
         root = torch.nn.Sequential(copy.deepcopy(base))
         convert_to_float8_training(root, config=Float8LinearConfig.from_recipe_name(TORCHAO_RECIPES[impl]))
         return root, contextlib.nullcontext
-    if impl == "scaled-mm":
-        return _swap_scaled_mm(copy.deepcopy(base)), contextlib.nullcontext
+    if impl in SCALED_MM:
+        return _swap_scaled_mm(copy.deepcopy(base), weight_once(impl, pass_)), contextlib.nullcontext
     raise ValueError(f"unknown impl {impl!r}")
 
 
@@ -135,14 +174,15 @@ def _te(impl: str, base: Any) -> tuple[Any, Any]:
     return mod, functools.partial(te_autocast, te, recipe)
 
 
-def _swap_scaled_mm(module: Any) -> Any:
-    """Every nn.Linear of `module` (or `module` itself) replaced by a ScaledMMLinear on its weight."""
+def _swap_scaled_mm(module: Any, once: bool) -> Any:
+    """Every nn.Linear of `module` (or `module` itself) replaced by a ScaledMMLinear on its weight,
+    its weight quantized now (`once`, inference) or in every call (training)."""
     import torch
 
     if isinstance(module, torch.nn.Linear):
-        return ScaledMMLinear.of(module)
+        return ScaledMMLinear.quantized(module) if once else ScaledMMLinear.of(module)
     for name, child in list(module.named_children()):
-        setattr(module, name, _swap_scaled_mm(child))
+        setattr(module, name, _swap_scaled_mm(child, once))
     return module
 
 
@@ -208,3 +248,68 @@ class ScaledMMLinear:
                 return fn.apply(x, self.weight)
 
         return _ScaledMMLinear(linear.weight)
+
+    @staticmethod
+    def quantized(linear: Any) -> Any:
+        """Inference: the weight cast to e4m3 once, here, and kept column-major as cuBLAS wants it;
+        each call scales and casts only the activation."""
+        import torch
+
+        e4m3 = torch.float8_e4m3fn
+        with torch.no_grad():
+            w8, sw = _to_fp8(linear.weight.detach(), e4m3)  # [N, K] row-major = [K, N] column-major
+
+        class _QuantizedScaledMMLinear(torch.nn.Module):
+            w8: torch.Tensor
+            scale_w: torch.Tensor
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.register_buffer("w8", w8)
+                self.register_buffer("scale_w", sw)
+
+            def forward(self, x: Any) -> Any:
+                x2 = x.reshape(-1, x.shape[-1])
+                x8, sx = _to_fp8(x2, e4m3)
+                y = torch._scaled_mm(x8, self.w8.t(), scale_a=sx, scale_b=self.scale_w, out_dtype=torch.bfloat16)
+                return y.reshape(*x.shape[:-1], self.w8.shape[0])
+
+        return _QuantizedScaledMMLinear()
+
+
+def gemm_shapes(mlp: bool, dims: tuple[int, int, int], pass_: str) -> list[tuple[int, int, int]]:
+    """(M, N, K) of each GEMM of the pass: forward; with fwd_bwd also dgrad (M, K, N) and wgrad (N, K, M).
+    The MLP block: gate_up (M, 2I, H) and down (M, H, I), each with its backward GEMMs."""
+    m, n, k = dims
+    linears = [(m, 2 * n, k), (m, k, n)] if mlp else [(m, n, k)]
+    out = []
+    for mm, nn_, kk in linears:
+        out.append((mm, nn_, kk))
+        if pass_ == "fwd_bwd":
+            out += [(mm, kk, nn_), (nn_, kk, mm)]
+    return out
+
+
+def gemm_only(shapes: list[tuple[int, int, int]], fp8: bool, device: str) -> Any:
+    """A call running just the pass's GEMMs on operands already in their format (fp8: e4m3 with unit
+    scales through torch._scaled_mm; else bf16 torch.mm): no casts, no scaling, the ceiling of any impl."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(1)
+    ops = []
+    for m, n, k in shapes:
+        a = torch.randn(m, k, device=device, dtype=torch.bfloat16, generator=gen)
+        b = torch.randn(n, k, device=device, dtype=torch.bfloat16, generator=gen)
+        if fp8:
+            ops.append((a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn).t()))  # b column-major
+        else:
+            ops.append((a, b.t()))
+    one = torch.ones((), device=device, dtype=torch.float32)
+
+    def run() -> None:
+        for a, b in ops:
+            if fp8:
+                torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            else:
+                torch.mm(a, b)
+    return run

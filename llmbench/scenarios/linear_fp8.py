@@ -29,7 +29,7 @@ from llmbench.scenarios.gemm import measured_peak_tflops
 
 Impl = Literal[
     "bf16", "te-delayed", "te-current", "te-block", "te-mxfp8", "te-nvfp4",
-    "torchao-tensorwise", "torchao-rowwise", "scaled-mm",
+    "torchao-tensorwise", "torchao-rowwise", "scaled-mm", "scaled-mm-percall-weight",
 ]
 Proj = Literal["q", "k", "v", "o", "qkv", "gate", "up", "gate_up", "down", "mlp"]
 TOKENS = (16, 128, 1024, 4096, 16384)
@@ -45,6 +45,15 @@ class LinearFp8Params(ScenarioParams):
     tokens: int = 1024  # M: tokens in the batch (batch x sequence)
     # (M, N, K) instead of model/proj; with proj="mlp": (M, intermediate, hidden)
     shape: tuple[int, int, int] | None = None
+    # auto: as the impl's users run it (torchao compiled, the others eager; fp8_impls.default_mode); the
+    # bf16 baseline runs in the same mode, so the speedup compares like with like
+    mode: Literal["auto", "eager", "compiled"] = "auto"
+
+    added_later: ClassVar[frozenset[str]] = frozenset({"mode"})
+
+    @property
+    def run_mode(self) -> str:
+        return fp8_impls.default_mode(self.impl) if self.mode == "auto" else self.mode
 
     _known_model = field_validator("model")(known_preset)
 
@@ -80,9 +89,10 @@ class LinearFp8Params(ScenarioParams):
 
 def kernels(params: LinearFp8Params, impl: str) -> list[lr.Kernel]:
     m, n, k = params.dims()
+    once = fp8_impls.weight_once(impl, params.pass_)
     if params.is_mlp:
-        return lr.mlp_kernels(m, k, n, impl, params.pass_)
-    return lr.linear_kernels(m, n, k, impl, params.pass_)
+        return lr.mlp_kernels(m, k, n, impl, params.pass_, once)
+    return lr.linear_kernels(m, n, k, impl, params.pass_, once)
 
 
 def impl_reason(impl: str, device: DeviceInfo, dims: tuple[int, int, int],
@@ -117,13 +127,14 @@ def ratio_ci(base_s: list[float], impl_s: list[float]) -> tuple[float, float, fl
 @SCENARIOS.register("linear_fp8")
 class LinearFp8(Scenario):
     Params = LinearFp8Params
-    headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32")
+    headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32", "gemm_only_speedup_vs_bf16")
     description = ("A linear layer or Llama MLP at real models' GEMM shapes: fp8 (Transformer Engine, torchao, "
-                   "torch._scaled_mm) against bf16 in the same case, with a roofline prediction")
+                   "torch._scaled_mm) against bf16 in the same case and mode, the GEMMs alone beside it, "
+                   "with a roofline prediction")
     bounds: ClassVar[dict[str, Bound]] = {"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
-        return impl_reason(params.impl, device, params.dims())
+        return fp8_impls.mode_reason(params.impl, params.run_mode) or impl_reason(params.impl, device, params.dims())
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return 2 * rule.min_seconds + 5.0
@@ -157,12 +168,23 @@ class LinearFp8(Scenario):
 
         ctx.progress(0.0, f"building {params.impl}")
         try:
-            mod, autocast = fp8_impls.build(params.impl, base)
+            mod, autocast = fp8_impls.build(params.impl, base, params.pass_)
         except ImportError as e:
             raise Skip(f"{params.impl} could not be imported ({e}); see the install command in the docs") from e
+        mode = params.run_mode
+        ctx.code_path.update(fp8_impls.code_path(params.impl, params.pass_, mode))
+        timed_base = base
+        if mode == "compiled":
+            timed_base, mod = torch.compile(base), torch.compile(mod)
         bwd = params.pass_ == "fwd_bwd"
-        fn_base = _step(base, x, dy, bwd, None)
+        fn_base = _step(timed_base, x, dy, bwd, None)
         fn_impl = _step(mod, x, dy, bwd, autocast)
+        if mode == "compiled":  # compile what will be timed before anything is (and count what it cost)
+            for name, fn in [("compile_s", fn_impl)] + ([("compile_s_bf16", fn_base)] if params.impl != "bf16" else []):
+                t0 = time.perf_counter()
+                fn()
+                ctx.sync()
+                ctx.info[name] = round(time.perf_counter() - t0, 3)
 
         ctx.progress(0.0, "checking against fp32")
         ref = _fp32_reference(base, x[:REF_ROWS])
@@ -191,7 +213,25 @@ class LinearFp8(Scenario):
                                                      "ci_method": "bootstrap (percentile, ratio of medians)"}
         ctx.record_monitors(meas)
         ctx.info.update(m=m, n=n, k=k, flops_per_call=flops, kernels_predicted=len(ks_impl))
+        if params.impl != "bf16":
+            self._gemm_only(params, ctx, (m, n, k))
         self._roofline(params, ctx, launch_s, ks_impl, float(np.median(meas.samples_s)))
+
+    def _gemm_only(self, params: Any, ctx: CaseContext, dims: tuple[int, int, int]) -> None:
+        """The pass's GEMMs alone, fp8 (torch._scaled_mm on operands already in e4m3) and bf16: the
+        ceiling any implementation's casts and scaling eat into."""
+        shapes = fp8_impls.gemm_shapes(params.is_mlp, dims, params.pass_)
+        dev = ctx.device.torch_device
+        bf16 = ctx.measure(fp8_impls.gemm_only(shapes, False, dev), monitor=False)
+        fp8 = ctx.measure(fp8_impls.gemm_only(shapes, True, dev), monitor=False)
+        ctx.record("gemm_only_ms", [t * 1e3 for t in fp8.samples_s])
+        ratio, lo, hi = ratio_ci(bf16.samples_s, fp8.samples_s)
+        ctx.record_value("gemm_only_speedup_vs_bf16", ratio)
+        ctx.metrics["gemm_only_speedup_vs_bf16"].stats = {
+            "median": ratio, "ci95": [lo, hi], "n": len(fp8.samples_s), "n_bf16": len(bf16.samples_s),
+            "ci_method": "bootstrap (percentile, ratio of medians)"}
+        ctx.info["gemm_only"] = {"shapes": [list(s) for s in shapes], "bf16_ms_median": float(np.median(
+            bf16.samples_s)) * 1e3, "kernel": "torch._scaled_mm, e4m3 x e4m3, unit scales, bf16 out"}
 
     def _roofline(self, params: Any, ctx: CaseContext, launch_s: float, ks_impl: list[lr.Kernel],
                   measured_s: float) -> None:
