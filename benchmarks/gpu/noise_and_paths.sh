@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Code paths and the noise floor on one H100 or H200, as one background job that outlives a single
+# device command (each is limited to 10 minutes), in this order:
+#   1. fp8 linear as its users run it: benchmarks/fp8_linear_check.py (plain torch + torchao, the
+#      independent check) and the fp8-linear-modes suite;
+#   2. MAMF (bf16, fp8): the best sustained matmul rate beside the search's burst;
+#   3. decode-fusion: bf16 compiled decode at batch 1 and 8, fused and unfused (code path recorded);
+#   4. the headline's noise-floor cases, 3 passes of fresh processes (`run --repeat 3`): gemm bf16/fp8,
+#      device copy, bf16 and fp8 compiled decode at batch 1 and 8, TTFT at 2048 (eager), one QLoRA step,
+#      one linear_fp8 case.
+# All runs of the job share one torch.compile cache (LLMBENCH_COMPILE_CACHE), so a model and precision
+# compiles once; each case records whether its compile was warm.
+#
+# Needs .whl/ (../shared/gpu/fetch-wheels.sh: torchao, bitsandbytes; and pydantic with its pinned
+# pydantic-core, annotated-types, typing-inspection). From the repo root on the GPU machine:
+#   bash benchmarks/gpu/noise_and_paths.sh start [STEPS]   # STEPS default "fp8 mamf fusion noise"
+#   bash benchmarks/gpu/noise_and_paths.sh wait SECONDS    # follow the log; then pack what exists
+# `wait` packs $WORK (result sets, logs) into $OUT/work.tgz each time, so every call brings back what
+# finished so far. Commit result sets as results/<gpu-slug>/ (headline passes, fp8-linear-modes,
+# decode-fusion, mamf) after checking them.
+set -u
+WORK=${WORK:-/root/lbw}
+OUT=${OUT:-/tmp/llmbench-out}
+cmd=${1:-start}
+if [ "$cmd" = start ]; then
+  mkdir -p "$WORK/res"
+  steps=${2:-fp8 mamf fusion noise}
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "wheel install failed"; exit 1; }
+  cat >"$WORK/job.sh" <<JOB
+set -u
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 LLMBENCH_COMPILE_CACHE=$WORK/compile-cache
+cd $PWD
+step() { echo "== \$(date -u +%T) \$1"; }
+nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu --format=csv >$WORK/gpu-before.txt 2>&1
+for s in $steps; do
+  case \$s in
+  fp8)
+    step "fp8 plain-torch check"
+    python3 benchmarks/fp8_linear_check.py --json $WORK/fp8_check.json >$WORK/fp8_check.log 2>&1
+    step "fp8-linear-modes"
+    python3 -m llmbench run fp8-linear-modes --out $WORK/res -y >$WORK/fp8-linear-modes.log 2>&1 ;;
+  mamf)
+    step "mamf bf16, fp8"
+    python3 -m llmbench run mamf -k precision=bf16,fp8 --out $WORK/res -y >$WORK/mamf.log 2>&1 ;;
+  fusion)
+    step "decode-fusion"
+    python3 -m llmbench run decode-fusion --out $WORK/res -y >$WORK/decode-fusion.log 2>&1 ;;
+  noise)
+    step "headline noise-floor cases x3"
+    python3 -m llmbench run headline --repeat 3 -y --out $WORK/res \
+      -k id=gemm/fb0173adb9ac,gemm/bfd808afeea7,gemm/cd2acda1afa4,gemm/f8ae838730d8,bandwidth/47fa88f5e794,generate/fc8a70147524,generate/a116c5185493,generate/a9040064628c,generate/700e5b959973,generate/500f16d47f32,qlora/f76c4f602102,linear_fp8/b8704e182946 \
+      >$WORK/noise.log 2>&1 ;;
+  esac
+done
+nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu --format=csv >$WORK/gpu-after.txt 2>&1
+step done
+touch $WORK/done
+JOB
+  setsid nohup bash "$WORK/job.sh" >"$WORK/job.log" 2>&1 < /dev/null &
+  echo "started: $steps"
+  exit 0
+fi
+if [ "$cmd" = wait ]; then
+  limit=${2:-540}
+  t0=$(date +%s)
+  while [ ! -e "$WORK/done" ] && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do sleep 10; done
+  cat "$WORK/job.log"
+  for f in "$WORK"/*.log; do echo "--- $f"; tail -n 4 "$f"; done
+  mkdir -p "$OUT"
+  tar -czf "$OUT/work.tgz" -C "$WORK" --exclude=compile-cache --exclude='.max_batch' . 2>/dev/null
+  ls -la "$OUT"
+  [ -e "$WORK/done" ] && echo "JOB DONE" || echo "JOB RUNNING"
+  exit 0
+fi
+echo "usage: $0 start [STEPS] | wait SECONDS" >&2
+exit 2
