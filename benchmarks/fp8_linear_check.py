@@ -66,6 +66,9 @@ def fp8_linear_weight_every_call(w: torch.Tensor) -> Callable[[torch.Tensor], to
 
 
 def check(proj: str, m: int, warmup: int, iters: int) -> dict[str, float]:
+    # every variant compiles its own graphs; without a reset the second shape's compiled variants hit
+    # dynamo's recompile limit and silently run eagerly
+    torch._dynamo.reset()
     n, k = SHAPES[proj]
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -96,26 +99,28 @@ def check(proj: str, m: int, warmup: int, iters: int) -> dict[str, float]:
 
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
-    def train_step(mod: Any) -> Callable[[], None]:
+    def train_step(mod: Any, compiled: bool) -> Callable[[], None]:
         xg = x.detach().requires_grad_(True)
+        weight = mod[0].weight
+        run = torch.compile(mod) if compiled else mod
 
         def step() -> None:
             xg.grad = None
-            mod[0].weight.grad = None
-            mod(xg).backward(dy)
+            weight.grad = None
+            run(xg).backward(dy)
         return step
 
     base = torch.nn.Sequential(copy.deepcopy(lin))
-    t("fwd_bwd bf16 eager", train_step(base))
-    t("fwd_bwd bf16 compiled", train_step(torch.compile(copy.deepcopy(base))))
+    t("fwd_bwd bf16 eager", train_step(base, False))
+    t("fwd_bwd bf16 compiled", train_step(copy.deepcopy(base), True))
     with torch.no_grad():
         base_c = torch.compile(copy.deepcopy(base))
         t("fwd bf16 module compiled", lambda: base_c(x))
     for recipe in ("tensorwise", "rowwise"):
         mod = torch.nn.Sequential(copy.deepcopy(lin))
         convert_to_float8_training(mod, config=Float8LinearConfig.from_recipe_name(recipe))
-        t(f"fwd_bwd torchao-{recipe} eager", train_step(mod))
-        t(f"fwd_bwd torchao-{recipe} compiled", train_step(torch.compile(mod)))
+        t(f"fwd_bwd torchao-{recipe} eager", train_step(mod, False))
+        t(f"fwd_bwd torchao-{recipe} compiled", train_step(copy.deepcopy(mod), True))
         with torch.no_grad():
             mod_c = torch.compile(copy.deepcopy(mod))
             t(f"fwd torchao-{recipe} compiled", lambda mod_c=mod_c: mod_c(x))
@@ -144,6 +149,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
+    torch._dynamo.config.recompile_limit = 64  # grad and no-grad calls of one function are two graphs
     result: dict[str, Any] = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "tokens": a.tokens}
     for proj in SHAPES:
         ms = check(proj, a.tokens, a.warmup, a.iters)

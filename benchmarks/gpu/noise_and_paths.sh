@@ -2,7 +2,7 @@
 # Code paths and the noise floor on one H100 or H200, as one background job that outlives a single
 # device command (each is limited to 10 minutes), in this order:
 #   1. fp8 linear as its users run it: benchmarks/fp8_linear_check.py (plain torch + torchao, the
-#      independent check) and the fp8-linear-modes suite;
+#      independent check: step `check`) and the fp8-linear-modes suite (step `modes`);
 #   2. MAMF (bf16, fp8): the best sustained matmul rate beside the search's burst;
 #   3. decode-fusion: bf16 compiled decode at batch 1 and 8, fused and unfused (code path recorded);
 #   4. the headline's noise-floor cases, 3 passes of fresh processes (`run --repeat 3`): gemm bf16/fp8,
@@ -13,7 +13,7 @@
 #
 # Needs .whl/ (../shared/gpu/fetch-wheels.sh: torchao, bitsandbytes; and pydantic with its pinned
 # pydantic-core, annotated-types, typing-inspection). From the repo root on the GPU machine:
-#   bash benchmarks/gpu/noise_and_paths.sh start [STEPS]   # STEPS default "fp8 mamf fusion noise"
+#   bash benchmarks/gpu/noise_and_paths.sh start [STEPS]   # default "check modes mamf fusion noise"
 #   bash benchmarks/gpu/noise_and_paths.sh wait SECONDS    # follow the log; then pack what exists
 # `wait` packs $WORK (result sets, logs) into $OUT/work.tgz each time, so every call brings back what
 # finished so far. Commit result sets as results/<gpu-slug>/ (headline passes, fp8-linear-modes,
@@ -24,7 +24,7 @@ OUT=${OUT:-/tmp/llmbench-out}
 cmd=${1:-start}
 if [ "$cmd" = start ]; then
   mkdir -p "$WORK/res"
-  steps=${2:-fp8 mamf fusion noise}
+  steps=${2:-check modes mamf fusion noise}
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "wheel install failed"; exit 1; }
   cat >"$WORK/job.sh" <<JOB
@@ -35,9 +35,10 @@ step() { echo "== \$(date -u +%T) \$1"; }
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu --format=csv >$WORK/gpu-before.txt 2>&1
 for s in $steps; do
   case \$s in
-  fp8)
+  check)
     step "fp8 plain-torch check"
-    python3 benchmarks/fp8_linear_check.py --json $WORK/fp8_check.json >$WORK/fp8_check.log 2>&1
+    python3 benchmarks/fp8_linear_check.py --json $WORK/fp8_check.json >$WORK/fp8_check.log 2>&1 ;;
+  modes)
     step "fp8-linear-modes"
     python3 -m llmbench run fp8-linear-modes --out $WORK/res -y >$WORK/fp8-linear-modes.log 2>&1 ;;
   mamf)
