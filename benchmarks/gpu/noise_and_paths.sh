@@ -29,7 +29,7 @@ if [ "$cmd" = start ]; then
     || { echo "wheel install failed"; exit 1; }
   cat >"$WORK/job.sh" <<JOB
 set -u
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 LLMBENCH_COMPILE_CACHE=$WORK/compile-cache
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 LLMBENCH_COMPILE_CACHE=$WORK/compile-cache${LLMBENCH_GIT_COMMIT:+ LLMBENCH_GIT_COMMIT=$LLMBENCH_GIT_COMMIT}
 cd $PWD
 step() { echo "== \$(date -u +%T) \$1"; }
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu --format=csv >$WORK/gpu-before.txt 2>&1
