@@ -18,6 +18,8 @@
 # `wait` packs $WORK (result sets, logs) into $OUT/work.tgz each time, so every call brings back what
 # finished so far. Commit result sets as results/<gpu-slug>/ (headline passes, fp8-linear-modes,
 # decode-fusion, mamf) after checking them.
+# The machine's copy of the checkout may carry a stale .git: send the commit that runs along, as
+# `LLMBENCH_GIT_COMMIT=<hash> bash benchmarks/gpu/noise_and_paths.sh start` (llmbench_info reads it first).
 set -u
 WORK=${WORK:-/root/lbw}
 OUT=${OUT:-/tmp/llmbench-out}
