@@ -48,7 +48,7 @@ class CaseSpec:
     scenario: str
     params: ScenarioParams
     settings: StopRule
-    origin: str = ""  # "case 2 of scenarios/x.toml", for messages
+    origin: str = ""  # "case 2", for messages naming the case in its suite file
 
     @property
     def params_dict(self) -> dict[str, Any]:
@@ -84,7 +84,7 @@ class Suite:
         suite or a file named by path (nothing to say)."""
         if self.origin in ("", PACKAGED):
             return ""
-        instead = f", in place of {', '.join(map(str, self.replaces))}" if self.replaces else ""
+        instead = f", in place of {replaced_text(self.replaces)}" if self.replaces else ""
         return f"suite {self.name}: {self.path} (from {self.origin}{instead})"
 
 
@@ -97,6 +97,11 @@ class SuiteFile:
     path: Path
     origin: str
     replaces: tuple[Path, ...] = ()
+
+
+def replaced_text(paths: Sequence[Path]) -> str:
+    """What a user's suite file replaces, in words: "the packaged one" or the other files' paths."""
+    return ", ".join("the packaged one" if p.parent == SUITES_DIR else str(p) for p in paths)
 
 
 def suite_folders(extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:

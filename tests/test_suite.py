@@ -140,9 +140,12 @@ def test_suites_in_the_working_directory_are_found_before_the_packaged_ones(
     assert suites["ceilings"].origin == "packaged"  # the shipped ones are still there
     loaded = load_suite("quickstart")
     assert loaded.cases[0].scenario == "bandwidth"
-    assert loaded.where() == (f"suite quickstart: {mine.path} (from ./suites, in place of "
-                              f"{SUITES_DIR / 'quickstart.toml'})")
+    assert loaded.where() == f"suite quickstart: {mine.path} (from ./suites, in place of the packaged one)"
     assert load_suite("ceilings").where() == ""  # nothing to say about a shipped suite
+    from llmbench.commands.listing import suite_row
+
+    assert suite_row(suites["ceilings"]) == ("ceilings", "packaged")
+    assert suite_row(mine) == ("quickstart", f"./suites: {mine.path} (replaces the packaged one)")
 
 
 def test_suite_folders_search_order_option_then_env_then_working_directory(

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from llmbench.commands.common import SUITES_OPT, console
 from llmbench.errors import UserError
-from llmbench.suite import PACKAGED, SUITES_DIR, SuiteFile, available_suites
+from llmbench.suite import PACKAGED, SuiteFile, available_suites, replaced_text
 
 
 def suite_row(s: SuiteFile) -> tuple[str, str]:
@@ -19,8 +19,7 @@ def suite_row(s: SuiteFile) -> tuple[str, str]:
     it replaces)."""
     if s.origin == PACKAGED:
         return s.name, "packaged"
-    instead = " (replaces " + ", ".join("the packaged one" if p.parent == SUITES_DIR else str(p)
-                                        for p in s.replaces) + ")" if s.replaces else ""
+    instead = f" (replaces {replaced_text(s.replaces)})" if s.replaces else ""
     return s.name, f"{s.origin}: {s.path}{instead}"
 
 
