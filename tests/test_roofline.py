@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -156,6 +158,23 @@ def test_ceilings_come_from_the_configured_source_never_the_working_directory(
     assert measured_copy_tb_s("h200-sxm-141gb") is None  # another GPU's ceiling is not this one's
 
 
+def test_the_case_processes_are_told_where_ceilings_are_as_absolute_paths(tmp_path, monkeypatch) -> None:
+    from llmbench.commands.common import ceilings_env
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(rf.CEILINGS_ENV, raising=False)
+    (tmp_path / "committed").mkdir()
+    assert ceilings_env(None, Path("out")) == {rf.CEILINGS_ENV: str(tmp_path / "out")}
+    both = ceilings_env(None, Path("out"), also=tmp_path / "committed")  # oneshot: then the committed sets
+    assert both == {rf.CEILINGS_ENV: f"{tmp_path / 'out'}{os.pathsep}{tmp_path / 'committed'}"}
+    assert ceilings_env(None, Path("out"), also=tmp_path / "none") == {rf.CEILINGS_ENV: str(tmp_path / "out")}
+    named = tmp_path / "set.json"
+    _ceilings(named, 3.0)
+    assert ceilings_env(named, Path("out")) == {rf.CEILINGS_ENV: str(named)}
+    monkeypatch.setenv(rf.CEILINGS_ENV, "/theirs")  # the user's own setting reaches the cases unchanged
+    assert ceilings_env(None, Path("out")) == {}
+
+
 def test_a_named_ceilings_set_of_another_gpu_is_not_used(tmp_path) -> None:
     other = tmp_path / "h200.json"
     other.write_text(json.dumps({"schema_version": 1, "suite": "ceilings", "env": {"gpu": {"slug": "h200-sxm-141gb"}},
@@ -189,7 +208,6 @@ def test_a_run_reads_the_same_ceiling_from_any_folder_and_records_its_set(tmp_pa
     """`llmbench run --out OUT` points its case processes at OUT's ceilings sets: from two working
     directories (one holding a decoy ./results) the case gets the same roof and names the set it came
     from; --ceilings names another set."""
-    import os
     import subprocess
     import sys
 

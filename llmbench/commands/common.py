@@ -39,8 +39,8 @@ SUITES_OPT = typer.Option(
 CEILINGS_OPT = typer.Option(
     None, "--ceilings", help="Measured ceilings for the roofline figures (generate's roofline_efficiency, "
     "linear_fp8's roof): a ceilings result set, or a results folder whose newest <gpu-slug>/ceilings-*.json "
-    "is used. Default: LLMBENCH_CEILINGS if set, else --out. None found: the datasheet. Each case records "
-    "the set it used.")
+    "is used. Default: LLMBENCH_CEILINGS if set, else --out (oneshot: then the checkout's committed results/). "
+    "None found: the datasheet. Each case records the set it used.")
 POOL_OPT = typer.Option(
     False, "--pool", metavar="", help="Pool every measured result set of the same GPU and suite into one side "
     "(runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
@@ -98,9 +98,10 @@ def check_out_dir(out: Path, option: str = "--out") -> None:
     _writable_parent(out, option)
 
 
-def ceilings_env(ceilings: Path | None, out: Path) -> dict[str, str]:
+def ceilings_env(ceilings: Path | None, out: Path, also: Path | None = None) -> dict[str, str]:
     """The case processes' LLMBENCH_CEILINGS: --ceilings, else the user's own LLMBENCH_CEILINGS, else
-    the run's results folder, as absolute paths (a case reads the same set from any working directory)."""
+    the run's results folder (then `also`, where it exists: oneshot's committed reference sets), as
+    absolute paths (a case reads the same set from any working directory)."""
     from llmbench.hardware.roofline import CEILINGS_ENV
 
     if ceilings is not None:
@@ -117,7 +118,8 @@ def ceilings_env(ceilings: Path | None, out: Path) -> dict[str, str]:
         return {CEILINGS_ENV: str(ceilings.resolve())}
     if os.environ.get(CEILINGS_ENV):
         return {}
-    return {CEILINGS_ENV: str(out.resolve())}
+    places = [out, *([also] if also is not None and also.is_dir() else [])]
+    return {CEILINGS_ENV: os.pathsep.join(str(p.resolve()) for p in places)}
 
 
 def emit(tables: list[Table], fmt: Fmt, out: Path | None, data: dict[str, Any] | None = None) -> None:

@@ -225,7 +225,7 @@ def oneshot(
     check_out_dir(out)
     check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
     check_parallel(gpus, parallel)
-    case_env = ceilings_env(ceilings, out)
+    case_env = ceilings_env(ceilings, out, also=REFERENCE_RESULTS)
     slug = local_slug(gpus, cpu)
     previous: Bundle | None = None
     if resume is not None:
