@@ -34,13 +34,14 @@ FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for
 FORMAT_OPT = typer.Option(Fmt.terminal, "--format", "-f", help="Output format.")
 OUT_OPT = typer.Option(None, "--out", "-o", help="Write to this file instead of standard output.")
 SUITES_OPT = typer.Option(
-    None, "--suites", help="A folder of your own suite files, searched before LLMBENCH_SUITES, ./suites, "
-    "./scenarios and the packaged suites (a file of a packaged suite's name replaces it). Repeatable.")
+    None, "--suites", metavar="DIR", help="A folder of your own suite files, searched before "
+    "LLMBENCH_SUITES, ./suites, ./scenarios and the packaged suites (a file of a packaged suite's name "
+    "replaces it). Repeatable.")
 CEILINGS_OPT = typer.Option(
-    None, "--ceilings", help="Measured ceilings for the roofline figures (generate's roofline_efficiency, "
-    "linear_fp8's roof): a ceilings result set, or a results folder whose newest <gpu-slug>/ceilings-*.json "
-    "is used. Default: LLMBENCH_CEILINGS if set, else --out (oneshot: then the checkout's committed results/). "
-    "None found: the datasheet. Each case records the set it used.")
+    None, "--ceilings", metavar="PATH", help="Measured ceilings for the roofline figures (generate's "
+    "roofline_efficiency, linear_fp8's roof): a ceilings result set, or a results folder whose newest "
+    "<gpu-slug>/ceilings-*.json is used. Default: LLMBENCH_CEILINGS if set, else --out (oneshot: then the "
+    "checkout's committed results/). None found: the datasheet. Each case records the set it used.")
 POOL_OPT = typer.Option(
     False, "--pool", metavar="", help="Pool every measured result set of the same GPU and suite into one side "
     "(runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
