@@ -1,10 +1,13 @@
 """Sessions: `nox -s scenario` (run a suite; quickstart by default), `nox -s tests`, `nox -s lint`,
-`nox -s publish` (tables and the HTML report from the committed result sets)."""
+`nox -s wheel` (the built wheel runs outside the checkout), `nox -s publish` (tables, the HTML report
+and the README's answer table from the committed result sets)."""
 
 from __future__ import annotations
 
 import os
 import shlex
+import shutil
+from pathlib import Path
 
 import nox
 
@@ -29,8 +32,9 @@ def _install(session: nox.Session, *extras: str) -> None:
 
 @nox.session(python=PYTHON)
 def scenario(session: nox.Session) -> None:
-    """Run a suite (default: quickstart, seconds on a CPU). `nox -s scenario -- ceilings --gpus 0`."""
-    _install(session, "hf")
+    """Run a suite (default: quickstart, seconds on a CPU). `nox -s scenario -- ceilings --gpus 0`.
+    The report extra too, so that `llmbench report` works in this virtualenv."""
+    _install(session, "hf", "report")
     args = session.posargs or ["quickstart"]
     session.run("llmbench", "run", *args)
 
@@ -74,6 +78,34 @@ def tests_fleet(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def wheel(session: nox.Session) -> None:
+    """What `pip install llmbench` gives a user: build the wheel, install it (with the report extra and
+    the CPU torch) in a fresh virtualenv, and in an empty folder, with nothing of the checkout on the
+    path, list the suites (all packaged), run the quickstart suite and draw its report."""
+    session.install("build")
+    tmp = Path(session.create_tmp()).resolve() / "wheel"
+    shutil.rmtree(tmp, ignore_errors=True)
+    dist, venv, work = tmp / "dist", tmp / "venv", tmp / "work"
+    work.mkdir(parents=True)
+    session.run("python", "-m", "build", "--wheel", "--outdir", str(dist))
+    (whl,) = dist.glob("llmbench-*.whl")
+    session.run("python", "-m", "venv", str(venv))
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    if TORCH:
+        session.run(*pip, *shlex.split(TORCH), external=True)
+    session.run(*pip, f"{whl}[report]", external=True)
+    llmbench = str(venv / "bin" / "llmbench")
+    env = {"PYTHONPATH": "", "LLMBENCH_SUITES": ""}
+    with session.chdir(work):
+        listed = session.run(llmbench, "list", "suites", external=True, env=env, silent=True) or ""
+        if "quickstart" not in listed or any(w in listed for w in ("./suites", "./scenarios", "LLMBENCH_SUITES")):
+            session.error(f"the installed wheel does not list its packaged suites:\n{listed}")
+        session.run(llmbench, "run", "quickstart", "--out", "results", external=True, env=env)
+        (measured,) = (work / "results").glob("*/quickstart-*.json")
+        session.run(llmbench, "report", str(measured), "--out", "report.html", external=True, env=env)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff on everything, mypy on the package."""
     _install(session, "hf", "report", "dev")
@@ -83,6 +115,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def publish(session: nox.Session) -> None:
-    """Regenerate results/*.md and results/report.html from the committed result sets."""
+    """Regenerate results/*.md, results/report.html and the README's answer table from the committed
+    result sets."""
     _install(session, "report")
     session.run("python", "-m", "llmbench.report.publish", "results")
+    session.run("python", "-m", "llmbench.report.readme", "README.md")

@@ -107,6 +107,9 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {', '.join(VARIANTS)}")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--ceilings", type=Path, default=Path("results"),
+                    help="a ceilings result set, or a results folder holding <gpu-slug>/ceilings-*.json, for the "
+                    "measured copy bandwidth (default: ./results; none there: the datasheet)")
     args = ap.parse_args()
     names = args.variants.split(",")
     bad = [n for n in names if n not in VARIANTS]
@@ -123,7 +126,7 @@ def main() -> int:
     spec = match_name(dev.name, dev.memory_gib)
     if spec is None:
         ap.error(f"no spec for {dev.name}")
-    ceiling = roofline.ceiling_for(spec, "bf16", measured_copy_tb_s(spec.slug))
+    ceiling = roofline.ceiling_for(spec, "bf16", measured_copy_tb_s(spec.slug, args.ceilings))
     bound = roofline.generation_bound(
         session.shape(),
         ceiling,

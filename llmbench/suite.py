@@ -1,13 +1,21 @@
-"""Suite files (scenarios/*.toml): read, validate every key before anything runs, expand the matrix.
+"""Suite files (*.toml): found by name, read, every key validated before anything runs, the matrix expanded.
 
 A suite says WHAT to run; scenario classes say HOW. Every problem is a `SuiteError` naming the
 file, the key, the bad value and the valid choices (the CLI exits 2 and writes nothing).
+
+Where a suite name is looked for, first match wins (`suite_folders`): the folders given with
+`--suites DIR`, then those in LLMBENCH_SUITES (separated like PATH), then `./suites/` and
+`./scenarios/` of the working directory, then the suites shipped in the package (llmbench/suites/,
+package data: an installed wheel has them). So a user's file of a shipped suite's name replaces the
+shipped one; `llmbench list suites` and `llmbench run` say so.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +35,10 @@ else:  # pragma: no cover
 SUITE_KEYS = {"name", "description", "defaults", "case"}
 CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params and StopRule settings
 SETTING_KEYS = set(StopRule.model_fields)
-SUITES_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the shipped suites (package data)
+SUITES_ENV = "LLMBENCH_SUITES"
+WORKDIR_FOLDERS = ("suites", "scenarios")  # a user's own suites beside where llmbench runs
+PACKAGED = "packaged"
 
 
 @dataclass(frozen=True)
@@ -37,7 +48,7 @@ class CaseSpec:
     scenario: str
     params: ScenarioParams
     settings: StopRule
-    origin: str = ""  # "case 2 of scenarios/x.toml", for messages
+    origin: str = ""  # "case 2", for messages naming the case in its suite file
 
     @property
     def params_dict(self) -> dict[str, Any]:
@@ -65,26 +76,68 @@ class Suite:
     description: str
     path: Path
     cases: list[CaseSpec] = field(default_factory=list)
+    origin: str = ""  # where it was found: "packaged", "--suites", LLMBENCH_SUITES, "./suites", or "" for a path
+    replaces: tuple[Path, ...] = ()  # suite files of the same name it was found before (a shipped one, ...)
+
+    def where(self) -> str:
+        """One line on where a suite found by name came from, for a run's first lines; "" for a shipped
+        suite or a file named by path (nothing to say)."""
+        if self.origin in ("", PACKAGED):
+            return ""
+        instead = f", in place of {replaced_text(self.replaces)}" if self.replaces else ""
+        return f"suite {self.name}: {self.path} (from {self.origin}{instead})"
 
 
-def available_suites(root: Path | None = None) -> dict[str, Path]:
-    """Suites by name: ./scenarios of the working directory first (a user's own), then the checkout's."""
-    folders = [root] if root else [Path.cwd() / "scenarios", SUITES_DIR]
-    out: dict[str, Path] = {}
-    for d in reversed(folders):
-        if d.is_dir():
-            out.update({p.stem: p for p in sorted(d.glob("*.toml"))})
+@dataclass(frozen=True)
+class SuiteFile:
+    """A suite found by name: its file, the folder kind it came from, and the files of the same name
+    further down the search order that it replaces."""
+
+    name: str
+    path: Path
+    origin: str
+    replaces: tuple[Path, ...] = ()
+
+
+def replaced_text(paths: Sequence[Path]) -> str:
+    """What a user's suite file replaces, in words: "the packaged one" or the other files' paths."""
+    return ", ".join("the packaged one" if p.parent == SUITES_DIR else str(p) for p in paths)
+
+
+def suite_folders(extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
+    """The folders suites are looked for in, first match wins, each with where it came from. A
+    folder named with --suites or in LLMBENCH_SUITES must exist (a typo would silently fall back
+    to the shipped suite of the same name); the working directory's are used when present."""
+    named = [(Path(d), "--suites") for d in extra]
+    named += [(Path(d), SUITES_ENV) for d in os.environ.get(SUITES_ENV, "").split(os.pathsep) if d]
+    for d, how in named:
+        if not d.is_dir():
+            raise UserError(f"{how} {str(d)!r} is not a folder; give a folder of suite .toml files")
+    here = [(Path.cwd() / d, f"./{d}") for d in WORKDIR_FOLDERS]
+    return [*named, *[(d, how) for d, how in here if d.is_dir()], (SUITES_DIR, PACKAGED)]
+
+
+def available_suites(extra: Sequence[Path] = ()) -> dict[str, SuiteFile]:
+    """Suites by name, sorted, each the first file of that name in `suite_folders` order."""
+    out: dict[str, SuiteFile] = {}
+    for folder, origin in suite_folders(extra):
+        for p in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+            first = out.get(p.stem)
+            if first is None:
+                out[p.stem] = SuiteFile(p.stem, p, origin)
+            else:
+                out[p.stem] = replace(first, replaces=(*first.replaces, p))
     return dict(sorted(out.items()))
 
 
-def resolve(name_or_path: str) -> Path:
-    """A suite name ('quickstart') or a path to a .toml file."""
+def find_suite(name_or_path: str, extra: Sequence[Path] = ()) -> SuiteFile:
+    """A suite name ('quickstart') or a path to a .toml file (origin "")."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists():
         if not p.is_file():
             raise UserError(f"suite file {name_or_path!r} does not exist")
-        return p
-    suites = available_suites()
+        return SuiteFile(p.stem, p, "")
+    suites = available_suites(extra)
     if name_or_path in suites:
         return suites[name_or_path]
     raise UserError(
@@ -92,8 +145,10 @@ def resolve(name_or_path: str) -> Path:
     )
 
 
-def load_suite(name_or_path: str) -> Suite:
-    path = resolve(name_or_path)
+def load_suite(name_or_path: str, extra: Sequence[Path] = ()) -> Suite:
+    """A suite by name (searched as `suite_folders` says, `extra` first) or by path, parsed."""
+    found = find_suite(name_or_path, extra)
+    path = found.path
     fname = str(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -101,7 +156,7 @@ def load_suite(name_or_path: str) -> Suite:
         raise SuiteError(fname, f"malformed TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SuiteError(fname, f"cannot read the file: {e}") from None
-    return parse_suite(data, fname, path)
+    return replace(parse_suite(data, fname, path), origin=found.origin, replaces=found.replaces)
 
 
 def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> Suite:

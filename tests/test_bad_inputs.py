@@ -76,6 +76,26 @@ ROWS: list[Row] = [
      "settings cannot be matrix axes"),
     ("an unimportable plugin", lambda p: ["run", "quickstart", "--cpu", "--dry-run", "--out", p["adir"]],
      "must be an importable module"),
+    # /proc takes no new files, even from root (for whom os.access says a folder is writable)
+    ("specs --out where nothing can be written", lambda p: ["specs", "--out", "/proc/llmbench.md"],
+     "cannot write in '/proc'"),
+    ("report --out where nothing can be written", lambda p: ["report", p["a.json"], "--out", "/proc/r.html"],
+     "cannot write in '/proc'"),
+    ("compare --out where nothing can be written",
+     lambda p: ["compare", p["a.json"], p["b.json"], "--out", "/proc/sub/x.md"], "cannot write in '/proc'"),
+    ("run --out where nothing can be written", lambda p: ["run", "quickstart", "--cpu", "--out", "/proc/x"],
+     "cannot write in '/proc'"),
+    ("oneshot --out where nothing can be written", lambda p: ["oneshot", "--cpu", "--out", "/proc/x"],
+     "cannot write in '/proc'"),
+    ("serve-bench --out where nothing can be written",
+     lambda p: ["serve-bench", "--url", "http://127.0.0.1:9", "--model", "m", "--rate", "1", "--out", "/proc/x"],
+     "cannot write in '/proc'"),
+    ("run --suites that is not a folder", lambda p: ["run", "quickstart", "--cpu", "--suites", p["afile"]],
+     "is not a folder"),
+    ("run --ceilings that does not exist", lambda p: ["run", "quickstart", "--cpu", "--ceilings", p["adir"] + "/no"],
+     "does not exist"),
+    ("run --ceilings that is not a result set", lambda p: ["run", "quickstart", "--cpu", "--ceilings", p["afile"]],
+     "is not a result set"),
 ]
 
 

@@ -106,7 +106,7 @@ def test_config_dir_of_a_preset_loads_as_that_architecture(tmp_path: Path) -> No
 @pytest.mark.vllm
 @pytest.mark.slow
 def test_generate_runs_on_real_vllm_through_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """scenarios/vllm-tiny.toml in case processes on vLLM's CPU build: exact token counts (the session
+    """The packaged suite vllm-tiny in case processes on vLLM's CPU build: exact token counts (the session
     raises otherwise), per-token TTFT/TPOT/ITL with host timestamps, vLLM's version and args recorded."""
     need_vllm()
     from llmbench.harness.runner import RunOptions, run_suite
@@ -115,7 +115,7 @@ def test_generate_runs_on_real_vllm_through_the_harness(tmp_path: Path, monkeypa
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
-    s = load_suite(str(ROOT / "scenarios" / "vllm-tiny.toml"))
+    s = load_suite("vllm-tiny")
     rs = load(run_suite(s, s.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
     assert [c.status for c in rs.cases] == ["ok"] * len(s.cases), [c.reason or c.traceback for c in rs.cases]
     for case in rs.cases:

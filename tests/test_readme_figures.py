@@ -1,8 +1,12 @@
-"""The figures README.md cites from committed result sets match those sets: each entry of
-tests/readme_figures.toml names a passage of the README, the number in it, the cases it comes from
-and how (an arithmetic expression over their metrics and info), and the number must be what the JSON
-gives, rounded as the README writes it. A figure typed from memory, or left behind when a set was
-re-measured, fails here."""
+"""The figures README.md and the user docs cite from committed result sets match those sets, and no
+other figure is there. Each entry of tests/readme_figures.toml names a passage of a document, the
+number in it (or, with `exprs`, every figure of the passage in order), the cases they come from and how
+(an arithmetic expression over their metrics and info); each number must be what the JSON gives,
+rounded as written. Every figure in the documents' prose and tables (a number with a unit or a
+ratio's x, a table cell that is a number, an MFU) must be one of those, or lie in a passage listed under
+`not_a_figure` with its reason. The README's answer table must be what `llmbench.report.readme`
+generates from the result sets now. A figure typed from memory, or left behind when a set was measured
+again, fails here; so does a diary (test-machine names, leases, dates of work sessions)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from llmbench.report import readme
 from tests.conftest import ROOT
 
 if sys.version_info >= (3, 11):
@@ -23,9 +28,51 @@ else:
     import tomli as tomllib
 
 FIGURES = tomllib.loads((ROOT / "tests" / "readme_figures.toml").read_text(encoding="utf-8"))
-README = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+DOCUMENTS = ("README.md", "docs/usage.md", "docs/scenarios.md", "docs/measurements.md")
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _FUNCS = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max}
+_UNIT = re.compile(r"(?:x|×|%|\s?(?:tok/s|tokens/s|TFLOP/s|TB/s|GB/s|samples/s|samples/J|GiB|GB|MB|ms|s|min|J|W|°C))"
+                   r"(?![\w/])")
+_NUMBER = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)?k?(?![\d])")
+_MASK = re.compile(r"`[^`]*`|<!--.*?-->|\]\([^)]*\)|\{#[^}]*\}")
+DIARY = re.compile(r"nvidia-h\d00|\blease|SEEDS\.md|\bthis run\b|[Ff]ixed since|\b20\d\d-\d\d-\d\d\b")
+
+
+def _prose(raw: str) -> str:
+    """A document as one line: the generated block and fenced code blocks dropped (no passage spans
+    them), whitespace collapsed."""
+    raw = re.sub(re.escape(readme.BEGIN) + ".*?" + re.escape(readme.END), " ", raw, flags=re.S)
+    raw = re.sub(r"^```.*?^```", " ", raw, flags=re.S | re.M)
+    return " ".join(raw.split())
+
+
+TEXTS = {name: _prose((ROOT / name).read_text(encoding="utf-8")) for name in DOCUMENTS}
+
+
+def figures_in(text: str) -> list[tuple[int, str]]:
+    """(position, number as written) of each figure in `text`: a number followed by a unit or a ratio's
+    x, a number alone in a table cell, a number after "MFU". Code spans, comments and link targets are
+    not prose; params such as "batch 32" or "2048 input" are not figures."""
+    masked = _MASK.sub(lambda m: " " * len(m.group()), text)
+    out = []
+    for m in _NUMBER.finditer(masked):
+        before, rest = masked[: m.start()], masked[m.end():]
+        if _UNIT.match(rest) or (before.endswith("| ") and rest.startswith(" |")) or before.endswith("MFU "):
+            out.append((m.start(), m.group()))
+    return out
+
+
+def _occurrences(text: str) -> list[tuple[str, int]]:
+    """(document, position) of every place a passage appears."""
+    want = " ".join(text.split())
+    return [(doc, m.start()) for doc, body in TEXTS.items() for m in re.finditer(re.escape(want), body)]
+
+
+def _passage_figures(text: str) -> list[str]:
+    """The figures of a passage as its first occurrence reads them (in its document's context)."""
+    doc, at = _occurrences(text)[0]
+    end = at + len(" ".join(text.split()))
+    return [n for pos, n in figures_in(TEXTS[doc]) if at <= pos < end]
 
 
 class _Case:
@@ -81,22 +128,72 @@ def _number(text: str) -> tuple[float, float]:
     """'1,348' -> (1348, 0.5); '51.4k' -> (51400, 50); '0.985' -> (0.985, 0.0005): the value and half its
     last written digit."""
     m = re.fullmatch(r"([\d,]*\d)(?:\.(\d+))?(k?)", text)
-    assert m, f"not a number as the README writes one: {text!r}"
+    assert m, f"not a number as the documents write one: {text!r}"
     decimals = len(m.group(2) or "")
     scale = 1000.0 if m.group(3) else 1.0
     value = float(m.group(1).replace(",", "") + (f".{m.group(2)}" if m.group(2) else "")) * scale
     return value, 0.5 * 10.0**-decimals * scale
 
 
-@pytest.mark.parametrize("fig", FIGURES["figure"], ids=lambda f: f"{f['text'][:40]}|{f['number']}")
-def test_readme_figure_matches_its_result_set(fig: dict[str, Any]) -> None:
+def _check(number: str, expr: str, cases: dict[str, _Case], text: str) -> None:
+    got = float(_eval(ast.parse(expr, mode="eval"), cases))
+    want, half = _number(number)
+    assert abs(got - want) <= half * (1 + 1e-9), f"the docs say {number} in {text!r}; the JSON gives {got:.6g}"
+
+
+@pytest.mark.parametrize("fig", FIGURES["figure"], ids=lambda f: f"{f['text'][:40]}|{f.get('number', 'row')}")
+def test_figure_matches_its_result_set(fig: dict[str, Any]) -> None:
     text = " ".join(fig["text"].split())
-    assert text in README, f"README.md no longer says {text!r}: update tests/readme_figures.toml with it"
-    assert re.search(rf"(?<![\d.]){re.escape(fig['number'])}(?![\d])", text), f"{fig['number']!r} is not in {text!r}"
+    assert _occurrences(text), f"no document says {text!r} any more: update tests/readme_figures.toml with it"
     cases = {name: _load(ref, name) for name, ref in fig["cases"].items()}
-    got = float(_eval(ast.parse(fig["expr"], mode="eval"), cases))
-    want, half = _number(fig["number"])
-    assert abs(got - want) <= half * (1 + 1e-9), f"README says {fig['number']} in {text!r}; the JSON gives {got:.6g}"
+    if "exprs" in fig:  # every figure of the passage, in order
+        numbers = _passage_figures(text)
+        assert len(numbers) == len(fig["exprs"]), f"{text!r} holds the figures {numbers}, not {len(fig['exprs'])}"
+        for number, expr in zip(numbers, fig["exprs"], strict=True):
+            _check(number, expr, cases, text)
+        return
+    assert re.search(rf"(?<![\d.]){re.escape(fig['number'])}(?![\d])", text), f"{fig['number']!r} is not in {text!r}"
+    _check(fig["number"], fig["expr"], cases, text)
+
+
+def _covered(doc: str) -> set[int]:
+    """Positions in `doc` of the figures a passage of the toml accounts for."""
+    out: set[int] = set()
+    passages = [(f["text"], [f["number"]] if "number" in f else None) for f in FIGURES["figure"]]
+    passages += [(n["text"], None) for n in FIGURES.get("not_a_figure", [])]
+    for text, numbers in passages:
+        want = " ".join(text.split())
+        for where, at in _occurrences(want):
+            if where == doc:
+                out.update(pos for pos, n in figures_in(TEXTS[doc])
+                           if at <= pos < at + len(want) and (numbers is None or n in numbers))
+    return out
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_every_figure_in_the_docs_traces_to_a_result_set(doc: str) -> None:
+    covered = _covered(doc)
+    loose = [f"{n!r} in ...{TEXTS[doc][max(0, pos - 50):pos + 20]}..." for pos, n in figures_in(TEXTS[doc])
+             if pos not in covered]
+    assert not loose, (f"{doc}: figures that no entry of tests/readme_figures.toml traces (add a [[figure]], or a "
+                       "[[not_a_figure]] with the reason):\n" + "\n".join(loose))
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_the_docs_are_documentation_not_a_diary(doc: str) -> None:
+    found = DIARY.findall((ROOT / doc).read_text(encoding="utf-8"))
+    assert not found, f"{doc} reads like a work log: {found}"
+
+
+def test_the_readme_answer_table_is_generated_from_the_result_sets() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.rewrite(text, readme.answer_table(ROOT / "results")) == text, (
+        "README.md's answer table differs from the result sets: python -m llmbench.report.readme README.md")
+
+
+def test_every_not_a_figure_says_why() -> None:
+    for entry in FIGURES.get("not_a_figure", []):
+        assert entry.get("why") and _occurrences(entry["text"]), f"{entry['text']!r}: no reason, or in no document"
 
 
 def test_every_committed_set_a_figure_names_exists() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -128,7 +130,58 @@ def test_measured_bandwidth_comes_from_the_newest_ceilings_with_a_d2d_case(tmp_p
     _ceilings(d / "ceilings-2026-03-01T00-00-00Z.json", 9.9, kind="h2d")  # newest, but no d2d case
     _ceilings(d / "ceilings-2026-04-01T00-00-00Z.json", 9.9, status="failed")
     (d / "quickstart-2026-05-01T00-00-00Z.json").write_text("{}")
-    assert measured_copy_tb_s("h100-sxm-80gb", tmp_path) == 3.0
+    got = measured_copy_tb_s("h100-sxm-80gb", tmp_path)
+    assert got == 3.0 and got.source == str(d / "ceilings-2026-02-01T00-00-00Z.json")
+    h100 = lookup("h100-sxm-80gb")
+    assert h100 is not None
+    assert rf.ceiling_for(h100, "bf16", got).bandwidth_source == f"measured (ceilings suite, device copy, {got.source})"
+
+
+def test_ceilings_come_from_the_configured_source_never_the_working_directory(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    here = tmp_path / "here" / "results" / "h100-sxm-80gb"
+    here.mkdir(parents=True)
+    _ceilings(here / "ceilings-2026-01-01T00-00-00Z.json", 9.9)  # the working directory's: never read by default
+    monkeypatch.chdir(tmp_path / "here")
+    monkeypatch.delenv(rf.CEILINGS_ENV, raising=False)
+    assert measured_copy_tb_s("h100-sxm-80gb") is None
+    named = tmp_path / "mine.json"
+    _ceilings(named, 2.5)
+    out = tmp_path / "out" / "h100-sxm-80gb"
+    out.mkdir(parents=True)
+    _ceilings(out / "ceilings-2026-01-01T00-00-00Z.json", 3.1)
+    monkeypatch.setenv(rf.CEILINGS_ENV, str(named))  # a set named itself
+    assert measured_copy_tb_s("h100-sxm-80gb") == 2.5
+    monkeypatch.setenv(rf.CEILINGS_ENV, str(tmp_path / "out"))  # a results folder
+    got = measured_copy_tb_s("h100-sxm-80gb")
+    assert got == 3.1 and got.source == str(out / "ceilings-2026-01-01T00-00-00Z.json")
+    assert measured_copy_tb_s("h200-sxm-141gb") is None  # another GPU's ceiling is not this one's
+
+
+def test_the_case_processes_are_told_where_ceilings_are_as_absolute_paths(tmp_path, monkeypatch) -> None:
+    from llmbench.commands.common import ceilings_env
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(rf.CEILINGS_ENV, raising=False)
+    (tmp_path / "committed").mkdir()
+    assert ceilings_env(None, Path("out")) == {rf.CEILINGS_ENV: str(tmp_path / "out")}
+    both = ceilings_env(None, Path("out"), also=tmp_path / "committed")  # oneshot: then the committed sets
+    assert both == {rf.CEILINGS_ENV: f"{tmp_path / 'out'}{os.pathsep}{tmp_path / 'committed'}"}
+    assert ceilings_env(None, Path("out"), also=tmp_path / "none") == {rf.CEILINGS_ENV: str(tmp_path / "out")}
+    named = tmp_path / "set.json"
+    _ceilings(named, 3.0)
+    assert ceilings_env(named, Path("out")) == {rf.CEILINGS_ENV: str(named)}
+    monkeypatch.setenv(rf.CEILINGS_ENV, "/theirs")  # the user's own setting reaches the cases unchanged
+    assert ceilings_env(None, Path("out")) == {}
+
+
+def test_a_named_ceilings_set_of_another_gpu_is_not_used(tmp_path) -> None:
+    other = tmp_path / "h200.json"
+    other.write_text(json.dumps({"schema_version": 1, "suite": "ceilings", "env": {"gpu": {"slug": "h200-sxm-141gb"}},
+                                 "cases": [{"id": "bandwidth/x", "scenario": "bandwidth", "status": "ok",
+                                            "params": {"kind": "d2d"}, "metrics": {"tb_per_s": {"value": 4.5}}}]}))
+    assert measured_copy_tb_s("h100-sxm-80gb", other) is None
+    assert measured_copy_tb_s("h200-sxm-141gb", other) == 4.5
 
 
 def test_diagnose_says_host_bound_with_cpu_and_gpu_times() -> None:
@@ -148,3 +201,44 @@ def test_diagnose_kernel_bound_unknown_and_fine() -> None:
 def test_busy_time_is_the_union_of_kernel_intervals() -> None:
     assert rf.busy_time([]) == 0.0
     assert rf.busy_time([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
+
+
+@pytest.mark.slow
+def test_a_run_reads_the_same_ceiling_from_any_folder_and_records_its_set(tmp_path, fault_plugin) -> None:
+    """`llmbench run --out OUT` points its case processes at OUT's ceilings sets: from two working
+    directories (one holding a decoy ./results) the case gets the same roof and names the set it came
+    from; --ceilings names another set."""
+    import subprocess
+    import sys
+
+    from llmbench.results import load
+    from tests.conftest import ROOT, write
+
+    out = tmp_path / "out"
+    (out / "h100-sxm-80gb").mkdir(parents=True)
+    theirs = out / "h100-sxm-80gb" / "ceilings-20260101T000000Z.json"
+    _ceilings(theirs, 3.1)
+    decoy = tmp_path / "a" / "results" / "h100-sxm-80gb"
+    decoy.mkdir(parents=True)
+    _ceilings(decoy / "ceilings-20270101T000000Z.json", 9.9)  # newer, in the working directory: not read
+    (tmp_path / "b").mkdir()
+    named = tmp_path / "named.json"
+    _ceilings(named, 2.2)
+    suite = write(tmp_path, 'name = "roof"\n[[case]]\nscenario = "roof"\nmin_iters = 1\nmin_seconds = 0\n')
+
+    env = {**{k: v for k, v in os.environ.items() if k != rf.CEILINGS_ENV}, "PYTHONPATH": str(ROOT)}
+
+    def roof(cwd, runs, *extra: str) -> dict:
+        r = subprocess.run([sys.executable, "-m", "llmbench", "run", str(suite), "--cpu", "--out", str(runs), *extra],
+                           cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        (case,) = load(sorted(runs.glob("*/roof-*.json"))[-1]).cases
+        return case.info
+
+    a = roof(tmp_path / "a", out)  # the run's --out holds the ceilings set: it is the default source
+    b = roof(tmp_path / "b", out)
+    assert a["bandwidth_tb_s"] == b["bandwidth_tb_s"] == 3.1
+    assert a["bandwidth_source"] == b["bandwidth_source"] == f"measured (ceilings suite, device copy, {theirs})"
+    assert roof(tmp_path / "a", tmp_path / "other", "--ceilings", str(named))["bandwidth_tb_s"] == 2.2
+    fresh = roof(tmp_path / "a", tmp_path / "fresh")  # no ceilings set under --out: the datasheet, not ./results
+    assert fresh["bandwidth_source"].startswith("datasheet")

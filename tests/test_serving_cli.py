@@ -114,6 +114,36 @@ def test_serve_bench_sweeps_a_running_server_and_compare_reads_it(tmp_path: Path
     assert shown.returncode == 0, shown.stderr
 
 
+@pytest.mark.slow
+def test_serve_bench_counts_a_server_error_of_a_later_points_test_request(tmp_path: Path) -> None:
+    """Point 1 sends 4 requests (its test request and 3), so the server's 5th request is point 2's test
+    request: an HTTP 500 there is a failed request of point 2, and the sweep ends normally (exit 0)."""
+    from llmbench.models.tokenizer import build_offline_tokenizer
+
+    tok = build_offline_tokenizer(tmp_path / "tok", 512)
+    with running(FakeOptions(model="tiny", http_status=500, fail_every=5)) as url:
+        r = cli("serve-bench", "--url", url, "--model", "tiny", "--tokenizer", str(tok), "--concurrency", "1,2",
+                "--input-len", "8", "--output-len", "3", "-n", "3", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rs = load(next((tmp_path / "out").glob("*/serve-bench-*.json")))
+    assert [c.status for c in rs.cases] == ["ok", "ok"]
+    assert [c.metrics["failed_requests"].value for c in rs.cases] == [0, 1]
+    assert rs.cases[1].info["first_errors"][0].startswith("test request: HTTP 500")
+
+
+def test_serve_bench_against_nothing_is_bad_input_and_writes_nothing(tmp_path: Path) -> None:
+    from llmbench.models.tokenizer import build_offline_tokenizer
+
+    tok = build_offline_tokenizer(tmp_path / "tok", 512)
+    with running() as url:
+        pass  # the port is free again: nothing listens there
+    r = cli("serve-bench", "--url", url, "--model", "m", "--tokenizer", str(tok), "--rate", "1",
+            "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().endswith("connection refused (nothing listens there)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_serve_bench_is_in_the_help() -> None:
     r = cli("serve-bench", "--help")
     assert r.returncode == 0 and "--concurrency" in r.stdout and "--goodput" in r.stdout

@@ -139,6 +139,17 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
         run_point(Endpoint(url, "completions", "fake"), sessions(2), Schedule(concurrency=1))
 
 
+def test_a_failed_test_request_is_counted_as_a_failed_request_of_the_point() -> None:
+    # the server's 5th request is the point's test request (4 were counted already): HTTP 500 on it only
+    with running(FakeOptions(http_status=500, fail_every=5), Gauge(requests=4)) as url:
+        info: dict[str, object] = {}
+        metrics = run_point(Endpoint(url, "completions", "fake"), sessions(3), Schedule(concurrency=1), info=info)
+    assert metrics["failed_requests"].value == 1 and info["requests_failed"] == 1
+    assert info["first_errors"][0].startswith("test request: HTTP 500")
+    assert info["test_request"]["error"].startswith("HTTP 500")
+    assert metrics["ttft_ms"].stats["n"] == 3  # the load itself was measured
+
+
 def test_a_model_the_server_does_not_serve_is_a_clear_error() -> None:
     with running() as url, pytest.raises(ServerUnusable, match="does not serve the model 'other'; it serves: fake"):
         asyncio.run(check_server(Endpoint(url, "completions", "other"), sessions(1)[0]))

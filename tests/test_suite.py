@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+import llmbench
 from llmbench.errors import SuiteError, UserError
 from llmbench.ids import case_id
-from llmbench.suite import available_suites, filter_cases, load_suite
+from llmbench.suite import SUITES_DIR, SUITES_ENV, available_suites, filter_cases, load_suite
 from tests.conftest import write
 
 GOOD = """
@@ -121,21 +122,65 @@ def test_filters(tmp_path: Path) -> None:
         filter_cases(cases, ["precison=bf16"])
 
 
-def test_suites_in_the_working_directory_are_found_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "scenarios").mkdir()
-    write(tmp_path / "scenarios", '[[case]]\nscenario = "gemm"\n', "mine.toml")
-    write(tmp_path / "scenarios", '[[case]]\nscenario = "bandwidth"\nkind = "host"\n', "quickstart.toml")
+def test_suites_in_the_working_directory_are_found_before_the_packaged_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "suites").mkdir()
+    write(tmp_path / "suites", '[[case]]\nscenario = "gemm"\n', "mine.toml")
+    write(tmp_path / "suites", '[[case]]\nscenario = "bandwidth"\nkind = "host"\n', "quickstart.toml")
+    (tmp_path / "scenarios").mkdir()  # the older folder name is searched too, after ./suites
+    write(tmp_path / "scenarios", '[[case]]\nscenario = "gemm"\n', "old.toml")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(SUITES_ENV, raising=False)
     suites = available_suites()
-    assert suites["mine"] == tmp_path / "scenarios" / "mine.toml"
-    assert suites["quickstart"] == tmp_path / "scenarios" / "quickstart.toml"  # the user's own wins
-    assert "ceilings" in suites  # the shipped ones are still there
-    assert load_suite("mine").cases[0].scenario == "gemm"
+    assert suites["mine"].path == tmp_path / "suites" / "mine.toml" and suites["mine"].origin == "./suites"
+    assert suites["old"].origin == "./scenarios"
+    mine = suites["quickstart"]  # the user's own wins, and says what it replaces
+    assert mine.path == tmp_path / "suites" / "quickstart.toml"
+    assert mine.replaces == (SUITES_DIR / "quickstart.toml",)
+    assert suites["ceilings"].origin == "packaged"  # the shipped ones are still there
+    loaded = load_suite("quickstart")
+    assert loaded.cases[0].scenario == "bandwidth"
+    assert loaded.where() == f"suite quickstart: {mine.path} (from ./suites, in place of the packaged one)"
+    assert load_suite("ceilings").where() == ""  # nothing to say about a shipped suite
+    from llmbench.commands.listing import suite_row
+
+    assert suite_row(suites["ceilings"]) == ("ceilings", "packaged")
+    assert suite_row(mine) == ("quickstart", f"./suites: {mine.path} (replaces the packaged one)")
 
 
-def test_shipped_suites_are_valid() -> None:
-    suites = available_suites()
-    assert {"quickstart", "ceilings"} <= set(suites)
+def test_suite_folders_search_order_option_then_env_then_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opt, env, here = (tmp_path / d for d in ("opt", "env", "here"))
+    for folder in (opt, env, here / "suites"):
+        folder.mkdir(parents=True)
+        write(folder, f'name = "{folder.name}"\n[[case]]\nscenario = "gemm"\n', "x.toml")
+    write(env, '[[case]]\nscenario = "gemm"\n', "only-env.toml")
+    monkeypatch.chdir(here)
+    monkeypatch.setenv(SUITES_ENV, str(env))
+    assert load_suite("x", [opt]).name == "opt"
+    assert load_suite("x").name == "env"
+    assert load_suite("only-env", [opt]).origin == SUITES_ENV
+    monkeypatch.delenv(SUITES_ENV)
+    assert load_suite("x").name == "suites"
+    found = available_suites([opt])["x"]
+    assert found.origin == "--suites" and found.replaces == (here / "suites" / "x.toml",)
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_a_suite_folder_that_is_not_there_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    missing = tmp_path / "nope"
+    if how == "env":
+        monkeypatch.setenv(SUITES_ENV, str(missing))
+    with pytest.raises(UserError, match=f"'{missing}' is not a folder"):
+        load_suite("quickstart", [missing] if how == "option" else [])
+
+
+def test_shipped_suites_are_package_data_and_valid() -> None:
+    suites = {name: s for name, s in available_suites().items() if s.origin == "packaged"}
+    assert {"quickstart", "ceilings", "headline"} <= set(suites)
+    assert all(s.path.parent == SUITES_DIR for s in suites.values())
+    assert SUITES_DIR.parent == Path(llmbench.__file__).parent  # inside the package: a wheel carries them
     for name in suites:
         assert load_suite(name).cases
 

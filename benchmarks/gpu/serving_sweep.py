@@ -1,7 +1,7 @@
-"""vLLM's OpenAI-compatible server on the GPU, loaded by `llmbench serve-bench` (issue 18).
+"""vLLM's OpenAI-compatible server on the GPU, loaded by `llmbench serve-bench`.
 
-One server per precision, started once for the whole concurrency sweep (the suite
-`scenarios/serving-sweep.toml` starts one per case, which costs a server start per point), on the
+One server per precision, started once for the whole concurrency sweep (the packaged suite
+`serving-sweep` shares one per precision too, through `llmbench run`), on the
 Llama-3-8B shape with random weights (`--load-format dummy`) and the offline tokenizer of the
 preset's vocabulary, written by llmbench itself (models/hf_dir.py, models/tokenizer.py). Prefix
 caching is off: every point's prompts come from the same seed, and a cache kept from an earlier
@@ -9,10 +9,9 @@ point would shorten its TTFT.
 
     python3 benchmarks/gpu/serving_sweep.py OUT_DIR bf16 [fp8 ...]
 
-Needs vLLM (../shared/gpu/fetch-vllm.sh on the GPU machines). Expected time per precision (an
-estimate, not a measurement): the server's first start of an 8B model about 2-2.5 min (torch.compile
-and CUDA graphs; less with a warm VLLM_CACHE_ROOT), then 7 points of at most 20 s of sending plus
-the drain, about 3 min: about 5 min each.
+Needs vLLM installed. Expected time per precision (an estimate, not a measurement): the server's
+first start of an 8B model about 2-2.5 min (torch.compile and CUDA graphs; less with a warm
+VLLM_CACHE_ROOT), then 7 points of at most 20 s of sending plus the drain, about 3 min: about 5 min each.
 """
 
 from __future__ import annotations

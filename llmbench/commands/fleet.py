@@ -71,9 +71,9 @@ def fleet_cmd(
     run_tokens: int = RUN_TOKENS_OPT,
 ) -> None:
     """Run llmbench oneshot on several GPU types at once through SkyPilot (pip install 'llmbench\\[fleet]'),
-    collect the bundles and write the comparison and report. Needs a SkyPilot set up with a cloud
-    (`sky check`) and a bucket; llmbench's own tests replace SkyPilot's calls (no cloud was reached
-    when this was written)."""
+    collect the bundles and write the comparison and report. Needs SkyPilot set up for a cloud
+    (`sky check`), a bucket you can write, and the llmbench checkout as the working directory (the
+    task file deploy/skypilot.yaml copies it to each machine)."""
     if collect is not None:
         if gpus or bucket or resume:
             raise UserError("--collect compares a folder and launches nothing: leave out --gpus, --bucket and --resume")

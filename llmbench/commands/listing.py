@@ -2,24 +2,40 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from llmbench.commands.common import console
+from llmbench.commands.common import SUITES_OPT, console
 from llmbench.errors import UserError
-from llmbench.suite import available_suites
+from llmbench.suite import PACKAGED, SuiteFile, available_suites, replaced_text
 
 
-def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions, engines, metrics or all")) -> None:
-    """List suites, scenarios, precisions, engines and metrics (with units and which way is better)."""
+def suite_row(s: SuiteFile) -> tuple[str, str]:
+    """A suite's name and where it comes from: shipped with llmbench, or the user's file (and what
+    it replaces)."""
+    if s.origin == PACKAGED:
+        return s.name, "packaged"
+    instead = f" (replaces {replaced_text(s.replaces)})" if s.replaces else ""
+    return s.name, f"{s.origin}: {s.path}{instead}"
+
+
+def list_(
+    what: str = typer.Argument("all", help="suites, scenarios, precisions, engines, metrics or all"),
+    suites: Optional[list[Path]] = SUITES_OPT,
+) -> None:
+    """List suites (and where each comes from), scenarios, precisions, engines and metrics (with units
+    and which way is better)."""
     from llmbench.engines.base import ENGINES
     from llmbench.metrics import METRICS
     from llmbench.precision import PRECISIONS
     from llmbench.scenarios.base import SCENARIOS
 
     sections = {
-        "suites": lambda: [(n, str(p)) for n, p in available_suites().items()],
+        "suites": lambda: [suite_row(s) for s in available_suites(suites or []).values()],
         "scenarios": lambda: [(n, c.description) for n, c in SCENARIOS],
         "precisions": lambda: [(p.name, p.description) for p in PRECISIONS.values()],
         "engines": lambda: [(n, c.description + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))

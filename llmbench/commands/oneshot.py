@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from llmbench import __version__
 from llmbench.bundle import Bundle, bundle_name, is_bundle, write_bundle
-from llmbench.commands.common import check_out_dir, console, err_console
+from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, ceilings_env, check_out_dir, console, err_console
 from llmbench.commands.run import RichUI, exit_code, plan_table, run_progress
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
@@ -211,6 +211,8 @@ def oneshot(
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU (tests; no GPU figures)."),
     dry_run: bool = typer.Option(False, "--dry-run", metavar="", help="Print the plan with each case's quoted "
                                  "time (as --budget reads it) and the total; run nothing."),
+    suite_dirs: Optional[list[Path]] = SUITES_OPT,
+    ceilings: Optional[Path] = CEILINGS_OPT,
 ) -> None:
     """A freshly rented machine in one command: doctor, the headline suite within --budget, and one
     bundle <gpu-slug>-<UTC>.tar.gz (result sets, HTML report, log, environment) in --out.
@@ -223,6 +225,7 @@ def oneshot(
     check_out_dir(out)
     check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
     check_parallel(gpus, parallel)
+    case_env = ceilings_env(ceilings, out, also=REFERENCE_RESULTS)
     slug = local_slug(gpus, cpu)
     previous: Bundle | None = None
     if resume is not None:
@@ -233,8 +236,10 @@ def oneshot(
         if theirs != [slug]:
             raise UserError(f"--resume {resume.name}: its result sets were measured on {', '.join(theirs)}; this "
                             f"machine is {slug} (a result set holds one GPU model): run oneshot without --resume")
-    loaded = [load_suite(n) for n in suites] if suites else \
-        _bundled_suites(previous, out) if previous else [load_suite(n) for n in DEFAULT_SUITES]
+    if suites or previous is None:
+        loaded = [load_suite(n, suite_dirs or []) for n in suites or DEFAULT_SUITES]
+    else:
+        loaded = _bundled_suites(previous, out)
     names = [s.name for s in loaded]
     if dry_run:
         _print_plan(loaded, slug, out, previous)
@@ -248,6 +253,9 @@ def oneshot(
             + (f", resuming {resume.name} (part {part})" if resume else ""))
     console.print(head)
     _log(log, head)
+    for line in filter(None, (s.where() for s in loaded)):
+        console.print(escape(line), highlight=False)
+        _log(log, line)
     console.print("doctor: checking driver, CUDA, torch and that work runs on the GPU ...")
     checks = run_checks(gpus)
     for c in checks:
@@ -277,7 +285,7 @@ def oneshot(
                 left = None if seconds is None else max(seconds - (time.monotonic() - t0), 1.0)
                 opts = RunOptions(out_dir=out, resume=s.name in placed, resume_from=placed.get(s.name), gpus=gpus,
                                   device="cpu" if cpu else "auto", budget_s=left, parallel=parallel,
-                                  reference_times=reference)
+                                  reference_times=reference, extra_env=case_env)
                 run_suite(s, s.cases, opts, ui)
         except KeyboardInterrupt:
             interrupted = True

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file
+from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file, write_out
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
 from llmbench.report.compare import headline_metric_names
@@ -54,8 +54,7 @@ def report_cmd(
         None if all_metrics else frozenset(headline_metric_names()),
         None if prices is None else (lambda cmp: [cost_table(cmp, prices, run_tokens)]),
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html([section], title), encoding="utf-8")
+    write_out(out, render_html([section], title))
     typer.echo(f"wrote {out}", err=True)
 
 

@@ -21,7 +21,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from llmbench.commands.common import INTERRUPTED, check_out_dir, console, err_console
+from llmbench.commands.common import (
+    CEILINGS_OPT,
+    INTERRUPTED,
+    SUITES_OPT,
+    ceilings_env,
+    check_out_dir,
+    console,
+    err_console,
+)
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import local_slug
@@ -118,7 +126,8 @@ def plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tupl
 
 
 def run(
-    suite: str = typer.Argument(..., help="A suite name from scenarios/ (e.g. quickstart) or a path to a .toml file."),
+    suite: str = typer.Argument(..., help="A suite name (e.g. quickstart; `llmbench list suites` lists them) or a "
+                                "path to a .toml file."),
     filter: Optional[list[str]] = typer.Option(
         None, "--filter", "-k", help="Keep matching cases: key=v1,v2 (scenario, id or any param) or text "
         "in the case label. Repeat to combine."),
@@ -156,6 +165,8 @@ def run(
         "writes its own result set, whose header names its repeat group (repeat: group, index, of); compare "
         "and report pool a group into one side, `llmbench spread` prints the between-run spread. --resume "
         "continues an unfinished group of the same N."),
+    suites: Optional[list[Path]] = SUITES_OPT,
+    ceilings: Optional[Path] = CEILINGS_OPT,
 ) -> None:
     """Run a suite: every case in its own process, results written after each case.
 
@@ -163,7 +174,10 @@ def run(
     check_out_dir(out)
     check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
     check_parallel(gpus, parallel)
-    s = load_suite(suite)
+    case_env = ceilings_env(ceilings, out)
+    s = load_suite(suite, suites or [])
+    if s.where():
+        console.print(escape(s.where()), highlight=False)
     cases = filter_cases(s.cases, filter or [])
     if timeout is not None:
         cases = [c.with_settings(timeout_s=timeout) for c in cases]
@@ -200,7 +214,8 @@ def run(
         if repeat > 1:
             console.print(f"[bold]pass {index} of {repeat}[/bold] (repeat group {group})")
         opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus,
-                          device="cpu" if cpu else "auto", budget_s=budget, header=header, parallel=parallel)
+                          device="cpu" if cpu else "auto", budget_s=budget, header=header, parallel=parallel,
+                          extra_env=case_env)
         codes.append(_run_pass(s, cases, opts, strict))
     if repeat > 1:
         console.print(f"{len(passes)} pass(es) of repeat group {passes[0][1]} -> {out}; the spread between runs: "

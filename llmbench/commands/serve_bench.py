@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from llmbench import __version__
+from llmbench.commands.common import check_out_dir
 from llmbench.errors import UserError
 from llmbench.results import CaseResult, MetricResult, ResultSet, result_path, save, utc_now
 
@@ -25,6 +26,12 @@ Give --rate (requests/s: Poisson arrivals, or gamma with --burstiness; 'inf' sen
 have exactly --input-len tokens for --tokenizer (default: the model name) and every answer exactly
 --output-len tokens (ignore_eos and min_tokens are sent). The result set goes to
 OUT/<gpu-slug>/<name>-<UTC>.json, one case per point, with every request's timings.
+
+A server error (an HTTP error, a broken stream; the test request before each point included) is a
+failed request of that point, counted in failed_requests; a point whose requests all failed, or whose
+server went away, is a failed point, and the sweep goes on. Exit code 0: every point measured; 1: a
+point failed; 2: bad input (options, or a server that is not there or does not serve --model at the
+first point).
 
 Example: llmbench serve-bench --url http://127.0.0.1:8000 --model meta-llama/Meta-Llama-3-8B --concurrency 1,4,16,64
 """
@@ -152,6 +159,7 @@ def serve_bench(
     if rates is None and concs is None and trace is None:
         raise UserError("give --rate 1,2,4 or --concurrency 1,4,16 (or --trace FILE)")
     parse_slo(goodput)
+    check_out_dir(out)
     base = dict(url=url, model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
                 output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
                 seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
@@ -180,11 +188,10 @@ def serve_bench(
             case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
                               metrics=metrics, timer="perf_counter", started_at=started, info=info)
         except ServerUnusable as e:
-            rs.upsert(CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                                 reason=str(e), started_at=started, info=info))
-            save(rs, path)
-            console.print(results_table(rs.cases, f"serve-bench {model} at {url}"))
-            raise UserError(f"{e} (the result set keeps what was measured: {path})") from None
+            if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
+                raise UserError(str(e)) from None
+            case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
+                              reason=str(e), started_at=started, info=info)  # the server went away mid-sweep
         except (RuntimeError, OSError) as e:
             case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
                               reason=f"{type(e).__name__}: {e}".splitlines()[0][:500], started_at=started, info=info)
@@ -193,6 +200,11 @@ def serve_bench(
         save(rs, path)
     console.print(results_table(rs.cases, f"serve-bench {model} at {url}"))
     console.print(f"-> {path}")
+    failed = [c for c in rs.cases if c.status != "ok"]
+    if failed:
+        Console(stderr=True).print(f"exit code 1: {len(failed)} of {len(rs.cases)} point(s) failed (the reasons "
+                                   f"are in the table and in llmbench show {path})", highlight=False)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,8 @@ Pure arithmetic: no torch here, so it is cheap to test and to use for estimates.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -21,6 +23,7 @@ Bound = Literal["memory", "compute"]  # which ceiling limits a quantity
 
 FAR_BELOW = 0.5  # efficiency under this is flagged with a likely cause
 HOST_BOUND_GPU_SHARE = 0.6  # GPU busy for less than this share of a step: the host is the bottleneck
+CEILINGS_ENV = "LLMBENCH_CEILINGS"  # where a case reads measured ceilings: set by `llmbench run --ceilings`
 
 def act_bytes(precision: str) -> int:
     """Bytes per activation / KV-cache element and per unquantized weight (llmbench.precision)."""
@@ -102,27 +105,63 @@ def generation_bound(
 
 
 def ceiling_for(spec: GpuSpec, precision: str, measured_tb_s: float | None = None) -> Ceiling:
-    """The roof for `precision` on `spec`; a measured device-copy bandwidth beats the datasheet."""
+    """The roof for `precision` on `spec`; a measured device-copy bandwidth beats the datasheet (a
+    `Measured` one names the result set it came from)."""
     peak = spec.tflops.get(prec.get(precision).peak_key) or spec.tflops["bf16"]
     if measured_tb_s:
-        return Ceiling(measured_tb_s, peak, "measured (ceilings suite, device copy)")
+        where = f", {measured_tb_s.source}" if isinstance(measured_tb_s, Measured) else ""
+        return Ceiling(measured_tb_s, peak, f"measured (ceilings suite, device copy{where})")
     return Ceiling(spec.bandwidth_tb_s, peak, f"datasheet ({spec.source})")
 
 
+class Measured(float):
+    """A measured ceiling that carries the result set it was read from (`source`), so that a case
+    records where its roof came from."""
+
+    source: str
+
+    def __new__(cls, value: float, source: str) -> Measured:
+        obj = super().__new__(cls, value)
+        obj.source = source
+        return obj
+
+
+def ceilings_sources() -> list[Path]:
+    """Where measured ceilings are read, as configured for this process: the paths in LLMBENCH_CEILINGS
+    (separated like PATH; each a result set or a results folder). `llmbench run` sets it for its case
+    processes (its --ceilings, else its --out). Unset: none, and the roofline uses the datasheet; the
+    working directory is never searched by default."""
+    return [Path(p) for p in os.environ.get(CEILINGS_ENV, "").split(os.pathsep) if p]
+
+
+def ceilings_sets(slug: str, sources: Sequence[Path]) -> list[Path]:
+    """The result sets a ceiling of GPU `slug` may come from, in the order they are tried: a set named
+    itself, else a results folder's `<slug>/ceilings-*.json`, newest first."""
+    out: list[Path] = []
+    for src in sources:
+        if src.is_file():
+            out.append(src)
+        elif (src / slug).is_dir():
+            out += sorted((src / slug).glob("ceilings-*.json"), reverse=True)  # UTC timestamps sort by name
+    return out
+
+
 def best_measured(
-    slug: str, scenario: str, metric: str, where: dict[str, object], results_dir: Path = Path("results")
-) -> float | None:
-    """The best `metric` of ok cases of `scenario` whose params match `where`, from the newest
-    `results/<slug>/ceilings-*.json` that has one: a measured ceiling. None when there is none (the
-    datasheet figure is used then). The scenario that measures the ceiling names itself here
-    (llmbench.scenarios.bandwidth.measured_copy_tb_s), so this module knows no scenario."""
-    folder = results_dir / slug
-    if not folder.is_dir():
-        return None
-    for path in sorted(folder.glob("ceilings-*.json"), reverse=True):  # UTC timestamps sort by name
+    slug: str, scenario: str, metric: str, where: dict[str, object], results_dir: Path | None = None
+) -> Measured | None:
+    """The best `metric` of ok cases of `scenario` whose params match `where`, from the first result set
+    of `ceilings_sets` that has one (a set named itself must be of GPU `slug`): a measured ceiling, with
+    its set as its source. Searched in `results_dir` where given, else where `ceilings_sources` says.
+    None when there is none (the datasheet figure is used then). The scenario that measures the
+    ceiling names itself here (llmbench.scenarios.bandwidth.measured_copy_tb_s), so this module knows
+    no scenario."""
+    sources = [results_dir] if results_dir is not None else ceilings_sources()
+    for path in ceilings_sets(slug, sources):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            continue
+        if ((data.get("env") or {}).get("gpu") or {}).get("slug", slug) != slug:
             continue
         found = [
             float(case["metrics"][metric]["value"])
@@ -133,7 +172,7 @@ def best_measured(
             and metric in case.get("metrics", {})
         ]
         if found:
-            return max(found)
+            return Measured(max(found), str(path.resolve()))
     return None
 
 

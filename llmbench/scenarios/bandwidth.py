@@ -95,7 +95,8 @@ class Bandwidth(Scenario):
         ctx.info["bytes_counted_per_iter"] = moved
 
 
-def measured_copy_tb_s(slug: str, results_dir: Path = Path("results")) -> float | None:
-    """Device-copy bandwidth from the newest ceilings result set of the GPU `slug` (the best of its
-    buffer sizes: the ceiling); None when there is none."""
+def measured_copy_tb_s(slug: str, results_dir: Path | None = None) -> roofline.Measured | None:
+    """Device-copy bandwidth from the newest ceilings result set of the GPU `slug` in `results_dir`, or
+    where `llmbench run --ceilings` (default: its --out) points the case (`roofline.ceilings_sources`):
+    the best of its buffer sizes, the ceiling, with the set it came from. None when there is none."""
     return roofline.best_measured(slug, Bandwidth.name, "tb_per_s", {"kind": "d2d"}, results_dir)

@@ -200,9 +200,10 @@ def _rel_error(a: Any, b: Any, fn: Any, out: Any) -> float:
     return float((got - ref).norm() / ref.norm())
 
 
-def measured_peak_tflops(slug: str, precision: str, results_dir: Path = Path("results")) -> float | None:
-    """Matmul peak of `precision` from the newest ceilings result set of the GPU `slug` (the best of
-    its shapes: the ceiling); None when there is none (use the spec table)."""
+def measured_peak_tflops(slug: str, precision: str, results_dir: Path | None = None) -> roofline.Measured | None:
+    """Matmul peak of `precision` from the newest ceilings result set of the GPU `slug`, found as
+    `measured_copy_tb_s` finds its set (the best of its shapes: the ceiling); None when there is none
+    (use the spec table)."""
     return roofline.best_measured(slug, Gemm.name, "tflops", {"precision": precision}, results_dir)
 
 

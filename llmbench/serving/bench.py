@@ -19,7 +19,8 @@ TEST_TOKENS = 4
 
 
 class ServerUnusable(RuntimeError):
-    """The server cannot be benchmarked: unreachable, not serving the model, or failing a test request."""
+    """The server cannot be benchmarked: unreachable, or not serving the model. (A test request the
+    server answers with an error is not this: it is a failed request of the point, counted.)"""
 
 
 def run_async(coro: Coroutine[Any, Any, T], uvloop_if_installed: bool = True) -> tuple[T, str]:
@@ -34,7 +35,9 @@ def run_async(coro: Coroutine[Any, Any, T], uvloop_if_installed: bool = True) ->
 
 async def check_server(ep: Endpoint, first: Session) -> dict[str, Any]:
     """GET /v1/models (is the server there, does it serve the model?), then one short streamed
-    request (does the endpoint stream, and report usage?). Raises ServerUnusable with one line."""
+    request (does the endpoint stream, and report usage?). Raises ServerUnusable with one line when
+    the server is not there or does not serve the model; a test request that fails is recorded in
+    `test_request.error` (the point counts it among its failed requests)."""
     import aiohttp
 
     info: dict[str, Any] = {}
@@ -54,11 +57,22 @@ async def check_server(ep: Endpoint, first: Session) -> dict[str, Any]:
                 from None
         rec = RequestRecord(index=0, scheduled_s=0.0, requested_tokens=min(TEST_TOKENS, first.turns[0].output_len))
         await stream_request(http, ep, first.turns[0].text, rec, 0.0)
-        if rec.error:
-            raise ServerUnusable(f"the test request to {ep.request_url} failed: {rec.error}")
         info["test_request"] = {"tokens": rec.output_tokens, "chunks": len(rec.chunks_s),
                                 "usage_reported": rec.output_tokens >= 0}
+        if rec.error:
+            info["test_request"]["error"] = rec.error
     return info
+
+
+def _count_failed_test_request(metrics: dict[str, MetricResult], info: dict[str, Any]) -> None:
+    """A test request the server failed is one more failed request of the point: in `failed_requests`,
+    `requests_failed` and first among `first_errors` (a server error is a result, not the user's mistake)."""
+    error = (info.get("test_request") or {}).get("error")
+    if not error:
+        return
+    metrics["failed_requests"] = MetricResult.single("failed_requests", metrics["failed_requests"].value + 1)
+    info["requests_failed"] = info.get("requests_failed", 0) + 1
+    info["first_errors"] = [f"test request: {error}", *info.get("first_errors", [])][:5]
 
 
 def run_point(
@@ -73,7 +87,8 @@ def run_point(
     info: dict[str, Any] | None = None,
 ) -> dict[str, MetricResult]:
     """Check the server, run the load, and return the metrics; `info` (filled as it goes, so a
-    failure keeps what was learnt) gets the facts and every request's record."""
+    failure keeps what was learnt) gets the facts and every request's record. Raises ServerUnusable
+    (the server is not there or does not serve the model) or RuntimeError (every request failed)."""
     info = {} if info is None else info
     total = sum(len(s.turns) for s in sessions)
     done = 0
@@ -93,6 +108,7 @@ def run_point(
     info["event_loop"] = loop
     metrics, facts = summarize(result.records, slo=slo, n_gpus=n_gpus, asked_rate=asked_rate)
     info.update(facts)
+    _count_failed_test_request(metrics, info)
     info["not_started"] = result.not_started
     info["peak_in_flight"] = peak_in_flight(result.records)
     info["requests"] = to_columns(result.records)

@@ -118,3 +118,26 @@ class Probe(Scenario):
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
         ctx.info["end"] = time.time()
+
+
+class RoofParams(ScenarioParams):
+    gpu: str = "h100-sxm-80gb"  # the GPU whose ceiling is read (a CPU case process reads it as a GPU's would)
+
+
+@SCENARIOS.register("roof")
+class Roof(Scenario):
+    Params = RoofParams
+    description = "test-only: the roof a generate case of GPU `gpu` would use, read as generate reads it"
+    headline = ("time_ms",)
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        from llmbench.hardware import roofline
+        from llmbench.hardware.specs import lookup
+        from llmbench.scenarios.bandwidth import measured_copy_tb_s
+
+        spec = lookup(params.gpu)
+        assert spec is not None
+        ceiling = roofline.ceiling_for(spec, "bf16", measured_copy_tb_s(spec.slug))
+        ctx.info.update(bandwidth_tb_s=ceiling.bandwidth_tb_s, bandwidth_source=ceiling.bandwidth_source)
+        m = ctx.measure(lambda: sum(range(100)))
+        ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
