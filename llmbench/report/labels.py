@@ -3,6 +3,7 @@ never shown without saying so."""
 
 from __future__ import annotations
 
+from llmbench.hardware.specs import lookup
 from llmbench.results import ResultSet
 
 NOT_MEASURED = ("published", "projected")
@@ -26,7 +27,7 @@ def source_line(rs: ResultSet) -> str:
     src = rs.source
     if src.kind == "measured":
         return "measured"
-    parts: list[str] = [src.kind]
+    parts: list[str] = [] if (src.citation or "").lower().startswith(src.kind) else [src.kind]
     if src.citation:
         parts.append(src.citation)
     if src.url:
@@ -46,3 +47,14 @@ def mixing_warning(sets: list[ResultSet]) -> str | None:
         f"Not all figures here are measured: {named}. Published figures come from the cited source "
         "(other software, settings and workloads); projected figures are estimates from spec-sheet ratios."
     )
+
+
+def gpu_name(rs: ResultSet) -> str:
+    """The GPU as a person names it: the spec table's name ('H100 SXM5 80GB'), else the name the driver
+    reported, else the slug; 'CPU x86_64' for a run on the CPU."""
+    slug = rs.gpu_slug
+    if slug.startswith("cpu-"):
+        return f"CPU {slug.removeprefix('cpu-')}"
+    spec = lookup(slug)
+    name = spec.name if spec else str((rs.env.get("gpu") or {}).get("name") or slug)
+    return name.removeprefix("NVIDIA ")

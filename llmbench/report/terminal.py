@@ -5,40 +5,153 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from collections import defaultdict
 
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
 from llmbench.report.caselabels import with_searched_batch
-from llmbench.report.tables import Table, fmt_num
+from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
 
+SEPARATOR = " · "  # between the "column: value" pairs of a stacked row
+INDENT = "  "  # a stacked row's pairs under its heading
 
-def to_rich(t: Table) -> RichTable:
-    """A rich table; every text is escaped, since '[projected]' would otherwise be read as markup."""
-    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
-    for c in t.columns:
-        rt.add_column(escape(c), overflow="fold")
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def _longest_word(text: str) -> int:
+    """The narrowest a cell can be without breaking a word or a number (rich wraps at spaces only)."""
+    return max((cell_len(w) for w in _words(text)), default=0)
+
+
+def _longest_line(text: str) -> int:
+    return max((cell_len(line) for line in text.splitlines()), default=0)
+
+
+def column_overhead(n: int) -> int:
+    """Characters a table of `n` columns spends between them (no outer edge: three per gap)."""
+    return 3 * (n - 1)
+
+
+def column_widths(t: Table, width: int) -> list[int] | None:
+    """Column widths that fit the table in `width` characters with no word or number broken: each column
+    gets its longest word (header included), then what is left goes one character at a time to every
+    column still short of its longest line (short columns stop wrapping first). None where even the
+    longest words do not fit: the table is then stacked (`stacked_lines`)."""
+    n = len(t.columns)
+    cells = [t.columns, *t.rows]
+    widths = [max(_longest_word(r[j]) for r in cells) or 1 for j in range(n)]
+    want = [max(_longest_line(r[j]) for r in cells) or 1 for j in range(n)]
+    spare = width - column_overhead(n) - sum(widths)
+    if spare < 0:
+        return None
+    while spare > 0 and any(w < h for w, h in zip(widths, want, strict=True)):
+        for j in range(n):
+            if spare and widths[j] < want[j]:
+                widths[j] += 1
+                spare -= 1
+    return widths
+
+
+def _pairs_lines(pairs: list[str], width: int) -> list[str]:
+    """'key: value' pairs packed into lines of at most `width`, a pair never split between lines unless
+    it is longer than a line alone (then it wraps at spaces)."""
+    lines: list[str] = []
+    for pair in pairs:
+        joined = f"{lines[-1]}{SEPARATOR}{pair}" if lines else pair
+        if lines and cell_len(INDENT + joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(pair)
+    out: list[str] = []
+    for line in lines:
+        out += textwrap.wrap(line, width, initial_indent=INDENT, subsequent_indent=INDENT * 2,
+                             break_long_words=False, break_on_hyphens=False) or [INDENT]
+    return out
+
+
+def _one_line(cell: str) -> str:
+    return "; ".join(line.strip() for line in cell.splitlines() if line.strip())
+
+
+def stacked_lines(t: Table, width: int) -> list[Text]:
+    """A table too wide for the terminal, one row after another: the row's key columns as a heading, its
+    other cells as 'column: value' pairs under it (rows that share a heading share one heading line)."""
+    k = max(1, min(t.key_columns, len(t.columns)))
+    out: list[Text] = []
+    heading: list[str] | None = None
+    for row in t.rows:
+        if row[:k] != heading:
+            heading = row[:k]
+            out.append(Text("  ".join(_one_line(c) for c in heading if c.strip()) or MISSING, style="bold"))
+        pairs = [f"{col}: {_one_line(cell)}" if col else _one_line(cell)
+                 for col, cell in zip(t.columns[k:], row[k:], strict=False) if cell.strip()]
+        out += [_styled(line, t) for line in _pairs_lines(pairs, width)]
+    return out
+
+
+def _styled(text: str, t: Table) -> Text:
+    style = t.styles.get(text.strip(), "")
+    return Text(text, style=style)
+
+
+def to_rich(t: Table, widths: list[int] | None = None) -> RichTable:
+    """A rich table at the given column widths (no word is wider than its column: see `column_widths`).
+    Cells are Text, never markup: '[projected]' stays text."""
+    rt = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for j, c in enumerate(t.columns):
+        rt.add_column(c, width=widths[j] if widths else None, overflow="fold")
     for r in t.rows:
-        rt.add_row(*(escape(c) for c in r))
+        rt.add_row(*(_styled(c, t) for c in r))
     return rt
 
 
+def _paragraph(console: Console, text: str, style: str = "") -> None:
+    """A paragraph wrapped at the console's width, at spaces only; a '- ' item gets a hanging indent."""
+    hang = "  " if text.startswith("- ") else ""
+    lines = textwrap.wrap(text, max(console.width, 20), subsequent_indent=hang, break_long_words=False,
+                          break_on_hyphens=False)
+    for line in lines:
+        console.print(Text(line, style=style), soft_wrap=True)
+
+
+def print_table(t: Table, console: Console) -> None:
+    """One table: its title, notes (warnings, sources) and lead paragraphs, then the rows as a table where
+    they fit the console's width without breaking a word, else stacked; then its caption."""
+    empty = not t.rows and not t.is_text
+    if t.title or empty:
+        _paragraph(console, f"{t.title}: {t.none_text}" if empty else t.title, "italic" if empty else "bold")
+    for n in t.notes:
+        _paragraph(console, n, "yellow")
+    for p in t.lead:
+        _paragraph(console, p)
+    if t.is_text or empty:
+        return
+    widths = column_widths(t, console.width)
+    if widths is None:
+        for line in stacked_lines(t, console.width):
+            console.print(line, soft_wrap=True)
+    else:
+        console.print(to_rich(t, widths))
+    if t.caption:
+        _paragraph(console, t.caption, "dim")
+
+
 def print_terminal(tables: list[Table], console: Console) -> None:
-    """Each table with its notes; a table with no rows is one line, its title and "(none: ...)", not an
-    empty frame of headers."""
+    """Each table (`print_table`) and a blank line after it."""
     for t in tables:
-        for n in t.notes:
-            console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
-        if not t.rows:
-            console.print(f"[italic]{escape(t.title)}[/]: {escape(t.none_text)}", highlight=False, soft_wrap=True)
-        else:
-            console.print(to_rich(t))
+        print_table(t, console)
         console.print()
 
 

@@ -67,7 +67,7 @@ def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
                 name,
                 s.rs.suite,
                 str(s.rs.env.get("gpu", {}).get("name", MISSING)),
-                source_line(s.rs),
+                s.rs.source.kind,  # the whole source is a note above the table
                 s.rs.created_at,
                 f"{ok}/{len(cases)}" + (" (run unfinished)" if _unfinished(s) else ""),
             ]
