@@ -156,8 +156,8 @@ def metrics_table(cmp: Comparison, names: list[str]) -> Table:
     pair = f"{names[others[0]]} vs {names[cmp.baseline]}" if len(others) == 1 else f"vs {names[cmp.baseline]}"
     return Table(
         f"Headline metrics, {pair}", ["scenario", "metric", "cells", *cols], rows,
-        caption="> 1: better (throughput up, latency or energy down); geometric mean over the cases both ran "
-        "ok, [95% interval]; 'speed': every speed metric, each case's timing once."
+        caption="ratio > 1: better (throughput up, latency or energy down); geometric mean over the cases both "
+        "ran ok, [95% interval]; 'speed': every speed metric, each case's timing once."
         + (f" {more} more metric(s): --all." if more > 0 else ""),
         empty="no metric was measured ok on both sides", key_columns=2,
     )
