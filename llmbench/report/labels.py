@@ -50,11 +50,14 @@ def mixing_warning(sets: list[ResultSet]) -> str | None:
 
 
 def gpu_name(rs: ResultSet) -> str:
-    """The GPU as a person names it: the spec table's name ('H100 SXM5 80GB'), else the name the driver
+    """The GPU of a result set as a person names it (`gpu_display_name`)."""
+    return gpu_display_name(rs.gpu_slug, (rs.env.get("gpu") or {}).get("name"))
+
+
+def gpu_display_name(slug: str, reported: str | None = None) -> str:
+    """A GPU as a person names it: the spec table's name ('H100 SXM5 80GB'), else the name the driver
     reported, else the slug; 'CPU x86_64' for a run on the CPU."""
-    slug = rs.gpu_slug
     if slug.startswith("cpu-"):
         return f"CPU {slug.removeprefix('cpu-')}"
     spec = lookup(slug)
-    name = spec.name if spec else str((rs.env.get("gpu") or {}).get("name") or slug)
-    return name.removeprefix("NVIDIA ")
+    return (spec.name if spec else str(reported or slug)).removeprefix("NVIDIA ")

@@ -11,13 +11,13 @@ from collections import defaultdict
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
 from llmbench.report.caselabels import with_searched_batch
+from llmbench.report.labels import gpu_name
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
@@ -94,7 +94,9 @@ def stacked_lines(t: Table, width: int) -> list[Text]:
     for row in t.rows:
         if row[:k] != heading:
             heading = row[:k]
-            out.append(Text("  ".join(_one_line(c) for c in heading if c.strip()) or MISSING, style="bold"))
+            text = "  ".join(_one_line(c) for c in heading if c.strip()) or MISSING
+            out += [Text(line, style="bold") for line in textwrap.wrap(
+                text, width, subsequent_indent=INDENT, break_long_words=False, break_on_hyphens=False)]
         pairs = [f"{col}: {_one_line(cell)}" if col else _one_line(cell)
                  for col, cell in zip(t.columns[k:], row[k:], strict=False) if cell.strip()]
         out += [_styled(line, t) for line in _pairs_lines(pairs, width)]
@@ -163,6 +165,10 @@ def to_terminal_text(tables: list[Table], width: int = 160) -> str:
 
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
+REASON_CHARS = 100  # a skip or failure reason in a table: its first line, cut at a word (the set keeps it all)
+FLAG_MARK = " (!)"
+FLAG_LEGEND = ("(!) marks a flagged figure (e.g. an energy window too short to trust, a run far under its "
+               "roofline): the warnings below say why.")
 
 
 def fmt_metric(m: MetricResult) -> str:
@@ -176,7 +182,7 @@ def fmt_metric(m: MetricResult) -> str:
     if isinstance(n, int) and n > 1:
         text += f" n={n}"
     if m.flags:
-        text += " (!)"
+        text += FLAG_MARK
     return text
 
 
@@ -195,20 +201,39 @@ def case_label(case: CaseResult) -> str:
     return with_searched_batch(params_text(case.params), case)
 
 
-def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> RichTable:
+def one_line(text: str | None, limit: int = REASON_CHARS) -> str:
+    """A text on one line of at most `limit` characters: its first non-empty line; where longer, its first
+    clause ('fp8 needs compute capability >= 8.9' of '...; this machine has none') if that fits, else cut
+    after a word, with '…' (the result set keeps the whole text)."""
+    first = next((" ".join(line.split()) for line in (text or "").splitlines() if line.strip()), "")
+    if cell_len(first) <= limit:
+        return first
+    clause = first.split("; ", 1)[0]
+    if cell_len(clause) < limit:
+        return clause + "…"
+    cut = first[: max(limit - 1, 1)]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
+def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None,
+                 skipped: bool = True) -> Table:
+    """A result set, a row per case: its headline metrics (all of them with `all_metrics`), or why it did
+    not run ok on one line. `skipped=False` leaves skipped cases out (a run printed their reasons as
+    they came)."""
     source = "" if rs.source.kind == "measured" else f" [{rs.source.kind.upper()}]"
-    gpu = rs.env.get("gpu", {}).get("name", "?")
-    t = RichTable(title=title or f"{rs.suite}{source} — {gpu} — {rs.created_at}", show_lines=False)
-    for col in ("scenario", "case", "status", "metrics"):
-        t.add_column(col, overflow="fold")
+    rows = []
     for c in rs.cases:
-        style = STATUS_STYLE.get(c.status, "")
+        if c.status == "skipped" and not skipped:
+            continue
         if c.status == "ok":
             detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in case_headline(c, all_metrics))
         else:
-            detail = c.reason or ""
-        t.add_row(c.scenario, escape(case_label(c)), f"[{style}]{c.status}[/{style}]", escape(detail))
-    return t
+            detail = one_line(c.reason)
+        rows.append([c.scenario, case_label(c), c.status, detail])
+    flagged = any(FLAG_MARK in r[-1] for r in rows)
+    return Table(title or f"{rs.suite}{source} — {gpu_name(rs)} — {rs.created_at}",
+                 ["scenario", "case", "status", "metrics"], rows, caption=FLAG_LEGEND if flagged else "",
+                 key_columns=2, styles=STATUS_STYLE, empty="no case to show")
 
 
 def status_counts(rs: ResultSet) -> dict[str, int]:
@@ -231,7 +256,7 @@ NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 MAX_FLAG_LINES = 4
 
 
-def _merge_numbers(texts: list[str]) -> str:
+def merge_numbers(texts: list[str]) -> str:
     """One text for flags that differ only in their figures: a figure that varies becomes its range."""
     columns = list(zip(*(NUMBER.findall(t) for t in texts), strict=True))
     merged = []
@@ -262,7 +287,7 @@ def flag_summary(rs: ResultSet, *, every: bool = False, max_lines: int = MAX_FLA
             out.append(f"{c.scenario} {case_label(c)}: {name}: {f}")
             continue
         metrics = ", ".join(dict.fromkeys(n for _, n, _ in hits))
-        out.append(f"{_merge_numbers([f for _, _, f in hits])} — on {len(cases)} case(s) ({metrics}); "
+        out.append(f"{merge_numbers([f for _, _, f in hits])} — on {len(cases)} case(s) ({metrics}); "
                    "each case: llmbench show --all")
     rest = ordered[max_lines:]
     if rest:
