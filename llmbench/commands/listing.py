@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from llmbench.commands.common import console
 from llmbench.errors import UserError
+from llmbench.report.tables import Table
+from llmbench.report.terminal import print_terminal
 from llmbench.suite import available_suites
 
 
@@ -29,13 +29,9 @@ def list_(what: str = typer.Argument("all", help="suites, scenarios, precisions,
     }
     if what != "all" and what not in sections:
         raise UserError(f"unknown list {what!r}; valid: {', '.join(sections)}, all")
-    for name in sections if what == "all" else [what]:
-        t = Table(title=name, show_header=False)
-        t.add_column(name)
-        t.add_column("")
-        for row in sections[name]():
-            t.add_row(*(escape(c) for c in row))
-        console.print(t)
+    print_terminal([Table(name, [name.removesuffix("s"), "file" if name == "suites" else "description"],
+                          [list(row) for row in sections[name]()], empty="none here")
+                    for name in (sections if what == "all" else [what])], console)
 
 
 def register(app: typer.Typer) -> None:
