@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-import textwrap
 from collections import defaultdict
 
 from rich import box
@@ -26,13 +25,35 @@ SEPARATOR = " · "  # between the "column: value" pairs of a stacked row
 INDENT = "  "  # a stacked row's pairs under its heading
 
 
-def _words(text: str) -> list[str]:
-    return text.split()
+UNIT = re.compile(r"\S*\[[^\]\s]+, [^\]\s]+\]\S*|\S+")  # a word, or an interval '[1.10, 1.15]' kept whole
+
+
+def _units(text: str) -> list[str]:
+    """What a line may break between: words, with an interval in brackets as one."""
+    return UNIT.findall(text)
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """`text` in lines of at most `width` characters, broken only between units (`_units`: never inside a
+    word, a number or an interval); a unit longer than a line has a line of its own. `first` and `rest`
+    begin the first and the following lines."""
+    out: list[str] = []
+    for raw in text.splitlines() or [""]:
+        line = first if not out else rest
+        filled = False
+        for unit in _units(raw):
+            if filled and cell_len(line) + 1 + cell_len(unit) > width:
+                out.append(line)
+                line, filled = rest, False
+            line += (" " if filled else "") + unit
+            filled = True
+        out.append(line)
+    return out
 
 
 def _longest_word(text: str) -> int:
-    """The narrowest a cell can be without breaking a word or a number (rich wraps at spaces only)."""
-    return max((cell_len(w) for w in _words(text)), default=0)
+    """The narrowest a cell can be without breaking a word, a number or an interval."""
+    return max((cell_len(w) for w in _units(text)), default=0)
 
 
 def _longest_line(text: str) -> int:
@@ -74,11 +95,7 @@ def _pairs_lines(pairs: list[str], width: int) -> list[str]:
             lines[-1] = joined
         else:
             lines.append(pair)
-    out: list[str] = []
-    for line in lines:
-        out += textwrap.wrap(line, width, initial_indent=INDENT, subsequent_indent=INDENT * 2,
-                             break_long_words=False, break_on_hyphens=False) or [INDENT]
-    return out
+    return [w for line in lines for w in wrap(line, width, INDENT, INDENT * 2)]
 
 
 def _one_line(cell: str) -> str:
@@ -95,8 +112,7 @@ def stacked_lines(t: Table, width: int) -> list[Text]:
         if row[:k] != heading:
             heading = row[:k]
             text = "  ".join(_one_line(c) for c in heading if c.strip()) or MISSING
-            out += [Text(line, style="bold") for line in textwrap.wrap(
-                text, width, subsequent_indent=INDENT, break_long_words=False, break_on_hyphens=False)]
+            out += [Text(line, style="bold") for line in wrap(text, width, "", INDENT)]
         pairs = [f"{col}: {_one_line(cell)}" if col else _one_line(cell)
                  for col, cell in zip(t.columns[k:], row[k:], strict=False) if cell.strip()]
         out += [_styled(line, t) for line in _pairs_lines(pairs, width)]
@@ -113,18 +129,17 @@ def to_rich(t: Table, widths: list[int] | None = None) -> RichTable:
     Cells are Text, never markup: '[projected]' stays text."""
     rt = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for j, c in enumerate(t.columns):
-        rt.add_column(c, width=widths[j] if widths else None, overflow="fold")
-    for r in t.rows:
-        rt.add_row(*(_styled(c, t) for c in r))
+        rt.add_column("\n".join(wrap(c, widths[j])) if widths else c, width=widths[j] if widths else None,
+                      overflow="fold")
+    for r in t.rows:  # wrapped here, between units, so rich never breaks a line itself
+        rt.add_row(*(_styled("\n".join(wrap(c, widths[j])) if widths else c, t) for j, c in enumerate(r)))
     return rt
 
 
 def _paragraph(console: Console, text: str, style: str = "") -> None:
     """A paragraph wrapped at the console's width, at spaces only; a '- ' item gets a hanging indent."""
     hang = "  " if text.startswith("- ") else ""
-    lines = textwrap.wrap(text, max(console.width, 20), subsequent_indent=hang, break_long_words=False,
-                          break_on_hyphens=False)
-    for line in lines:
+    for line in wrap(text, max(console.width, 20), "", hang):
         console.print(Text(line, style=style), soft_wrap=True)
 
 
