@@ -171,7 +171,7 @@ def test_columns_never_break_a_word_and_stack_when_they_cannot_fit() -> None:
 def test_a_reason_is_one_line() -> None:
     reason = "tf32 needs compute capability >= 8.0; this machine has no CUDA GPU (running on CPU AMD EPYC)"
     assert one_line(reason, 60) == "tf32 needs compute capability >= 8.0…"
-    assert one_line("a\nb") == "a" and one_line(reason) == reason
+    assert one_line("a\nb") == "a" and one_line(reason, 200) == reason
     long = "engine 'vllm' needs vllm, which is not installed: pip install 'llmbench[vllm]' (a CUDA build)"
     cut = one_line(long, 40)
     assert len(cut) <= 40 and cut.endswith("…") and " ".join(long.split()[:3]) in cut

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
-from llmbench.report.caselabels import with_searched_batch
+from llmbench.report.caselabels import case_labels, constant_params, with_searched_batch
 from llmbench.report.labels import gpu_name
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -180,7 +180,7 @@ def to_terminal_text(tables: list[Table], width: int = 160) -> str:
 
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
-REASON_CHARS = 100  # a skip or failure reason in a table: its first line, cut at a word (the set keeps it all)
+REASON_CHARS = 60  # a skip or failure reason in a table: its first clause or words (the set keeps it all)
 FLAG_MARK = " (!)"
 FLAG_LEGEND = ("(!) marks a flagged figure (e.g. an energy window too short to trust, a run far under its "
                "roofline): the warnings below say why.")
@@ -217,15 +217,16 @@ def case_label(case: CaseResult) -> str:
 
 
 def one_line(text: str | None, limit: int = REASON_CHARS) -> str:
-    """A text on one line of at most `limit` characters: its first non-empty line; where longer, its first
-    clause ('fp8 needs compute capability >= 8.9' of '...; this machine has none') if that fits, else cut
-    after a word, with '…' (the result set keeps the whole text)."""
+    """A text on one line of at most `limit` characters: its first non-empty line; where longer, its longest
+    leading clause that fits ('fp8 needs compute capability >= 8.9' of '...; this machine has none'), else
+    cut after a word; with '…' where cut (the result set keeps the whole text)."""
     first = next((" ".join(line.split()) for line in (text or "").splitlines() if line.strip()), "")
     if cell_len(first) <= limit:
         return first
-    clause = first.split("; ", 1)[0]
-    if cell_len(clause) < limit:
-        return clause + "…"
+    clauses = [first.split(sep, 1)[0] for sep in ("; ", ": ")]
+    fits = [c for c in clauses if cell_len(c) < limit]
+    if fits:
+        return max(fits, key=len) + "…"
     cut = first[: max(limit - 1, 1)]
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
@@ -236,6 +237,7 @@ def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None 
     not run ok on one line. `skipped=False` leaves skipped cases out (a run printed their reasons as
     they came)."""
     source = "" if rs.source.kind == "measured" else f" [{rs.source.kind.upper()}]"
+    labels = case_labels(rs.cases)  # the params that vary within each scenario: the rest is the caption
     rows = []
     for c in rs.cases:
         if c.status == "skipped" and not skipped:
@@ -244,10 +246,15 @@ def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None 
             detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in case_headline(c, all_metrics))
         else:
             detail = one_line(c.reason)
-        rows.append([c.scenario, case_label(c), c.status, detail])
+        rows.append([c.scenario, with_searched_batch(labels[c.id], c), c.status, detail])
     flagged = any(FLAG_MARK in r[-1] for r in rows)
+    common = [f"{sc}: {params_text(p)}" for sc in dict.fromkeys(c.scenario for c in rs.cases)
+              if len(members := [c for c in rs.cases if c.scenario == sc]) > 1
+              and (p := constant_params(members))]
+    caption = " ".join([*(["common params: " + "; ".join(common) + "."] if common else []),
+                        *([FLAG_LEGEND] if flagged else [])])
     return Table(title or f"{rs.suite}{source} — {gpu_name(rs)} — {rs.created_at}",
-                 ["scenario", "case", "status", "metrics"], rows, caption=FLAG_LEGEND if flagged else "",
+                 ["scenario", "case", "status", "metrics"], rows, caption=caption,
                  key_columns=2, styles=STATUS_STYLE, empty="no case to show")
 
 

@@ -184,6 +184,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                     for g in cmp.geomeans
                 ],
                 notes=short_note(sets),
+                key_columns=2,
                 caption="'speed' = the latency and throughput metrics of the scenario, each measurement once "
                 "(metrics of one family, e.g. TPOT and decode tok/s, are averaged into one cell per case; "
                 "'cells' counts those). "
@@ -196,6 +197,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
             ["scenario", "case", *[s.label for s in sets]],
             [[n.scenario, n.case, *[st or "absent" for st in n.statuses]] for n in cmp.one_sided],
             empty="every case is in every result set",
+            key_columns=2,
         )
     )
     tables.append(
@@ -212,6 +214,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 for n in cmp.not_ok
             ],
             empty="every joined case ran ok in every result set",
+            key_columns=2,
         )
     )
     return tables
@@ -240,6 +243,7 @@ def basediff_tables(bd: BaseDiff) -> list[Table]:
             notes=source_notes([bd.set]),
             caption="diff % = value / base - 1 (raw sign); 'vs base' says whether that is better or worse.",
             empty=f"no case has a {base} counterpart to compare with",
+            key_columns=2,
         ),
         Table(
             f"{bd.set.label}: cases with no {base} counterpart",
