@@ -114,7 +114,7 @@ def app() -> typer.Typer:
 def test_compare_and_report_accept_bundles(app: typer.Typer, tmp_path: Path) -> None:
     a = write_bundle(tmp_path / "h100.tar.gz", {"quickstart-1.json": h100_set()})
     b = write_bundle(tmp_path / "h200.tar.gz", {"quickstart-2.json": h200_set()})
-    res = runner.invoke(app, ["compare", str(a), str(b), "--format", "markdown"])
+    res = runner.invoke(app, ["compare", str(a), str(b), "--format", "markdown", "--all"])
     assert res.exit_code == 0, res.output
     assert "## Scenario gemm" in res.output and "h200-sxm-141gb" in res.output
     out = tmp_path / "r.html"

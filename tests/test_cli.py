@@ -49,6 +49,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 
 def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: Path) -> None:
     from llmbench.hardware.fingerprint import cpu_slug
+    from llmbench.report.labels import gpu_display_name
     from llmbench.results import CaseResult, ResultSet, save
     from llmbench.suite import load_suite
 
@@ -63,12 +64,14 @@ def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: P
     before = path.read_text()
     r = cli("run", "ceilings", "--dry-run", "--cpu", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("600 measured") == 2
+    here = gpu_display_name(slug)
+    assert r.stdout.count(f"measured, {here}") == 2
     assert "9999" not in r.stdout  # a failed case's time is no guide
-    similar = r.stdout.count("600 similar")  # cases sharing params with a measured one of the same scenario
-    assert 0 < similar < 37
-    assert f"2 measured on {slug}" in r.stdout and f"{similar} like similar cases" in r.stdout
-    assert f"{37 - similar} estimated" in r.stdout
+    similar = r.stdout.count(f"similar, {here}")  # cases sharing params with a measured one of the same scenario
+    skipped = r.stdout.count("skipped  ")  # what a CPU cannot run costs nothing
+    assert 0 < similar < 37 and skipped > 0
+    assert f"2 measured on {here}; {similar} like similar cases measured there" in " ".join(r.stdout.split())
+    assert f"{37 - similar - skipped} estimated; {skipped} skipped here (no time)" in " ".join(r.stdout.split())
     assert path.read_text() == before and len(list(tmp_path.rglob("*.json"))) == 1
 
 

@@ -35,7 +35,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_compare_formats(app: typer.Typer, files: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = files
-    res = runner.invoke(app, ["compare", str(a), str(b), "--format", "markdown"])
+    res = runner.invoke(app, ["compare", str(a), str(b), "--format", "markdown", "--all"])
     assert res.exit_code == 0, res.output
     assert "## Scenario gemm" in res.output
     out = tmp_path / "c.json"
@@ -110,14 +110,14 @@ def test_compare_prints_none_for_an_empty_section(app: typer.Typer, tmp_path: Pa
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     save(h100_set(), a)
     save(h100_set(), b)
-    res = runner.invoke(app, ["compare", str(a), str(b), "--fail-if-slower", "5%"], terminal_width=200)
+    res = runner.invoke(app, ["compare", str(a), str(b), "--fail-if-slower", "5%", "--all"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     none = [ln for ln in lines if "(none" in ln]
     assert "Cases not in every result set: (none: every case is in every result set)" in none
     assert any(ln.startswith("Regression gate: passed") and "(none: no headline cell" in ln for ln in none)
     assert not any(ln.strip().startswith("Cases not in every result set") and "(none" not in ln for ln in lines)
-    res = runner.invoke(app, ["compare", str(a), str(b), "-f", "markdown"])
+    res = runner.invoke(app, ["compare", str(a), str(b), "-f", "markdown", "--all"])
     assert "(none: every case is in every result set)" in res.output
 
 

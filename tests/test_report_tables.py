@@ -10,6 +10,7 @@ from pathlib import Path
 
 from test_compare_support import h100_set, h200_set, refs
 
+from llmbench.report.answer_view import answer_tables
 from llmbench.report.compare import compare
 from llmbench.report.tables import render
 from llmbench.report.views import comparison_tables
@@ -22,7 +23,9 @@ def _tables():  # type: ignore[no-untyped-def]
 
 
 def test_markdown_matches_golden_file() -> None:
-    text = render(_tables(), "markdown")
+    """What `llmbench compare --format markdown --all` prints: the answer, then the details."""
+    cmp = compare(refs(h100_set(), h200_set()), 0)
+    text = render(answer_tables(cmp) + comparison_tables(cmp), "markdown")
     if os.environ.get("LLMBENCH_UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8"), (

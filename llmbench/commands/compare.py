@@ -10,14 +10,16 @@ import typer
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
+from llmbench.report.answer_view import answer_tables
 from llmbench.report.basediff import base_diff, by_gpu, parse_base
 from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_data, cost_table
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
-from llmbench.report.migslice import slice_rows
+from llmbench.report.migslice import slice_rows, slice_table
+from llmbench.report.suitejoin import MIX_OPTION, JoinPlan, plan_joins
 from llmbench.report.tables import Table, fmt_ratio
-from llmbench.report.views import basediff_tables, comparison_tables
+from llmbench.report.views import basediff_tables, comparison_tables, short_note
 
 
 def compare_cmd(
@@ -49,9 +51,18 @@ def compare_cmd(
     price: Optional[list[str]] = PRICE_OPT,
     prices_file: Optional[Path] = PRICES_OPT,
     run_tokens: int = RUN_TOKENS_OPT,
+    every_case: bool = typer.Option(
+        False, "--all", metavar="", help="After the answer, the details: the result sets, their environment "
+        "differences, every case and metric, the geometric means, and the cases not compared."),
+    mix_suites: bool = typer.Option(
+        False, MIX_OPTION, metavar="", help="Join result sets of different suites on every case they share, "
+        "whatever settings each suite measured it with (by default each suite is compared on its own, and sets "
+        "of different suites join only on the cases measured with the same settings)."),
 ) -> None:
-    """Compare result sets case by case: ratios oriented so > 1 means better than the baseline, with
-    95% bootstrap CIs, geometric means, and every missing or failed case listed."""
+    """Compare result sets case by case. First the answer, per suite and GPU pair: the speed ratio
+    (geometric mean, > 1: faster than the baseline) with its 95% interval and what it rests on, the runs
+    and machines behind each side, the noise floor, the headline metrics, the cases that differ most and
+    the warnings; then, with --all, every case."""
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
     sets = load_sets(files, pool=pool)
@@ -60,43 +71,59 @@ def compare_cmd(
                         + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
     if len(sets) < 2 and threshold is not None:
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
-    joined = len(sets) >= 2 and _joins(sets)
+    plan = plan_joins(sets, mix_suites) if len(sets) >= 2 else JoinPlan([], [], [])
+    joined = [(g, n) for g, n in zip(plan.groups, plan.notes, strict=True) if _joins(g)]
     if len(sets) >= 2 and not joined and base is None:
         _check_joins(sets)  # says why, exit 2
     prices = prices_for(sets, price, prices_file)
     if prices is not None and len(sets) < 2:
         raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
     tables: list[Table] = []
-    data: dict[str, Any] = {}
-    verdict: GateResult | None = None
-    if joined:
-        cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
-        tables += comparison_tables(cmp)
-        data["comparison"] = cmp.to_dict()
+    parts: list[dict[str, Any]] = []
+    verdicts: list[GateResult] = []
+    left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
+                                for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
+    for k, (group, notes) in enumerate(joined):
+        cmp = compare(group, resolve_baseline(group, baseline), headline_metric_names() if headline else None)
+        tables += answer_tables(cmp, notes=notes + (left_out if k == 0 else []))
+        extra = slice_table(cmp, short_note(group))
+        tables += [extra] if extra is not None and not every_case else []
+        tables += comparison_tables(cmp) if every_case else []
+        part: dict[str, Any] = {"comparison": cmp.to_dict()}
         mig_rows = slice_rows(cmp)
         if mig_rows:
-            data["mig_slices"] = [r.to_dict() for r in mig_rows]
+            part["mig_slices"] = [r.to_dict() for r in mig_rows]
         if prices is not None:
             tables.append(cost_table(cmp, prices, run_tokens))
-            data["cost"] = cost_data(cmp, prices, run_tokens)
+            part["cost"] = cost_data(cmp, prices, run_tokens)
         if threshold is not None:
             verdict = gate(cmp, threshold, headline_metric_names())
+            verdicts.append(verdict)
             tables.append(gate_table(verdict))
-            data["gate"] = verdict.to_dict()
-    elif baseline is not None:
+            part["gate"] = verdict.to_dict()
+        parts.append(part)
+    if joined and not every_case:
+        tables.append(Table("", [], [], lead=[DETAILS_HINT]))
+    if not joined and baseline is not None:
         resolve_baseline(sets, baseline)
+    data: dict[str, Any] = parts[0] if len(parts) == 1 else ({"comparisons": parts} if parts else {})
     if base is not None:
         key, value = parse_base(base)
         diffs = [base_diff(s, key, value) for s in by_gpu(sets)]
         tables += [t for d in diffs for t in basediff_tables(d)]
         data["base_diffs"] = [d.to_dict() for d in diffs]
     emit(tables, fmt, out, data)
-    if verdict is not None and verdict.failed:
+    failed = [v for v in verdicts if v.failed]
+    for verdict in failed:
         typer.echo(f"regression gate failed: {len(verdict.failures)} headline metric(s) slower than "
                    f"{verdict.threshold:.1%} vs {verdict.baseline}, beyond the noise:", err=True)
         for c in verdict.failures:
             typer.echo(f"  {c.set_label}: {c.scenario} {c.case}: {c.metric} {fmt_ratio(c.ratio, c.ci)}", err=True)
+    if failed:
         raise typer.Exit(1)
+
+
+DETAILS_HINT = "Every case, metric and environment difference: add --all."
 
 
 def _joins(sets: list[SetRef]) -> bool:

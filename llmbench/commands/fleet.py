@@ -27,6 +27,7 @@ from llmbench.fleet import (
 )
 from llmbench.hardware.fingerprint import llmbench_info
 from llmbench.hardware.specs import slugs
+from llmbench.report.answer_view import answer_tables
 from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_table
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
@@ -161,7 +162,7 @@ def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Opt
         b = _baseline(group, baseline)
         cmp = compare(group, b, headline_metric_names())
         extra: list[Table] = [cost_table(cmp, prices, run_tokens)] if prices is not None else []
-        parts.append(to_markdown(comparison_tables(cmp) + extra, f"Suite {suite}"))
+        parts.append(to_markdown(answer_tables(cmp) + comparison_tables(cmp) + extra, f"Suite {suite}"))
         sections.append((suite, group, b, prices))
     if not parts:
         raise UserError(f"{folder}: no suite was measured on two or more GPUs; nothing to compare")

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from llmbench.commands.common import SUITES_OPT, console
 from llmbench.errors import UserError
+from llmbench.report.tables import Table
+from llmbench.report.terminal import print_terminal
 from llmbench.suite import PACKAGED, SuiteFile, available_suites, replaced_text
 
 
@@ -45,13 +45,9 @@ def list_(
     }
     if what != "all" and what not in sections:
         raise UserError(f"unknown list {what!r}; valid: {', '.join(sections)}, all")
-    for name in sections if what == "all" else [what]:
-        t = Table(title=name, show_header=False)
-        t.add_column(name)
-        t.add_column("")
-        for row in sections[name]():
-            t.add_row(*(escape(c) for c in row))
-        console.print(t)
+    print_terminal([Table(name, [name.removesuffix("s"), "file" if name == "suites" else "description"],
+                          [list(row) for row in sections[name]()], empty="none here")
+                    for name in (sections if what == "all" else [what])], console)
 
 
 def register(app: typer.Typer) -> None:

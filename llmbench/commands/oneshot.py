@@ -23,17 +23,19 @@ from rich.markup import escape
 from llmbench import __version__
 from llmbench.bundle import Bundle, bundle_name, is_bundle, write_bundle
 from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, ceilings_env, check_out_dir, console, err_console
-from llmbench.commands.run import RichUI, exit_code, plan_table, run_progress
+from llmbench.commands.run import RichUI, exit_code, plan_tables, quote_summary, run_progress
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
-from llmbench.hardware.fingerprint import llmbench_info, local_slug
+from llmbench.hardware.fingerprint import llmbench_info, local_device, local_slug
 from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
 from llmbench.harness.plan import ok_case_times, reference_times
 from llmbench.harness.runner import DONE_STATUSES, RunOptions, check_parallel, foreign_gpu_processes, run_suite
+from llmbench.precision import DeviceInfo
 from llmbench.report.compare import headline_metric_names
 from llmbench.report.inputs import SetRef, load_bundle_checked
-from llmbench.report.terminal import status_counts
+from llmbench.report.labels import gpu_display_name
+from llmbench.report.terminal import print_terminal, status_counts
 from llmbench.results import CaseResult, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, load_suite
 
@@ -242,7 +244,7 @@ def oneshot(
         loaded = _bundled_suites(previous, out)
     names = [s.name for s in loaded]
     if dry_run:
-        _print_plan(loaded, slug, out, previous)
+        _print_plan(loaded, slug, local_device(gpus, cpu), out, previous)
         return
     placed = _place_resumed(previous, out) if previous else {}
     part = len((previous.manifest.get("parts") if previous else None) or []) + 1
@@ -316,9 +318,10 @@ def oneshot(
         raise typer.Exit(code)
 
 
-def _print_plan(loaded: list[Suite], slug: str, out: Path, previous: Bundle | None) -> None:
+def _print_plan(loaded: list[Suite], slug: str, device: DeviceInfo, out: Path, previous: Bundle | None) -> None:
     """The cases still to run and their quotes: the resumed bundle's times, this folder's earlier runs,
-    the committed results/ of this GPU, else the scenarios' estimates."""
+    the committed results/ of this GPU (or, for a case never measured on it, of another GPU, named),
+    else the scenarios' estimates; nothing for a case this device will skip."""
     measured = reference_times(REFERENCE_RESULTS, slug, other_gpus=True)
     measured.update(reference_times(out, slug))
     done: set[str] = set()
@@ -326,12 +329,11 @@ def _print_plan(loaded: list[Suite], slug: str, out: Path, previous: Bundle | No
         measured.update(ok_case_times(rs))
         done |= {c.id for c in rs.cases if c.status in DONE_STATUSES}
     cases = [c for s in loaded for c in s.cases if c.id not in done]
-    table, total, sources = plan_table(cases, measured)
-    console.print(table)
+    tables, total, quotes = plan_tables(cases, measured, device, slug)
+    print_terminal(tables, console)
     console.print(f"{len(cases)} case(s) to run{f' ({len(done)} done in the bundle)' if done else ''}, about "
-                  f"{total / 60:.1f} min on {slug} ({sources['measured']} measured on this GPU model or, where "
-                  f"it never ran there, another in results/; {sources['similar']} like similar measured cases; "
-                  f"{sources['estimate']} estimated), plus doctor and the bundle; nothing was run")
+                  f"{total / 60:.1f} min on {gpu_display_name(slug)} ({escape(quote_summary(quotes, slug))}), plus "
+                  "doctor and the bundle; nothing was run")
 
 
 def _write(out: Path, slug: str, written: list[Path], previous: Bundle | None, files: dict[str, bytes | str],

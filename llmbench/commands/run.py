@@ -19,7 +19,6 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from llmbench.commands.common import (
     CEILINGS_OPT,
@@ -32,16 +31,32 @@ from llmbench.commands.common import (
 )
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
-from llmbench.hardware.fingerprint import local_slug
+from llmbench.hardware.fingerprint import local_device, local_slug
 from llmbench.harness.isolation import check_gpu_count
-from llmbench.harness.plan import MeasuredCase, case_time, measured_cases
+from llmbench.harness.plan import CaseTime, MeasuredCase, case_time, measured_cases
 from llmbench.harness.runner import RunOptions, RunUI, check_parallel, run_suite
+from llmbench.precision import DeviceInfo
 from llmbench.report.caselabels import with_searched_batch
-from llmbench.report.terminal import case_headline, flag_summary, fmt_metric, result_table, status_counts
+from llmbench.report.labels import gpu_display_name
+from llmbench.report.tables import Table
+from llmbench.report.terminal import (
+    FLAG_LEGEND,
+    FLAG_MARK,
+    NUMBER,
+    case_headline,
+    flag_summary,
+    fmt_metric,
+    merge_numbers,
+    one_line,
+    print_terminal,
+    result_table,
+    status_counts,
+)
 from llmbench.results import CaseResult, ResultSet, latest_result, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
 CONFIRM_ABOVE_CASES = 200
+REASON_WIDTH = 78  # a skip reason of the plan on one line of an 80-column terminal
 FAILED_STATUSES = ("failed", "timeout")  # exit 1; "oom" too with --strict
 
 
@@ -60,6 +75,7 @@ class RichUI(RunUI):
         self.suite_task = progress.add_task("suite", total=0, visible=False)
         self.case_task = progress.add_task("", total=1.0, visible=False)
         self.deferred = 0
+        self.legend_shown = False  # the '(!)' legend, printed with the first flagged figure
 
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
         note = f" ({skipped} already done, resumed)" if skipped else ""
@@ -84,10 +100,16 @@ class RichUI(RunUI):
         self.p.update(self.case_task, completed=1.0)
         self.p.advance(self.suite_task)
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
-        detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result)) if result.status == "ok" \
-            else (result.reason or "")
         label = with_searched_batch(case.label, result)
+        head = f"  {result.status:8} {label}: "
+        if result.status == "ok":
+            detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result))
+        else:  # one line, the only place a run prints it (the result set keeps the whole text)
+            detail = one_line(result.reason, max(self.p.console.width - len(head), 30))
         self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
+        if FLAG_MARK in detail and not self.legend_shown:
+            self.legend_shown = True
+            self.p.console.print(f"  {escape(FLAG_LEGEND).replace('below', 'at the end')}", highlight=False)
 
     def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None:
         self.deferred += 1
@@ -110,19 +132,70 @@ def run_progress() -> Progress:
     )
 
 
-def plan_table(cases: list[CaseSpec], measured: dict[str, MeasuredCase]) -> tuple[Table, float, Counter[str]]:
-    """The plan, each case with its time: measured (an earlier run of it on this GPU), like the most
-    similar measured cases, or the scenario's estimate."""
-    t = Table(title="plan")
-    for col in ("#", "id", "case", "s"):
-        t.add_column(col)
-    total, sources = 0.0, Counter[str]()
-    for i, c in enumerate(cases, 1):
-        ct = case_time(c, measured)
-        total += ct.seconds
-        sources[ct.source] += 1
-        t.add_row(str(i), c.id, escape(c.label), f"{ct.seconds:.0f} {ct.source}")
-    return t, total, sources
+def plan_tables(cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
+                slug: str) -> tuple[list[Table], float, list[CaseTime]]:
+    """The plan, each case with its quote: measured (an earlier run of it), like the most similar measured
+    cases, the scenario's estimate, or nothing where this device will skip it; each measured quote names
+    the GPU it was measured on. Then the skipped cases' reasons, each once."""
+    times = [case_time(c, measured, device) for c in cases]
+    rows = [[str(i), c.label, "skipped" if t.source == "skipped" else f"{t.seconds:.0f} s", _quote_source(t), c.id]
+            for i, (c, t) in enumerate(zip(cases, times, strict=True), 1)]
+    tables = [Table("plan", ["#", "case", "quote", "from", "id"], rows, key_columns=2,
+                    styles={"skipped": "yellow"})]
+    skipped: dict[str, list[tuple[int, str]]] = {}  # reasons that differ only in their figures, together
+    for i, t in enumerate(times, 1):
+        if t.source == "skipped":
+            skipped.setdefault(NUMBER.sub("#", t.reason), []).append((i, t.reason))
+    if skipped:
+        lines = []
+        for hits in skipped.values():
+            head = f"- {_numbers([i for i, _ in hits])}: "
+            lines.append(head + one_line(merge_numbers([r for _, r in hits]), REASON_WIDTH - len(head)))
+        tables.append(Table(f"Skipped on {gpu_display_name(slug)}, no time", [], [], lead=lines))
+    return tables, sum(t.seconds for t in times), times
+
+
+def _numbers(ns: list[int]) -> str:
+    """'#6-10, #21, #29-31': plan numbers, consecutive ones as a range."""
+    runs: list[list[int]] = []
+    for n in ns:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-{r[-1]}" for r in runs)
+
+
+def _quote_source(t: CaseTime) -> str:
+    if t.source in ("skipped", "estimate"):
+        return "" if t.source == "skipped" else "estimate"
+    gpus = ", ".join(gpu_display_name(g) for g in t.gpu.split(", ") if g) or "?"
+    return f"{'measured' if t.source == 'measured' else 'similar'}, {gpus}"
+
+
+QUOTE_ORDER = ("measured", "similar", "other", "other similar", "estimate", "skipped")
+
+
+def quote_summary(times: list[CaseTime], slug: str) -> str:
+    """Where a plan's quotes come from, in one clause: how many from this GPU model's earlier runs, from
+    another GPU's timings (named: never passed off as this one's), estimated, skipped."""
+    here = gpu_display_name(slug)
+    counts: Counter[tuple[str, str]] = Counter()
+    for t in times:
+        gpus = [g for g in t.gpu.split(", ") if g]
+        other = t.source in ("measured", "similar") and not set(gpus) <= {slug}
+        kind = f"other{' similar' if t.source == 'similar' else ''}" if other else t.source
+        counts[(kind, ", ".join(gpu_display_name(g) for g in gpus) if other else "")] += 1
+    text = {
+        "measured": f"measured on {here}", "similar": "like similar cases measured there", "estimate": "estimated",
+        "skipped": "skipped here (no time)",
+    }
+    parts = []
+    for (kind, names), n in sorted(counts.items(), key=lambda kv: QUOTE_ORDER.index(kv[0][0])):
+        what = text.get(kind) or (f"from {names} timings" if kind == "other" else f"like similar cases in {names} "
+                                  "timings")
+        parts.append(f"{n} {what}")
+    return "; ".join(parts)
 
 
 def run(
@@ -186,13 +259,13 @@ def run(
     if dry_run:
         slug = local_slug(gpus, cpu)
         measured, source = measured_cases(out, slug, s.name)
-        table, total, sources = plan_table(cases, measured)
-        console.print(table)
-        how = (f"{sources['measured']} measured on {slug} in {source}, {sources['similar']} like similar cases "
-               f"measured there, {sources['estimate']} estimated" if measured
-               else f"estimated; no earlier run on {slug} under {out}")
+        tables, total, quotes = plan_tables(cases, measured, local_device(gpus, cpu), slug)
+        print_terminal(tables, console)
+        how = quote_summary(quotes, slug) + (f"; earlier run: {source}" if source else
+                                             f"; no earlier run of {s.name} under {out}")
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
-        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min{times} ({escape(how)}); nothing was run")
+        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(slug)}{times} "
+                      f"({escape(how)}); nothing was run")
         return
     if len(cases) > CONFIRM_ABOVE_CASES and not yes:
         if not sys.stdin.isatty():
@@ -252,7 +325,7 @@ def _run_pass(s: Suite, cases: list[CaseSpec], opts: RunOptions, strict: bool) -
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish
     rs = load(path)
-    console.print(result_table(rs))
+    print_terminal([result_table(rs, skipped=False)], console)  # the skip reasons were printed as they came
     counts = status_counts(rs)
     deferred = f", {ui.deferred} deferred (--budget; --resume runs them)" if ui.deferred else ""
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + deferred + f" -> {path}")

@@ -10,12 +10,12 @@ from typing import Any, Optional
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from llmbench import __version__
 from llmbench.commands.common import check_out_dir
 from llmbench.errors import UserError
+from llmbench.report.tables import MISSING, Table, fmt_num
+from llmbench.report.terminal import one_line, print_terminal
 from llmbench.results import CaseResult, MetricResult, ResultSet, result_path, save, utc_now
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
@@ -83,35 +83,32 @@ def _value(m: dict[str, MetricResult], name: str, stat: str | None = None) -> fl
     return float((r.stats or {}).get(stat, r.value)) if stat else r.value
 
 
-def _row(case: CaseResult) -> list[str]:
-    from llmbench.report.tables import fmt_num
+COLUMNS = ("point", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms",
+           "TPOT p50 ms", "ITL p50 ms", "goodput req/s", "failed")
 
+
+def _row(case: CaseResult) -> list[str]:
     p, m, info = case.params, case.metrics, case.info
     point = f"rate {p['rate']}" if p.get("rate") is not None else f"concurrency {p.get('concurrency')}"
-    if case.status != "ok":
-        return [point, "", "", "", "", "", "", "", "", "", f"[red]{escape(case.reason or case.status)}[/red]"]
+    if case.status != "ok":  # the point as a whole failed: why, on one line (the result set keeps it all)
+        return [point, *([MISSING] * (len(COLUMNS) - 2)), f"{case.status}: {one_line(case.reason or case.status)}"]
     asked = info.get("asked_request_rate_per_s")
     cells = [
-        fmt_num(asked) if isinstance(asked, (int, float)) else str(asked or "-"),
+        fmt_num(asked) if isinstance(asked, (int, float)) else str(asked or MISSING),
         fmt_num(_value(m, "achieved_request_rate_per_s")),
         fmt_num(_value(m, "request_throughput_per_s")),
         fmt_num(_value(m, "output_tokens_per_s")),
         fmt_num(_value(m, "ttft_ms")), fmt_num(_value(m, "ttft_ms", "p99")),
         fmt_num(_value(m, "tpot_ms")), fmt_num(_value(m, "itl_ms")),
-        fmt_num(_value(m, "goodput_per_s")) if "goodput_per_s" in m else "-",
+        fmt_num(_value(m, "goodput_per_s")) if "goodput_per_s" in m else MISSING,
     ]
-    failed = int(_value(m, "failed_requests") or 0)
-    return [point, *cells, f"[red]{failed}[/red]" if failed else "0"]
+    return [point, *cells, str(int(_value(m, "failed_requests") or 0))]
 
 
 def results_table(cases: list[CaseResult], title: str) -> Table:
-    t = Table(title=title)
-    for col in ("point", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms",
-                "TPOT p50 ms", "ITL p50 ms", "goodput req/s", "failed"):
-        t.add_column(col, justify="left" if col == "point" else "right")
-    for c in cases:
-        t.add_row(*_row(c))
-    return t
+    """One row per point of the sweep (it fits the terminal's width, or stacks)."""
+    return Table(title, list(COLUMNS), [_row(c) for c in cases],
+                 caption="failed: requests that got a server error, a malformed reply or a dropped stream.")
 
 
 def serve_bench(
@@ -198,7 +195,7 @@ def serve_bench(
         rs.upsert(case)
         rs.finished_at = utc_now()
         save(rs, path)
-    console.print(results_table(rs.cases, f"serve-bench {model} at {url}"))
+    print_terminal([results_table(rs.cases, f"serve-bench {model} at {url}")], console)
     console.print(f"-> {path}")
     failed = [c for c in rs.cases if c.status != "ok"]
     if failed:

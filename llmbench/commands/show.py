@@ -25,8 +25,9 @@ def show(
         raise UserError(f"result set {str(result)!r} does not exist")
     path = newest_in(result) if result.is_dir() else result
     rs = load_checked(path)
-    console.print(result_table(rs, all_metrics=all_metrics))
-    print_terminal(seed_tables(SetRef(rs.gpu_slug, rs, path.stem)), console)  # the sweeps' answers
+    # the table, then the sweeps' answers
+    print_terminal([result_table(rs, all_metrics=all_metrics), *seed_tables(SetRef(rs.gpu_slug, rs, path.stem))],
+                   console)
     for w in rs.warnings + flag_summary(rs, every=all_metrics):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 

@@ -16,6 +16,7 @@ from typing import Any
 from llmbench import __version__
 from llmbench.hardware import mig, nvml
 from llmbench.hardware.specs import slug_for
+from llmbench.precision import DeviceInfo
 
 PACKAGES = (
     "torch", "triton", "numpy", "transformers", "accelerate", "peft", "bitsandbytes", "torchao",
@@ -38,17 +39,35 @@ def cpu_slug() -> str:
     return f"cpu-{platform.machine().lower()}"
 
 
+def _local_gpu(gpus: str | None, cpu: bool) -> Any | None:
+    """The NVML handle of the first GPU a run here would use (None: no GPU, or --cpu)."""
+    hs = [] if cpu else nvml.handles()
+    if not hs:
+        return None
+    first = (gpus or "0").split(",")[0]
+    return hs[int(first)] if first.isdigit() and int(first) < len(hs) else hs[0]
+
+
 def local_slug(gpus: str | None = None, cpu: bool = False) -> str:
     """The slug of the GPU a run here would use, read through NVML (no torch import, so --dry-run
     stays quick); `cpu-<arch>` without one. A MIG or GPU UUID selection reads the first device."""
-    hs = [] if cpu else nvml.handles()
-    if hs:
-        first = (gpus or "0").split(",")[0]
-        h = hs[int(first)] if first.isdigit() and int(first) < len(hs) else hs[0]
+    h = _local_gpu(gpus, cpu)
+    if h is not None:
         info = nvml.device_summary(h)
         if info.get("name"):
             return slug_for(str(info["name"]), info.get("memory_gib"))
     return cpu_slug()
+
+
+def local_device(gpus: str | None = None, cpu: bool = False) -> DeviceInfo:
+    """The device a case process here would see, read as `local_slug` reads it (NVML, no torch): what
+    `--dry-run` asks each scenario whether it can run on (a case it would skip costs no time)."""
+    h = _local_gpu(gpus, cpu)
+    info = nvml.device_summary(h) if h is not None else {}
+    if not info.get("name"):
+        return DeviceInfo("cpu", f"CPU {cpu_info()['model']}")
+    cc = nvml.call("nvmlDeviceGetCudaComputeCapability", h)
+    return DeviceInfo("cuda", str(info["name"]), (int(cc[0]), int(cc[1])) if cc else None, info.get("memory_gib"))
 
 
 # CPU flags that give a half-precision matmul native instructions; without one, torch emulates it in

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from llmbench.precision import DeviceInfo
 from llmbench.results import ResultSet, latest_result, load
+from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
@@ -33,12 +35,19 @@ class MeasuredCase:
     scenario: str
     params: dict[str, Any]
     seconds: float
+    gpu: str = ""  # the slug of the GPU it was measured on ('' where not known)
 
 
 @dataclass(frozen=True)
 class CaseTime:
+    """A case's quoted time and where it comes from: measured (an earlier run of it), similar (measured
+    cases like it), estimate (the scenario's own), or skipped (this device cannot run it: no time).
+    `gpu`: the slug of the GPU whose runs the quote comes from."""
+
     seconds: float
-    source: Literal["measured", "similar", "estimate"]
+    source: Literal["measured", "similar", "estimate", "skipped"]
+    gpu: str = ""
+    reason: str = ""  # why a skipped case is skipped
 
 
 def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, MeasuredCase], Path | None]:
@@ -54,9 +63,10 @@ def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, Meas
     return ok_case_times(rs), path
 
 
-def ok_case_times(rs: ResultSet) -> dict[str, MeasuredCase]:
-    """The cases of a result set that ran ok, by id, with their wall times."""
-    return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s)
+def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCase]:
+    """The cases of a result set that ran ok, by id, with their wall times (and the GPU they ran on: the
+    set's, or `gpu` where its folder names it)."""
+    return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s, gpu or rs.gpu_slug)
             for c in rs.cases if c.status == "ok" and c.duration_s}
 
 
@@ -102,36 +112,57 @@ def estimate_time(case: CaseSpec) -> float:
     return case.scenario_obj().estimate_s(case.params, case.settings) + PROCESS_OVERHEAD_S
 
 
-def case_time(case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
+def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
+    """Why the case cannot run on `device`, decided without starting its process (the scenario's own
+    `skip_reason`); None when it may run or this process cannot tell (the case process checks again)."""
+    try:
+        scenario = SCENARIOS.get(case.scenario)()
+        return scenario.skip_reason(scenario.Params.model_validate(case.params_dict), device)
+    except Exception:  # the parent cannot decide: the case process will, with the real device
+        return None
+
+
+def case_time(case: CaseSpec, measured: dict[str, MeasuredCase], device: DeviceInfo | None = None) -> CaseTime:
+    """The case's quote: nothing where `device` (given) will skip it, else as the module doc says."""
+    reason = skip_reason(case, device) if device is not None else None
+    if reason:
+        return CaseTime(0.0, "skipped", reason=reason)
     if case.id in measured:
-        return CaseTime(measured[case.id].seconds, "measured")
+        return CaseTime(measured[case.id].seconds, "measured", measured[case.id].gpu)
     estimate = estimate_time(case)
     params = case.params_dict
     peers = [m for m in measured.values() if m.scenario == case.scenario]
     like = similar_time(params, peers)
     if like is not None and like > estimate:
-        return CaseTime(like, "similar")
+        return CaseTime(like, "similar", ", ".join(sorted({m.gpu for m in peers if m.gpu})))
     return CaseTime(estimate, "estimate")
 
 
+def is_cpu(slug: str) -> bool:
+    return slug.startswith("cpu-")
+
+
 def reference_times(folder: Path, slug: str, other_gpus: bool = False) -> dict[str, MeasuredCase]:
-    """Wall times of the cases that ran ok in any result set of `slug` under `folder` (the committed
-    `results/`), by id: a suite whose cases share ids with other suites' (headline) is quoted from
-    them on a fresh machine. A case measured more than once is quoted at its longest (a budget is
-    better spent on one case fewer than on one cut off). With `other_gpus`, a case never measured on
-    `slug` is quoted from another GPU's sets: the long cases' time is mostly building and compiling
-    (CPU work), so that beats a scenario's rough estimate."""
+    """Wall times of the cases that ran ok in any measured result set of `slug` under `folder` (the
+    committed `results/`, a folder per GPU slug), by id: a suite whose cases share ids with other
+    suites' (headline) is quoted from them on a fresh machine. A case measured more than once is quoted
+    at its longest (a budget is better spent on one case fewer than on one cut off). With `other_gpus`,
+    a case never measured on `slug` is quoted from another GPU's sets (each quote says which GPU): the
+    long cases' time is mostly building and compiling (CPU work), so that beats a scenario's rough
+    estimate. A CPU's times say nothing of a GPU's, nor a GPU's of a CPU's: never mixed."""
     out: dict[str, MeasuredCase] = {}
     folders = [folder / slug]
     if other_gpus:
-        folders = sorted(d for d in folder.glob("*") if d.is_dir() and d.name != slug) + folders
+        folders = sorted(d for d in folder.glob("*") if d.is_dir() and d.name != slug
+                         and is_cpu(d.name) == is_cpu(slug)) + folders
     for d in folders:
         times: dict[str, MeasuredCase] = {}
         for path in sorted(d.glob("*.json")):
             try:
-                found = ok_case_times(load(path))
+                rs = load(path)
             except (OSError, ValueError):
                 continue
+            found = ok_case_times(rs, d.name) if rs.source.kind == "measured" else {}
             for cid, m in found.items():
                 if cid not in times or m.seconds > times[cid].seconds:
                     times[cid] = m

@@ -34,10 +34,9 @@ from llmbench.harness.isolation import (
     sweep_stale_tmp,
 )
 from llmbench.harness.max_batch import MEASUREMENT_RETRIES, ProbeLog, probes_path, search_max_batch
-from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times
+from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times, skip_reason
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
-from llmbench.scenarios.base import SCENARIOS
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
@@ -126,16 +125,6 @@ def parent_device(fp: dict[str, Any], device: str) -> DeviceInfo:
     return DeviceInfo("cuda", str(gpu.get("name", "?")),
                       (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None,
                       gpu.get("memory_gib"))
-
-
-def parent_skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
-    """Why the case cannot run here, decided without starting its process (the scenario's own
-    `skip_reason`); None when it may run or the parent cannot tell (the case process checks again)."""
-    try:
-        scenario = SCENARIOS.get(case.scenario)()
-        return scenario.skip_reason(scenario.Params.model_validate(case.params_dict), device)
-    except Exception:  # the parent cannot decide: the case process will, with the real device
-        return None
 
 
 def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI | None = None) -> Path:
@@ -266,7 +255,7 @@ def suite_scoped_server(case: CaseSpec) -> bool:
 def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
     """One case after another, each with every --gpus entry visible."""
     for i, case in enumerate(todo):
-        reason = parent_skip_reason(case, run.device)  # a skip costs no time: never left for the budget
+        reason = skip_reason(case, run.device)  # a skip costs no time: never left for the budget
         if reason:
             run.ui.case_start(case, i)
             run.record(case, skipped_result(case, reason), run.opts.gpus, [])
@@ -326,7 +315,7 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                     run.record(case, skipped_result(case, f"the case needs {need} GPUs; --gpus gives {len(slots)}"),
                                None, [])
                     continue
-                reason = parent_skip_reason(case, run.device)
+                reason = skip_reason(case, run.device)
                 if reason:
                     pending.pop(0)
                     run.ui.case_start(case, i)

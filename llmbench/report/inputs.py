@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
-from llmbench.report.labels import tag
+from llmbench.report.labels import gpu_name, tag
 from llmbench.results import CaseResult, ResultSet, load
 
 
@@ -177,3 +177,18 @@ def resolve_baseline(sets: list[SetRef], name: str | None) -> int:
     raise UserError(
         f"--baseline {name!r} is ambiguous ({len(hits)} sets); use a file stem: {choices_text(valid)}"
     )
+
+
+def side_names(sets: list[SetRef]) -> list[str]:
+    """What each side is called where a person reads the answer: its GPU's name ('H200 SXM 141GB'), with
+    its '[published]' / '[projected]' tag; sides of one GPU are told apart by their suite, else the day
+    they were measured, else the minute, else their file stem."""
+    gpus = [f"{gpu_name(s.rs)}{tag(s.rs)}" for s in sets]
+    if len(set(gpus)) == len(gpus):
+        return gpus
+    for tell in (lambda s: s.rs.suite, lambda s: s.rs.created_at[:10], lambda s: s.rs.created_at[:16].replace("T", " "),
+                 lambda s: s.stem or s.name):
+        names = [g if gpus.count(g) == 1 else f"{g} ({tell(s)})" for g, s in zip(gpus, sets, strict=True)]
+        if len(set(names)) == len(names):
+            return names
+    return [f"{g} ({s.name})" for g, s in zip(gpus, sets, strict=True)]

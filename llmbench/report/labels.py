@@ -3,6 +3,7 @@ never shown without saying so."""
 
 from __future__ import annotations
 
+from llmbench.hardware.specs import lookup
 from llmbench.results import ResultSet
 
 NOT_MEASURED = ("published", "projected")
@@ -26,7 +27,7 @@ def source_line(rs: ResultSet) -> str:
     src = rs.source
     if src.kind == "measured":
         return "measured"
-    parts: list[str] = [src.kind]
+    parts: list[str] = [] if (src.citation or "").lower().startswith(src.kind) else [src.kind]
     if src.citation:
         parts.append(src.citation)
     if src.url:
@@ -46,3 +47,17 @@ def mixing_warning(sets: list[ResultSet]) -> str | None:
         f"Not all figures here are measured: {named}. Published figures come from the cited source "
         "(other software, settings and workloads); projected figures are estimates from spec-sheet ratios."
     )
+
+
+def gpu_name(rs: ResultSet) -> str:
+    """The GPU of a result set as a person names it (`gpu_display_name`)."""
+    return gpu_display_name(rs.gpu_slug, (rs.env.get("gpu") or {}).get("name"))
+
+
+def gpu_display_name(slug: str, reported: str | None = None) -> str:
+    """A GPU as a person names it: the spec table's name ('H100 SXM5 80GB'), else the name the driver
+    reported, else the slug; 'CPU x86_64' for a run on the CPU."""
+    if slug.startswith("cpu-"):
+        return f"CPU {slug.removeprefix('cpu-')}"
+    spec = lookup(slug)
+    return (spec.name if spec else str(reported or slug)).removeprefix("NVIDIA ")

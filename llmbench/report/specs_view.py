@@ -31,6 +31,7 @@ def specs_table(specs: list[GpuSpec] | None = None) -> Table:
         ["slug", "name", "cc", "memory GB", "TB/s", *PRECISIONS, "TDP W"],
         rows,
         caption=SPECS_CAPTION,
+        key_columns=2,
     )
 
 

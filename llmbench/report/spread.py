@@ -130,6 +130,7 @@ def spread_tables(sets: list[SetRef], rows: list[SpreadRow]) -> list[Table]:
             ["set", "scenario", "case", "metric", "unit", "median of runs", "each run", "runs", "n", "machines",
              "between-run CV", "within-run CV"],
             body,
+            key_columns=3,
             caption="each run = the run's median, in run order; between-run CV = standard deviation of the runs' "
             "medians over their mean (— with one run); within-run CV = the median over runs of each run's own "
             "sample CV. A between-run CV well above the within-run one: runs differ by more than their samples "

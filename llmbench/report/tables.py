@@ -25,6 +25,14 @@ class Table:
     caption: str = ""
     notes: list[str] = field(default_factory=list)  # printed above the table: warnings, sources
     empty: str = ""  # what an empty table means ('every case ran ok'): shown as "(none: ...)"
+    lead: list[str] = field(default_factory=list)  # paragraphs between the title and the rows: the answer
+    key_columns: int = 1  # leading columns that name a row: its heading where a narrow terminal stacks it
+    styles: dict[str, str] = field(default_factory=dict)  # terminal only: a cell with this exact text, its style
+
+    @property
+    def is_text(self) -> bool:
+        """A block of text under a title (no columns): its notes and lead paragraphs are all it holds."""
+        return not self.columns
 
     @property
     def none_text(self) -> str:
@@ -35,6 +43,7 @@ class Table:
         return {
             "title": self.title,
             "notes": self.notes,
+            **({"lead": self.lead} if self.lead else {}),
             "caption": self.caption,
             "rows": [dict(zip(self.columns, r, strict=False)) for r in self.rows],
         }
@@ -70,14 +79,15 @@ def _md_cell(text: str) -> str:
 def to_markdown(tables: list[Table], title: str | None = None) -> str:
     parts = [f"# {title}\n"] if title else []
     for t in tables:
-        parts.append(f"## {t.title}\n")
+        parts += [f"## {t.title}\n"] if t.title else []
         parts += [f"> {n}\n" for n in t.notes]
+        parts += [f"{p}\n" for p in t.lead]
         if t.rows:
             parts.append("| " + " | ".join(_md_cell(c) for c in t.columns) + " |")
             parts.append("|" + "|".join("---" for _ in t.columns) + "|")
             parts += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in t.rows]
             parts.append("")
-        else:
+        elif not t.is_text:
             parts.append(f"{t.none_text}\n")
         if t.caption:
             parts.append(f"{t.caption}\n")
@@ -90,8 +100,11 @@ def to_csv(tables: list[Table]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     for t in tables:
         w.writerow([f"# {t.title}"])
-        for n in t.notes:
+        for n in [*t.notes, *t.lead]:
             w.writerow([f"# {n}"])
+        if t.is_text:
+            w.writerow([])
+            continue
         w.writerow(t.columns)
         w.writerows(t.rows)
         w.writerow([])

@@ -7,38 +7,168 @@ import io
 import re
 from collections import defaultdict
 
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
-from llmbench.report.caselabels import with_searched_batch
-from llmbench.report.tables import Table, fmt_num
+from llmbench.report.caselabels import case_labels, constant_params, with_searched_batch
+from llmbench.report.labels import gpu_name
+from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
 
+SEPARATOR = " · "  # between the "column: value" pairs of a stacked row
+INDENT = "  "  # a stacked row's pairs under its heading
 
-def to_rich(t: Table) -> RichTable:
-    """A rich table; every text is escaped, since '[projected]' would otherwise be read as markup."""
-    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
-    for c in t.columns:
-        rt.add_column(escape(c), overflow="fold")
-    for r in t.rows:
-        rt.add_row(*(escape(c) for c in r))
+
+UNIT = re.compile(r"\S*\[[^\]\s]+, [^\]\s]+\]\S*|\S+")  # a word, or an interval '[1.10, 1.15]' kept whole
+
+
+def _units(text: str) -> list[str]:
+    """What a line may break between: words, with an interval in brackets as one."""
+    return UNIT.findall(text)
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """`text` in lines of at most `width` characters, broken only between units (`_units`: never inside a
+    word, a number or an interval); a unit longer than a line has a line of its own. `first` and `rest`
+    begin the first and the following lines."""
+    out: list[str] = []
+    for raw in text.splitlines() or [""]:
+        line = first if not out else rest
+        filled = False
+        for unit in _units(raw):
+            if filled and cell_len(line) + 1 + cell_len(unit) > width:
+                out.append(line)
+                line, filled = rest, False
+            line += (" " if filled else "") + unit
+            filled = True
+        out.append(line)
+    return out
+
+
+def _longest_word(text: str) -> int:
+    """The narrowest a cell can be without breaking a word, a number or an interval."""
+    return max((cell_len(w) for w in _units(text)), default=0)
+
+
+def _longest_line(text: str) -> int:
+    return max((cell_len(line) for line in text.splitlines()), default=0)
+
+
+def column_overhead(n: int) -> int:
+    """Characters a table of `n` columns spends between them (no outer edge: three per gap)."""
+    return 3 * (n - 1)
+
+
+def column_widths(t: Table, width: int) -> list[int] | None:
+    """Column widths that fit the table in `width` characters with no word or number broken: each column
+    gets its longest word (header included), then what is left goes one character at a time to every
+    column still short of its longest line (short columns stop wrapping first). None where even the
+    longest words do not fit: the table is then stacked (`stacked_lines`)."""
+    n = len(t.columns)
+    cells = [t.columns, *t.rows]
+    widths = [max(_longest_word(r[j]) for r in cells) or 1 for j in range(n)]
+    want = [max(_longest_line(r[j]) for r in cells) or 1 for j in range(n)]
+    spare = width - column_overhead(n) - sum(widths)
+    if spare < 0:
+        return None
+    while spare > 0 and any(w < h for w, h in zip(widths, want, strict=True)):
+        for j in range(n):
+            if spare and widths[j] < want[j]:
+                widths[j] += 1
+                spare -= 1
+    return widths
+
+
+def _pairs_lines(pairs: list[str], width: int) -> list[str]:
+    """'key: value' pairs packed into lines of at most `width`, a pair never split between lines unless
+    it is longer than a line alone (then it wraps at spaces)."""
+    lines: list[str] = []
+    for pair in pairs:
+        joined = f"{lines[-1]}{SEPARATOR}{pair}" if lines else pair
+        if lines and cell_len(INDENT + joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(pair)
+    return [w for line in lines for w in wrap(line, width, INDENT, INDENT * 2)]
+
+
+def _one_line(cell: str) -> str:
+    return "; ".join(line.strip() for line in cell.splitlines() if line.strip())
+
+
+def stacked_lines(t: Table, width: int) -> list[Text]:
+    """A table too wide for the terminal, one row after another: the row's key columns as a heading, its
+    other cells as 'column: value' pairs under it (rows that share a heading share one heading line)."""
+    k = max(1, min(t.key_columns, len(t.columns)))
+    out: list[Text] = []
+    heading: list[str] | None = None
+    for row in t.rows:
+        if row[:k] != heading:
+            heading = row[:k]
+            text = "  ".join(_one_line(c) for c in heading if c.strip()) or MISSING
+            out += [Text(line, style="bold") for line in wrap(text, width, "", INDENT)]
+        pairs = [f"{col}: {_one_line(cell)}" if col else _one_line(cell)
+                 for col, cell in zip(t.columns[k:], row[k:], strict=False) if cell.strip()]
+        out += [_styled(line, t) for line in _pairs_lines(pairs, width)]
+    return out
+
+
+def _styled(text: str, t: Table) -> Text:
+    style = t.styles.get(text.strip(), "")
+    return Text(text, style=style)
+
+
+def to_rich(t: Table, widths: list[int] | None = None) -> RichTable:
+    """A rich table at the given column widths (no word is wider than its column: see `column_widths`).
+    Cells are Text, never markup: '[projected]' stays text."""
+    rt = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for j, c in enumerate(t.columns):
+        rt.add_column("\n".join(wrap(c, widths[j])) if widths else c, width=widths[j] if widths else None,
+                      overflow="fold")
+    for r in t.rows:  # wrapped here, between units, so rich never breaks a line itself
+        rt.add_row(*(_styled("\n".join(wrap(c, widths[j])) if widths else c, t) for j, c in enumerate(r)))
     return rt
 
 
+def _paragraph(console: Console, text: str, style: str = "") -> None:
+    """A paragraph wrapped at the console's width, at spaces only; a '- ' item gets a hanging indent."""
+    hang = "  " if text.startswith("- ") else ""
+    for line in wrap(text, max(console.width, 20), "", hang):
+        console.print(Text(line, style=style), soft_wrap=True)
+
+
+def print_table(t: Table, console: Console) -> None:
+    """One table: its title, notes (warnings, sources) and lead paragraphs, then the rows as a table where
+    they fit the console's width without breaking a word, else stacked; then its caption."""
+    empty = not t.rows and not t.is_text
+    if t.title or empty:
+        _paragraph(console, f"{t.title}: {t.none_text}" if empty else t.title, "italic" if empty else "bold")
+    for n in t.notes:
+        _paragraph(console, n, "yellow")
+    for p in t.lead:
+        _paragraph(console, p)
+    if t.is_text or empty:
+        return
+    widths = column_widths(t, console.width)
+    if widths is None:
+        for line in stacked_lines(t, console.width):
+            console.print(line, soft_wrap=True)
+    else:
+        console.print(to_rich(t, widths))
+    if t.caption:
+        _paragraph(console, t.caption, "dim")
+
+
 def print_terminal(tables: list[Table], console: Console) -> None:
-    """Each table with its notes; a table with no rows is one line, its title and "(none: ...)", not an
-    empty frame of headers."""
+    """Each table (`print_table`) and a blank line after it."""
     for t in tables:
-        for n in t.notes:
-            console.print(f"[bold yellow]{escape(n)}[/]", highlight=False)
-        if not t.rows:
-            console.print(f"[italic]{escape(t.title)}[/]: {escape(t.none_text)}", highlight=False, soft_wrap=True)
-        else:
-            console.print(to_rich(t))
+        print_table(t, console)
         console.print()
 
 
@@ -50,6 +180,10 @@ def to_terminal_text(tables: list[Table], width: int = 160) -> str:
 
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
+REASON_CHARS = 60  # a skip or failure reason in a table: its first clause or words (the set keeps it all)
+FLAG_MARK = " (!)"
+FLAG_LEGEND = ("(!) marks a flagged figure (e.g. an energy window too short to trust, a run far under its "
+               "roofline): the warnings below say why.")
 
 
 def fmt_metric(m: MetricResult) -> str:
@@ -63,7 +197,7 @@ def fmt_metric(m: MetricResult) -> str:
     if isinstance(n, int) and n > 1:
         text += f" n={n}"
     if m.flags:
-        text += " (!)"
+        text += FLAG_MARK
     return text
 
 
@@ -82,20 +216,46 @@ def case_label(case: CaseResult) -> str:
     return with_searched_batch(params_text(case.params), case)
 
 
-def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None) -> RichTable:
+def one_line(text: str | None, limit: int = REASON_CHARS) -> str:
+    """A text on one line of at most `limit` characters: its first non-empty line; where longer, its longest
+    leading clause that fits ('fp8 needs compute capability >= 8.9' of '...; this machine has none'), else
+    cut after a word; with '…' where cut (the result set keeps the whole text)."""
+    first = next((" ".join(line.split()) for line in (text or "").splitlines() if line.strip()), "")
+    if cell_len(first) <= limit:
+        return first
+    clauses = [first.split(sep, 1)[0] for sep in ("; ", ": ")]
+    fits = [c for c in clauses if cell_len(c) < limit]
+    if fits:
+        return max(fits, key=len) + "…"
+    cut = first[: max(limit - 1, 1)]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
+def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None,
+                 skipped: bool = True) -> Table:
+    """A result set, a row per case: its headline metrics (all of them with `all_metrics`), or why it did
+    not run ok on one line. `skipped=False` leaves skipped cases out (a run printed their reasons as
+    they came)."""
     source = "" if rs.source.kind == "measured" else f" [{rs.source.kind.upper()}]"
-    gpu = rs.env.get("gpu", {}).get("name", "?")
-    t = RichTable(title=title or f"{rs.suite}{source} — {gpu} — {rs.created_at}", show_lines=False)
-    for col in ("scenario", "case", "status", "metrics"):
-        t.add_column(col, overflow="fold")
+    labels = case_labels(rs.cases)  # the params that vary within each scenario: the rest is the caption
+    rows = []
     for c in rs.cases:
-        style = STATUS_STYLE.get(c.status, "")
+        if c.status == "skipped" and not skipped:
+            continue
         if c.status == "ok":
             detail = "\n".join(f"{n} = {fmt_metric(m)}" for n, m in case_headline(c, all_metrics))
         else:
-            detail = c.reason or ""
-        t.add_row(c.scenario, escape(case_label(c)), f"[{style}]{c.status}[/{style}]", escape(detail))
-    return t
+            detail = one_line(c.reason)
+        rows.append([c.scenario, with_searched_batch(labels[c.id], c), c.status, detail])
+    flagged = any(FLAG_MARK in r[-1] for r in rows)
+    common = [f"{sc}: {params_text(p)}" for sc in dict.fromkeys(c.scenario for c in rs.cases)
+              if len(members := [c for c in rs.cases if c.scenario == sc]) > 1
+              and (p := constant_params(members))]
+    caption = " ".join([*(["common params: " + "; ".join(common) + "."] if common else []),
+                        *([FLAG_LEGEND] if flagged else [])])
+    return Table(title or f"{rs.suite}{source} — {gpu_name(rs)} — {rs.created_at}",
+                 ["scenario", "case", "status", "metrics"], rows, caption=caption,
+                 key_columns=2, styles=STATUS_STYLE, empty="no case to show")
 
 
 def status_counts(rs: ResultSet) -> dict[str, int]:
@@ -118,7 +278,7 @@ NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 MAX_FLAG_LINES = 4
 
 
-def _merge_numbers(texts: list[str]) -> str:
+def merge_numbers(texts: list[str]) -> str:
     """One text for flags that differ only in their figures: a figure that varies becomes its range."""
     columns = list(zip(*(NUMBER.findall(t) for t in texts), strict=True))
     merged = []
@@ -149,7 +309,7 @@ def flag_summary(rs: ResultSet, *, every: bool = False, max_lines: int = MAX_FLA
             out.append(f"{c.scenario} {case_label(c)}: {name}: {f}")
             continue
         metrics = ", ".join(dict.fromkeys(n for _, n, _ in hits))
-        out.append(f"{_merge_numbers([f for _, _, f in hits])} — on {len(cases)} case(s) ({metrics}); "
+        out.append(f"{merge_numbers([f for _, _, f in hits])} — on {len(cases)} case(s) ({metrics}); "
                    "each case: llmbench show --all")
     rest = ordered[max_lines:]
     if rest:

@@ -67,7 +67,7 @@ def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
                 name,
                 s.rs.suite,
                 str(s.rs.env.get("gpu", {}).get("name", MISSING)),
-                source_line(s.rs),
+                s.rs.source.kind,  # the whole source is a note above the table
                 s.rs.created_at,
                 f"{ok}/{len(cases)}" + (" (run unfinished)" if _unfinished(s) else ""),
             ]
@@ -202,6 +202,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                     for g in cmp.geomeans
                 ],
                 notes=short_note(sets),
+                key_columns=2,
                 caption="'speed' = the latency and throughput metrics of the scenario, each measurement once "
                 "(metrics of one family, e.g. TPOT and decode tok/s, are averaged into one cell per case; "
                 "'cells' counts those). "
@@ -214,6 +215,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
             ["scenario", "case", *[s.label for s in sets]],
             [[n.scenario, n.case, *[st or "absent" for st in n.statuses]] for n in cmp.one_sided],
             empty="every case is in every result set",
+            key_columns=2,
         )
     )
     tables.append(
@@ -230,6 +232,7 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 for n in cmp.not_ok
             ],
             empty="every joined case ran ok in every result set",
+            key_columns=2,
         )
     )
     return tables
@@ -258,6 +261,7 @@ def basediff_tables(bd: BaseDiff) -> list[Table]:
             notes=source_notes([bd.set]),
             caption="diff % = value / base - 1 (raw sign); 'vs base' says whether that is better or worse.",
             empty=f"no case has a {base} counterpart to compare with",
+            key_columns=2,
         ),
         Table(
             f"{bd.set.label}: cases with no {base} counterpart",

@@ -1,0 +1,117 @@
+"""Which result sets `llmbench compare` joins, and on which cases.
+
+A case id names a scenario and its params, not how the suite measured it: the `quickstart` suite times
+the gemm cases of `ceilings` with a shorter warm-up and fewer iterations, and joining the two gave 0.91x
+where ceilings against ceilings gives 1.02x. So:
+- sets of one suite are compared with one another; given sets of several suites, each suite that has
+  two sides or more is compared on its own (its own answer), and a suite with one side is named as not
+  compared;
+- where no two sides share a suite (a oneshot bundle of the headline suite against an inference set),
+  the sides join on the cases they share that their measured sets timed with the same settings
+  (warm-up, iterations, minimum time; a timeout does not change a measurement), and the answer's first
+  line says the suites differ and how many shared cases were left out;
+- `--mix-suites` joins every side on every case id they share, whatever its suite and settings, and
+  says so in the same place.
+Published and projected sets carry no timing settings of their own: their cases join on id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from llmbench.errors import UserError
+from llmbench.report.inputs import SetRef, name_sets, side_names
+from llmbench.report.labels import gpu_name, is_measured
+from llmbench.results import ResultSet
+
+NOT_MEASUREMENT_SETTINGS = frozenset({"timeout_s"})  # how long a case may take, not how it is timed
+MIX_OPTION = "--mix-suites"
+
+
+@dataclass
+class JoinPlan:
+    """The comparisons to make: groups of sides, each with the lines that say how it was joined, and
+    the sides left out (a suite with no other side)."""
+
+    groups: list[list[SetRef]]
+    notes: list[list[str]]
+    left_out: list[str]
+
+
+def measurement_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if k not in NOT_MEASUREMENT_SETTINGS}
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [f"{k} {a.get(k)} vs {b.get(k)}" for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+
+
+def settings_conflicts(sets: list[SetRef]) -> dict[str, list[str]]:
+    """Case id -> how its measurement settings differ between the measured sides that hold it (cases
+    whose sides agree, or that one side holds, are not listed; a side that recorded no settings agrees)."""
+    out: dict[str, list[str]] = {}
+    ids = dict.fromkeys(c.id for s in sets for c in s.cases())
+    for cid in ids:
+        held = [c.settings for s in sets if is_measured(s.rs) and (c := s.case(cid)) is not None and c.settings]
+        found = [measurement_settings(x) for x in held]
+        diff = next((d for x in found[1:] if (d := _differences(found[0], x))), None)
+        if diff:
+            out[cid] = diff
+    return out
+
+
+def _without(rs: ResultSet, drop: set[str]) -> ResultSet:
+    return rs.model_copy(update={"cases": [c for c in rs.cases if c.id not in drop]})
+
+
+def without_cases(s: SetRef, drop: set[str]) -> SetRef:
+    """The side with the cases `drop` left out of every run."""
+    return replace(s, rs=_without(s.rs, drop), runs=[_without(r, drop) for r in s.runs])
+
+
+def _renamed(group: list[SetRef]) -> list[SetRef]:
+    """The sides of one comparison named among themselves (a slug where it is unique there)."""
+    return name_sets([replace(s, name="") for s in group])
+
+
+def _shared(sets: list[SetRef]) -> set[str]:
+    seen: dict[str, int] = {}
+    for s in sets:
+        for c in s.cases():
+            seen[c.id] = seen.get(c.id, 0) + 1
+    return {cid for cid, n in seen.items() if n > 1}
+
+
+def plan_joins(sets: list[SetRef], mix: bool = False) -> JoinPlan:
+    """The comparisons `compare` makes of `sets` (see the module doc); a UserError (exit 2) where sides of
+    different suites share cases only under different settings."""
+    suites = list(dict.fromkeys(s.rs.suite for s in sets))
+    if len(suites) == 1:
+        return JoinPlan([sets], [[]], [])
+    names = side_names(sets)
+    listed = "; ".join(f"{n}: {s.rs.suite}" for n, s in zip(names, sets, strict=True))
+    if mix:
+        return JoinPlan([sets], [[f"Suites differ ({listed}): joined on every case they share ({MIX_OPTION}), "
+                                  "whatever settings each suite measured it with."]], [])
+    by_suite = {suite: [s for s in sets if s.rs.suite == suite] for suite in suites}
+    paired = [g for g in by_suite.values() if len(g) > 1]
+    if paired:
+        alone = [f"{g[0].rs.suite} ({gpu_name(g[0].rs)})" for g in by_suite.values() if len(g) == 1]
+        left = [f"Not compared, no other result set of their suite: {', '.join(alone)} ({MIX_OPTION} joins "
+                "sets of different suites)."] if alone else []
+        return JoinPlan([_renamed(g) for g in paired], [[] for _ in paired], left)
+    shared = _shared(sets)
+    conflicts = settings_conflicts(sets)
+    kept = shared - conflicts.keys()
+    if shared and not kept:
+        first = next(iter(conflicts.values()))
+        raise UserError(f"the result sets are of different suites ({listed}) and the {len(shared)} case(s) they "
+                        f"share were measured with different settings ({', '.join(first)}): compare result sets "
+                        f"of the same suite, or pass {MIX_OPTION} to join them anyway")
+    note = f"Suites differ ({listed}): joined on the {len(kept)} case(s) they share that were measured with the " \
+        "same settings"
+    if conflicts:
+        note += (f"; {len(conflicts)} shared case(s) measured with different settings "
+                 f"({', '.join(next(iter(conflicts.values())))}) are left out ({MIX_OPTION} joins them)")
+    return JoinPlan([[without_cases(s, set(conflicts)) for s in sets]], [[note + "."]], [])
