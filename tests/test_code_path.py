@@ -111,7 +111,9 @@ def test_compare_says_where_no_code_path_was_recorded_and_is_quiet_when_paths_ag
     old = result_set(H100_ENV, [_decode(None, 150.0)])
     new = result_set(H200_ENV, [_decode(FUSED, 190.0, seed=1)])
     warnings = compare(refs(old, new)).code_path_warnings()
-    assert len(warnings) == 1 and "no recorded code path" in warnings[0]
+    assert len(warnings) == 1 and "recorded their code path in some sets but not in" in warnings[0]
+    neither = compare(refs(old, result_set(H200_ENV, [_decode(None, 190.0, seed=1)])))
+    assert neither.code_path_warnings() == []  # a scenario that records none says nothing either way
     same = compare(refs(result_set(H100_ENV, [_decode(FUSED, 150.0)]), new))
     assert same.code_paths == [] and same.code_path_warnings() == []
     assert all(t.title != "Code paths that differ" for t in comparison_tables(same))

@@ -251,7 +251,8 @@ def answer_tables(cmp: Comparison, warnings: list[str] | None = None, notes: lis
     most = most_different_table(cmp, names)
     if most is not None:
         tables.append(most)
-    lines = [*(warnings or []), *environment_warnings(cmp, names), *coverage_warnings(cmp, names)]
+    lines = [*(warnings or []), *cmp.code_path_warnings(names), *environment_warnings(cmp, names),
+             *coverage_warnings(cmp, names)]
     if lines:
         tables.append(Table("Warnings", [], [], lead=[f"- {w}" for w in lines]))
     return tables

@@ -63,7 +63,8 @@ def differing_keys(paths: list[dict[str, Any] | None]) -> list[str]:
 
 
 def code_path_notes(sets: list[SetRef], labels: dict[str, str]) -> list[CodePathNote]:
-    """Every case ok on every side whose code paths differ or were not recorded on some side."""
+    """Every case ok on every side whose code paths differ, or that recorded a path on some sides and
+    not on others (a scenario that records none on any side says nothing either way)."""
     notes = []
     seen: set[str] = set()
     for s in sets:
@@ -76,7 +77,7 @@ def code_path_notes(sets: list[SetRef], labels: dict[str, str]) -> list[CodePath
                 continue
             paths = [side_path(r) for r in runs]
             keys = differing_keys(paths)
-            if keys or any(p is None for p in paths):
+            if keys or (any(p is None for p in paths) and any(p is not None for p in paths)):
                 notes.append(CodePathNote(case.id, case.scenario, labels.get(case.id, case.id), paths, keys))
     return notes
 
@@ -92,6 +93,6 @@ def code_path_warnings(notes: list[CodePathNote], joined: int, set_labels: list[
     unrecorded = [n for n in notes if n.unrecorded]
     if unrecorded:
         sides = sorted({set_labels[i] for n in unrecorded for i, p in enumerate(n.paths) if p is None})
-        out.append(f"{len(unrecorded)} of {joined} joined cases have no recorded code path in {', '.join(sides)} "
-                   "(written before llmbench recorded it): a changed path would go unseen there")
+        out.append(f"{len(unrecorded)} of {joined} joined cases recorded their code path in some sets but not in "
+                   f"{', '.join(sides)} (written before llmbench recorded it): a changed path would go unseen there")
     return out

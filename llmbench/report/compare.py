@@ -135,10 +135,10 @@ class Comparison:
     def joined_cases(self) -> int:
         return len({r.case_id for r in self.rows})
 
-    def code_path_warnings(self) -> list[str]:
+    def code_path_warnings(self, names: list[str] | None = None) -> list[str]:
         """What a reader must know before taking a ratio as the GPUs' difference: cases that ran
-        different code, and cases whose code path a side did not record."""
-        return code_path_warnings(self.code_paths, self.joined_cases, [s.label for s in self.sets])
+        different code, and cases whose code path a side did not record (`names`: the sides' names)."""
+        return code_path_warnings(self.code_paths, self.joined_cases, names or [s.label for s in self.sets])
 
     def to_dict(self) -> dict[str, Any]:
         return {
