@@ -68,7 +68,7 @@ def _answer_geomeans(cmp: Comparison) -> list[Geomean]:
     ]
 
 
-def _noise(rows: list[MetricRow], i: int, baseline: int) -> float | None:
+def noise_cv(rows: list[MetricRow], i: int, baseline: int) -> float | None:
     """The largest between-run CV of either side among `rows` (None where no row carries one)."""
     cvs: list[float] = []
     for r in rows:
@@ -80,7 +80,7 @@ def _noise(rows: list[MetricRow], i: int, baseline: int) -> float | None:
 def _noise_text(cmp: Comparison, g: Geomean, i: int) -> str | None:
     rows = [r for r in cmp.rows if (g.scenario in ("overall", r.scenario))
             and (g.metric == "speed" or r.metric == g.metric)]
-    cv = _noise(rows, i, cmp.baseline)
+    cv = noise_cv(rows, i, cmp.baseline)
     return None if cv is None else f"±{cv:.1%} between runs"
 
 
