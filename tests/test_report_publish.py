@@ -32,6 +32,19 @@ def test_publish_compares_newest_sets_of_common_suites(tmp_path: Path) -> None:
     assert "Published reference: quickstart" in page and 'class="tag published"' in page
 
 
+def test_the_markdown_page_opens_with_the_answer_and_ends_with_its_inputs(tmp_path: Path) -> None:
+    save(h100_set(), tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
+    save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
+    md, _ = publish(tmp_path)
+    text = md.read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## H200 SXM 141GB vs H100 SXM5 80GB" and headings[-1] == "## Inputs"
+    answer = text[: text.index(headings[1])]
+    assert "### quickstart: H100 vs H200" in answer and "| all workloads | 1." in answer
+    assert "H100 SXM5 80GB: 1 run; H200 SXM 141GB: 1 run" in answer  # runs per side
+    assert "Projection check, quickstart: H100 projected to H200 vs measured H200" in text
+
+
 def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
     md, html = publish(tmp_path)
     assert "No suite has a measured result set on both machines" in md.read_text() and html.exists()
@@ -56,7 +69,7 @@ def test_a_headline_set_is_published_against_the_other_gpus_cases_of_the_same_id
     prices.write_text('[h100-sxm-80gb]\nusd_per_hour = 2.0\n\n[h200-sxm-141gb]\nusd_per_hour = 3.0\n')
     md, _ = publish(tmp_path / "results")
     text = md.read_text()
-    assert "headline: H100 vs H200 (cases of the same ids" in text
+    assert "## headline: H100 vs H200 — Result sets" in text and "### headline: H100 vs H200" in text
     assert "Cost at the given hourly prices" in text and "$ per 1M output tokens" in text
     assert "measured on one machine only: headline" not in text
 

@@ -12,6 +12,7 @@ from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, pr
 from llmbench.errors import UserError
 from llmbench.report.compare import headline_metric_names
 from llmbench.report.costview import cost_table
+from llmbench.report.gpunames import display_names
 from llmbench.report.inputs import load_sets, resolve_baseline
 
 
@@ -32,10 +33,11 @@ def report_cmd(
     run_tokens: int = RUN_TOKENS_OPT,
 ) -> None:
     """Write a self-contained HTML page (no scripts, no external resources) for one result set or a
-    comparison of several: the answer first (headline ratios with 95% intervals and, for measured GPUs
-    of the spec table, the check of `llmbench project` against the other GPU's measurement), then
-    charts (throughput against batch size, TTFT against input length, roofline share, speed-ups)
-    and tables."""
+    comparison of several: the answer on the first screen (per suite and workload, the speed ratio with
+    its 95% interval, runs and noise floor), the check of `llmbench project` against the other GPU's
+    measurement for measured GPUs of the spec table, then a section per comparison with its charts
+    (throughput against batch size, TTFT against input length, roofline share, speed-ups) and tables
+    folded."""
     check_out_file(out)
     sets = load_sets(files, pool=pool)
     prices = prices_for(sets, price, prices_file)
@@ -48,7 +50,7 @@ def report_cmd(
             f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
         ) from None
     section = Section(
-        ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in sets),
+        ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in display_names(sets)),
         sets,
         resolve_baseline(sets, baseline),
         None if all_metrics else frozenset(headline_metric_names()),

@@ -68,7 +68,7 @@ def _answer_geomeans(cmp: Comparison) -> list[Geomean]:
     ]
 
 
-def _noise(rows: list[MetricRow], i: int, baseline: int) -> float | None:
+def noise_cv(rows: list[MetricRow], i: int, baseline: int) -> float | None:
     """The largest between-run CV of either side among `rows` (None where no row carries one)."""
     cvs: list[float] = []
     for r in rows:
@@ -80,7 +80,7 @@ def _noise(rows: list[MetricRow], i: int, baseline: int) -> float | None:
 def _noise_text(cmp: Comparison, g: Geomean, i: int) -> str | None:
     rows = [r for r in cmp.rows if (g.scenario in ("overall", r.scenario))
             and (g.metric == "speed" or r.metric == g.metric)]
-    cv = _noise(rows, i, cmp.baseline)
+    cv = noise_cv(rows, i, cmp.baseline)
     return None if cv is None else f"±{cv:.1%} between runs"
 
 
@@ -127,20 +127,3 @@ def lead_sentence(cmp: Comparison) -> str:
     if not parts or overall is None:
         return f"No speed metric was measured by both {b.label} and the other sets."
     return "; ".join(parts) + f" (geometric mean of {overall.n} speed cells, 95% interval)."
-
-
-def projection_table(checks: list[ProjectionCheck], title: str, headline_only: bool = True) -> Table:
-    """How far the roofline projection of the baseline missed each measured GPU, per scenario and metric."""
-    rows = [
-        [c.measured.label, r.scenario, r.metric, str(r.n), f"{r.mean_pct:+.1f}%", f"{r.median_abs_pct:.1f}%",
-         f"{r.max_abs_pct:.1f}%"]
-        for c in checks for r in c.validation.rows
-        if not headline_only or is_headline(r.scenario, r.metric)
-    ]
-    return Table(
-        title, ["measured GPU", "scenario", "metric", "cases", "mean error", "median |error|", "max |error|"],
-        rows,
-        caption="llmbench project scales the baseline's cases to the other GPU by its datasheet bandwidth and "
-        "peak; error = projected / measured - 1 (> 0: the projection was too optimistic for rates).",
-        empty="no case was measured on both GPUs",
-    )

@@ -14,6 +14,7 @@ colour on every chart.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import textwrap
@@ -70,6 +71,17 @@ def _x(value: object) -> float | None:
     return None
 
 
+def _proportions(value: object) -> str | None:
+    """A shape's proportions (its sides over their greatest common divisor: '1x896x256'), which a line
+    along the shape's size must keep; None for a number."""
+    if isinstance(value, list | tuple) and value and all(isinstance(v, int) and v > 0 for v in value):
+        g = math.gcd(*value)
+        return "x".join(str(v // g) for v in value)
+    if isinstance(value, list | tuple) and value and all(isinstance(v, int | float) and v for v in value):
+        return "x".join(f"{v / value[0]:.3g}" for v in value)
+    return None
+
+
 def _ok(sets: list[SetRef], scenario: str) -> list[tuple[int, CaseResult]]:
     return [(i, c) for i, s in enumerate(sets) for c in s.rs.cases if c.scenario == scenario and c.status == "ok"]
 
@@ -117,11 +129,13 @@ def _unit(cases: list[CaseResult], metric: str) -> str:
 def _panels(
     sets: list[SetRef], scenario: str, xkey: str, value: Callable[[int, CaseResult], tuple[str, float] | None]
 ) -> list[Panel] | None:
-    """Points grouped into panels by the params that vary besides `xkey` and the series param; None
-    where that makes more than MAX_PANELS panels (the chart would not be read)."""
+    """Points grouped into panels by the params that vary besides `xkey` and the series param, and by
+    the proportions of a shape along `xkey` (a line joins only points that share every other param);
+    None where that makes more than MAX_PANELS panels (the chart would not be read)."""
     found = _ok(sets, scenario)
     cases = [c for _, c in found]
     rest = [k for k in _varying(cases) if k not in (xkey, SERIES_PARAM)]
+    split = len({_proportions(c.params.get(xkey)) for c in cases}) > 1
     panels: dict[str, Panel] = {}
     order: dict[str, tuple[tuple[int, float, str], ...]] = {}
     for i, c in found:
@@ -129,10 +143,12 @@ def _panels(
         got = value(i, c)
         if x is None or got is None:
             continue
-        label = params_text({k: c.params[k] for k in rest if k in c.params})
+        shape = _proportions(c.params.get(xkey)) if split else None
+        label = " ".join(filter(None, [params_text({k: c.params[k] for k in rest if k in c.params}),
+                                       f"{xkey} proportions {shape}" if shape else ""]))
         ylabel, y = got
         panel = panels.setdefault(label, Panel(label, ylabel, {}))
-        order[label] = tuple(_sort_key(c.params.get(k)) for k in rest)
+        order[label] = (*(_sort_key(c.params.get(k)) for k in rest), (0, 0.0, shape or ""))
         prec = c.params.get(SERIES_PARAM)
         panel.points.setdefault((i, None if prec is None else str(prec)), []).append((x, y))
     # A panel where no series has two points along x shows no trend: its cases are in the tables.
@@ -314,16 +330,26 @@ def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
                       _xlabel(xkey), sets, panels, hline=1.0, share=True)
 
 
-BAR_LABEL_CHARS = 40  # a bar's case label is wrapped at this width
+BAR_LABEL_CHARS = 34  # a bar's case label is wrapped at this width ...
+BAR_LABEL_LINES = 2  # ... and cut after this many lines (its full text is its tooltip)
 BarSeries = tuple[str, int, bool, list[float | None], list[tuple[float, float] | None]]
+
+
+def short_label(text: str, width: int = BAR_LABEL_CHARS, lines: int = BAR_LABEL_LINES) -> str:
+    """A case label that fits beside a bar: its params wrapped at `width`, a param longer than a line
+    cut, the whole cut after `lines` lines with '…'."""
+    words = [w if len(w) <= width else w[: width - 1] + "…" for w in text.split()]
+    return "\n".join(textwrap.wrap(" ".join(words), width, max_lines=lines, placeholder=" …")) or text
 
 
 def _hbars(title: str, xlabel: str, labels: list[str], series: list[BarSeries], vline: float | None) -> Chart:
     """Horizontal grouped bars: a row per label, a bar per series (name, GPU index, measured, values,
-    intervals); whiskers where an interval is known."""
+    intervals); whiskers where an interval is known. Each row's label is shortened (`short_label`), its
+    full text the label's tooltip."""
     n = max(len(series), 1)
-    labels = [textwrap.fill(label, BAR_LABEL_CHARS) for label in labels]  # long case labels would
-    lines = max((label.count("\n") + 1 for label in labels), default=1)  # squeeze the axes to nothing
+    full = labels
+    labels = [short_label(label) for label in labels]
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
     height = BAR_H_IN * len(labels) * max(n, lines) + 1.4
     fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, height), layout="constrained")
     step = 0.8 / n
@@ -343,12 +369,17 @@ def _hbars(title: str, xlabel: str, labels: list[str], series: list[BarSeries], 
     if vline is not None:
         ax.axvline(vline, color="#555555", linewidth=1.0, linestyle="--")
     ax.set_yticks(range(len(labels)), labels)
+    prefix = "case-" + hashlib.sha256("\0".join([title, *full]).encode()).hexdigest()[:10]
+    tooltips = {}
+    for k, tick in enumerate(ax.get_yticklabels()):
+        tick.set_gid(f"{prefix}-{k}")
+        tooltips[f"{prefix}-{k}"] = full[k]
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     ax.grid(True, axis="x", alpha=0.3)
     fig.legend(loc="outside lower center", ncol=2, frameon=False)
-    return Chart(title, to_svg(fig))
+    return Chart(title, to_svg(fig, tooltips))
 
 
 def _primary_rows(cmp: Comparison, scenario: str) -> list[MetricRow]:
@@ -395,7 +426,7 @@ def value_bars(sets: list[SetRef], scenario: str) -> list[Chart]:
     cases = [c for _, c in found]
     order = _headline(scenario)
     first = {c.id: next((m for m in order if m in c.metrics), None) for c in cases}
-    labels = case_labels(cases)
+    labels = case_labels(list({c.id: c for c in cases}.values()))  # a case of every set once
     charts = []
     for metric in dict.fromkeys(m for m in first.values() if m is not None):
         ids = [cid for cid, m in first.items() if m == metric][:MAX_BARS]

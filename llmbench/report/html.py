@@ -1,9 +1,12 @@
 """`llmbench report`: one self-contained static HTML page (inline CSS, inline SVG charts, no scripts,
 no external URLs; a Content-Security-Policy forbids any load, so a browser would complain if one slipped in).
 
-The page reads top down: the answer first (per GPU pair and suite, the headline ratios with their
-intervals and noise floor, and the projection check), a table of contents, then a section per
-comparison or result set with its charts before its tables; tables longer than a screen are folded.
+The page opens with the answer on its first screen (`firstscreen.AnswerBlock`s: per GPU pair and suite,
+the speed ratio with its interval, the headline metrics, runs and noise floor), then the projection
+check, a table of contents, and a section per comparison or result set: a lead line, the sources of
+its figures once, at most one chart in view, and everything else folded (`<details>`, no script), so
+the page stays a few screens long however many cases it holds. GPUs are named as the spec table names
+them (`gpunames`); their slugs and the result-set files are in each section's details.
 """
 
 from __future__ import annotations
@@ -11,42 +14,41 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llmbench import __version__
-from llmbench.report.answer import (
-    ProjectionCheck,
-    headline_table,
-    lead_sentence,
-    projection_checks,
-    projection_table,
-)
+from llmbench.report.answer import ProjectionCheck, headline_table, lead_sentence, projection_checks
 from llmbench.report.charts import scenario_charts, speedup_charts
 from llmbench.report.compare import Comparison, compare
+from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
+from llmbench.report.gpunames import display_names
 from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured
+from llmbench.report.labels import is_measured, source_line
 from llmbench.report.plots import Chart, pareto_charts, timeline_charts
 from llmbench.report.tables import Table
-from llmbench.report.views import comparison_tables, set_tables, validation_tables
+from llmbench.report.views import comparison_tables, set_tables, short_note, source_notes, validation_tables
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-FOLD_ROWS = 8  # tables with more rows start folded
+SHOWN_CHART_PX = 460  # a comparison shows its first chart at most this tall; every other chart is folded
 CSS = """
-body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5rem auto;max-width:1100px;
+body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1rem auto;max-width:1100px;
 color:#1b1f24;padding:0 1rem}
-h1{font-size:1.6rem;margin-bottom:.3rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de}
-h3{margin-top:1.4rem}h4{margin:1rem 0 .3rem}
-table{border-collapse:collapse;margin:.5rem 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:3px 7px;
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.6rem 0 .4rem;border-bottom:1px solid #d0d7de}
+h3{font-size:1.05rem;margin:1rem 0 .3rem}h4{margin:1rem 0 .3rem}
+table{border-collapse:collapse;margin:.4rem 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:2px 7px;
 text-align:left;vertical-align:top}th{background:#f6f8fa}tr:nth-child(even) td{background:#fbfcfd}
-.note{background:#fff8c5;border-left:4px solid #d4a72c;padding:.4rem .7rem;margin:.4rem 0}
-.caption{color:#57606a;font-size:13px}.tag{border-radius:4px;padding:0 5px;font-size:12px;font-weight:600}
-.tag.published{background:#ddf4ff;color:#0550ae}.tag.projected{background:#ffebe9;color:#a40e26}
-figure{margin:1rem 0}figure svg{max-width:100%;height:auto}.empty{color:#57606a}
-nav.toc{background:#f6f8fa;border:1px solid #d0d7de;padding:.5rem 1rem;margin:1rem 0}
-nav.toc ol{margin:.2rem 0;padding-left:1.4rem}nav.toc h2{border:0;margin:.2rem 0;font-size:1.1rem}
-details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}
-.answer{border:2px solid #1f4e9c;border-radius:6px;padding:.2rem 1rem .8rem;margin:1rem 0}
-.answer h2{margin-top:.6rem}.lead{font-size:16px;font-weight:600;margin:.3rem 0}
+tr.group th{background:#e7eef8;font-weight:600}tr.group .caption{font-weight:400;margin-left:.6rem}
+.note{background:#fff8c5;border-left:4px solid #d4a72c;padding:.3rem .7rem;margin:.4rem 0;font-size:14px}
+.caption{color:#57606a;font-size:13px;margin:.3rem 0}.tag{border-radius:4px;padding:0 5px;font-size:12px;
+font-weight:600}.tag.published{background:#ddf4ff;color:#0550ae}.tag.projected{background:#ffebe9;color:#a40e26}
+figure{margin:.6rem 0}figure svg{max-width:100%;height:auto}.empty{color:#57606a}
+nav.toc{background:#f6f8fa;border:1px solid #d0d7de;padding:.3rem 1rem;margin:1rem 0;font-size:14px}
+nav.toc ol{margin:.2rem 0;padding-left:1.4rem;columns:2;column-gap:2rem}nav.toc h2{border:0;margin:.2rem 0;
+font-size:1.05rem}
+details{margin:.3rem 0}summary{cursor:pointer;font-weight:600;color:#1f4e9c}
+details>div{border-left:3px solid #d0d7de;padding-left:.8rem;margin:.3rem 0 .8rem}
+.answer{border:2px solid #1f4e9c;border-radius:6px;padding:0 1rem .5rem;margin:.6rem 0}
+.answer h2{margin-top:.5rem}.lead{font-size:15px;font-weight:600;margin:.3rem 0}
 """
 
 
@@ -60,14 +62,16 @@ class Section:
     metrics: frozenset[str] | None = None  # only these metrics (None: all)
     extra_tables: Callable[[Comparison], list[Table]] | None = None  # more tables of a comparison (costs)
     tables: list[Table] = field(default_factory=list)  # more tables, already built (engines side by side)
+    note: str = ""  # one line under the lead: how the sets were put together
 
 
 @dataclass
 class _Built:
-    """A section with what its parts share: the comparison and the projection checks."""
+    """A section with what its parts share: its sets named by GPU, the comparison, the projection checks."""
 
     sec: Section
     anchor: str
+    sets: list[SetRef]
     cmp: Comparison | None = None
     checks: list[ProjectionCheck] = field(default_factory=list)
     no_check: list[str] = field(default_factory=list)
@@ -80,12 +84,15 @@ def _cell(text: str) -> str:
     return out
 
 
+def _rows_html(t: Table) -> str:
+    return "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in t.rows)
+
+
 def _table_body(t: Table) -> str:
     parts = [f'<div class="note">{_cell(n)}</div>' for n in t.notes]
     if t.rows:
         head = "".join(f"<th>{_cell(c)}</th>" for c in t.columns)
-        body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in t.rows)
-        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{_rows_html(t)}</tbody></table>")
     else:
         parts.append(f'<p class="empty">{_cell(t.none_text)}</p>')
     if t.caption:
@@ -94,15 +101,19 @@ def _table_body(t: Table) -> str:
 
 
 def table_html(t: Table, level: int = 4) -> str:
-    """A table under its title; one longer than FOLD_ROWS rows is folded (<details>, no script)."""
-    if len(t.rows) > FOLD_ROWS:
-        return (f"<details><summary>{_cell(t.title)} ({len(t.rows)} rows)</summary>\n"
-                f"{_table_body(t)}\n</details>")
+    """A table under its title."""
     return f"<h{level}>{_cell(t.title)}</h{level}>\n{_table_body(t)}"
 
 
-def chart_html(c: Chart) -> str:
-    return f'<figure aria-label="{html.escape(c.title)}">{c.svg}</figure>'
+_SVG_REFS = re.compile(r'(id="|url\(#|href="#)')
+
+
+def chart_html(c: Chart, prefix: str = "") -> str:
+    """The chart as a figure, its SVG's ids (hatch patterns, markers, clip paths) prefixed: charts reuse
+    ids, and a browser resolves a reference to the first element of that id on the page, which draws
+    nothing where it lies in a folded <details>."""
+    svg = _SVG_REFS.sub(lambda m: m.group(1) + prefix, c.svg) if prefix else c.svg
+    return f'<figure aria-label="{html.escape(c.title)}">{svg}</figure>'
 
 
 def _anchor(title: str, k: int) -> str:
@@ -112,82 +123,157 @@ def _anchor(title: str, k: int) -> str:
 def _build(sections: list[Section]) -> list[_Built]:
     out = []
     for k, sec in enumerate(sections, 1):
-        b = _Built(sec, _anchor(sec.title, k))
+        b = _Built(sec, _anchor(sec.title, k), display_names(sec.sets))
         if len(sec.sets) > 1:
-            b.cmp = compare(sec.sets, sec.baseline, sec.metrics)
-            b.checks, b.no_check = projection_checks(sec.sets, sec.baseline)
+            b.cmp = compare(b.sets, sec.baseline, sec.metrics)
+            b.checks, b.no_check = projection_checks(b.sets, sec.baseline)
         out.append(b)
     return out
 
 
 def _charts(b: _Built) -> list[Chart]:
-    sets = b.sec.sets
     charts = speedup_charts(b.cmp) if b.cmp else []
-    for scenario in dict.fromkeys(c.scenario for s in sets for c in s.rs.cases):
-        charts += scenario_charts(sets, scenario)
-    return charts + timeline_charts(sets) + pareto_charts(sets)
+    for scenario in dict.fromkeys(c.scenario for s in b.sets for c in s.rs.cases):
+        charts += scenario_charts(b.sets, scenario)
+    return charts + timeline_charts(b.sets) + pareto_charts(b.sets)
+
+
+def _fold(summary: str, inner: list[str]) -> str:
+    return f"<details><summary>{summary}</summary><div>\n" + "\n".join(inner) + "\n</div></details>"
+
+
+def _source_texts(sets: list[SetRef]) -> set[str]:
+    """Every note the tables of these sets repeat (where their figures come from): shown once instead."""
+    return {*source_notes(sets), *short_note(sets), *(n for s in sets for n in source_notes([s]))}
+
+
+def _once(tables: list[Table], sets: list[SetRef]) -> list[Table]:
+    """The tables without the source notes the section shows once, and a source cell pointing there."""
+    repeated = _source_texts(sets)
+    lines = {source_line(s.rs): f"{s.kind} (source above)" for s in sets if not is_measured(s.rs)}
+    return [replace(t, notes=[n for n in t.notes if n not in repeated],
+                    rows=[[lines.get(c, c) for c in r] for r in t.rows]) for t in tables]
+
+
+def _sources_html(sets: list[SetRef]) -> str:
+    """Where the figures that were not measured here come from: each source once, naming its sets."""
+    by_line: dict[str, list[str]] = {}
+    for s in sets:
+        if not is_measured(s.rs):
+            by_line.setdefault(source_line(s.rs), []).append(s.label)
+    return "\n".join(f'<div class="note">{_cell(", ".join(names))}: {_cell(line)}</div>'
+                     for line, names in by_line.items())
+
+
+def _files_line(b: _Built) -> str:
+    """The sets' slugs and files: what `--baseline` and the result folders know them by."""
+    parts = []
+    for shown, ref in zip(b.sets, b.sec.sets, strict=True):
+        files = ref.stems or [ref.stem]
+        parts.append(f"{shown.label} = {ref.rs.gpu_slug}" + (f" ({', '.join(f for f in files if f)})"
+                                                             if any(files) else ""))
+    return f'<p class="caption">Result sets: {_cell("; ".join(parts))}</p>'
+
+
+def _lead(b: _Built) -> str:
+    """The comparison's overall speed ratio; where no case joins, each set's count of cases ok."""
+    if b.cmp and b.cmp.rows:
+        return lead_sentence(b.cmp)
+    counts = [(ref.label, sum(c.status == "ok" for c in ref.cases()), len(ref.cases())) for ref in b.sets]
+    return "; ".join(f"{name}: {ok} of {n} cases ok" for name, ok, n in counts) + "."
 
 
 def section_html(b: _Built) -> str:
-    """Charts first (the questions), then the tables (the evidence), long ones folded."""
+    """A lead line, the sources once, the first chart that fits in view where cases join; the other charts
+    and the tables folded."""
     sec = b.sec
-    tables = comparison_tables(b.cmp) if b.cmp else set_tables(sec.sets[0])
+    tables = comparison_tables(b.cmp) if b.cmp else set_tables(b.sets[0])
+    if b.cmp:
+        tables.insert(0, headline_table(b.cmp, "Headline ratios per workload and metric"))
     if b.cmp and sec.extra_tables:
         tables += sec.extra_tables(b.cmp)
+    tables = _once(list(sec.tables) + tables, b.sets)
     for c in b.checks:
-        tables += [t for t in validation_tables(c.validation, c.projected, c.measured)]
-    tables = list(sec.tables) + tables
+        error, unmatched = validation_tables(c.validation, c.projected, c.measured)
+        title = f"{projection_title(b.sets[sec.baseline], c.measured)}: error per workload and metric"
+        tables += _once([replace(error, title=title), unmatched], [c.projected])
     charts = _charts(b)
-    parts = [f'<section id="{b.anchor}"><h2>{_cell(sec.title)}</h2>']
-    if charts:
-        parts += ["<h3>Charts</h3>", *map(chart_html, charts)]
-    parts += ["<h3>Tables</h3>", *(table_html(t) for t in tables), "</section>"]
+    shown = next((c for c in charts if c.height_px <= SHOWN_CHART_PX), None) if b.cmp and b.cmp.rows else None
+    parts = [f'<section id="{b.anchor}"><h2>{_cell(sec.title)}</h2>', f'<p class="lead">{_cell(_lead(b))}</p>',
+             f'<p class="caption">{_cell(sec.note)}</p>' if sec.note else "", _sources_html(b.sets)]
+    figures = {id(c): chart_html(c, f"{b.anchor.split('-')[0]}c{k}-") for k, c in enumerate(charts)}
+    if shown:
+        parts.append(figures[id(shown)])
+    folded = [figures[id(c)] for c in charts if c is not shown]
+    if folded:
+        parts.append(_fold(f"{'More charts' if shown else 'Charts'} ({len(folded)})", folded))
+    projected = _sources_html([c.projected for c in b.checks])
+    inner = [_files_line(b), *(f'<p class="caption">{_cell(w)}</p>' for w in b.no_check),
+             *(table_html(t) for t in tables)]
+    if projected:
+        inner.insert(1, projected)
+    parts += [_fold(f"Tables ({len(tables)})", inner), "</section>"]
+    return "\n".join(p for p in parts if p)
+
+
+def _block_html(block: AnswerBlock, anchors: dict[str, str]) -> str:
+    """An answer: its tables as one table with a heading row per table where they share their columns
+    (a table titled as a section links to it), else one after another."""
+    parts = [f"<h2>{_cell(block.title)}</h2>", f'<p class="lead">{_cell(block.lead)}</p>']
+    parts += [f'<div class="note">{_cell(n)}</div>' for n in block.notes]
+    columns = {tuple(t.columns) for t in block.tables}
+    if len(columns) == 1:
+        cols = block.tables[0].columns
+        body = []
+        for t in block.tables:
+            name = _cell(t.title)
+            if t.title in anchors:
+                name = f'<a href="#{anchors[t.title]}">{name}</a>'
+            cap = f'<span class="caption">{_cell(t.caption)}</span>' if t.caption else ""
+            body.append(f'<tr class="group"><th colspan="{len(cols)}">{name}{cap}</th></tr>')
+            body.append(_rows_html(t) or f'<tr><td colspan="{len(cols)}">{_cell(t.none_text)}</td></tr>')
+        head = "".join(f"<th>{_cell(c)}</th>" for c in cols)
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    else:
+        parts += [table_html(t, 3) for t in block.tables]
+    if block.caption:
+        parts.append(f'<p class="caption">{_cell(block.caption)}</p>')
     return "\n".join(parts)
 
 
-def answer_html(built: list[_Built]) -> str:
-    """Per comparison: its headline ratios and the projection check; then the single-GPU sections."""
-    parts = ['<section id="answer" class="answer"><h2>The answer</h2>']
-    measured = [b for b in built if b.cmp and all(is_measured(s.rs) for s in b.sec.sets)]
-    for b in measured:
-        assert b.cmp is not None
-        parts.append(f'<h3><a href="#{b.anchor}">{_cell(b.sec.title)}</a></h3>')
-        parts.append(f'<p class="lead">{_cell(lead_sentence(b.cmp))}</p>')
-        parts.append(_table_body(headline_table(b.cmp, "")))
-        if b.checks:
-            parts.append("<h4>Projection check</h4>")
-            parts.append(_table_body(projection_table(b.checks, "")))
-        parts += [f'<p class="caption">{_cell(w)}</p>' for w in b.no_check]
-    others = [b for b in built if b.cmp and b not in measured]
-    if others:
-        items = "".join(f'<li><a href="#{b.anchor}">{_cell(b.sec.title)}</a></li>' for b in others)
-        parts.append(f"<h3>Comparisons with figures not measured here</h3><ul>{items}</ul>")
-    single = [b for b in built if not b.cmp]
-    if single:
-        items = "".join(
-            f'<li><a href="#{b.anchor}">{_cell(b.sec.title)}</a>: {_ok_text(b.sec.sets[0])}</li>' for b in single
-        )
-        parts.append(f"<h3>Measured on one GPU only (no ratio)</h3><ul>{items}</ul>")
-    if not built:
-        parts.append('<p class="empty">No result sets.</p>')
-    parts.append("</section>")
+def _sets_answer(built: list[_Built]) -> AnswerBlock:
+    """Where nothing is compared: what each section holds."""
+    rows = [[b.sec.title, ", ".join(s.label for s in b.sets), _lead(b)] for b in built]
+    return AnswerBlock("What was measured", "No two GPUs are compared here: each section is one result set.",
+                       [Table("Sections", ["section", "GPU", "cases"], rows, empty="no result sets")])
+
+
+def answer_html(blocks: list[AnswerBlock], built: list[_Built]) -> str:
+    anchors = {b.sec.title: b.anchor for b in built}
+    parts = ['<section id="answer" class="answer">', *(_block_html(a, anchors) for a in blocks), "</section>"]
     return "\n".join(parts)
 
 
-def _ok_text(ref: SetRef) -> str:
-    ok = sum(c.status == "ok" for c in ref.rs.cases)
-    return html.escape(f"{ok} of {len(ref.rs.cases)} cases ok")
+def projection_html(built: list[_Built]) -> str:
+    """How well each baseline projected to the other GPU matched its measurement, all comparisons at once."""
+    blocks = projection_answers([(b.sec.title, b.sets[b.sec.baseline], b.checks) for b in built if b.checks])
+    if not blocks:
+        return ""
+    anchors = {b.sec.title: b.anchor for b in built}
+    return "\n".join(['<section id="projection-check">', *(_block_html(a, anchors) for a in blocks), "</section>"])
 
 
-def toc_html(built: list[_Built]) -> str:
-    items = "".join(f'<li><a href="#{b.anchor}">{_cell(b.sec.title)}</a></li>' for b in built)
-    return (f'<nav class="toc"><h2>Contents</h2><ol><li><a href="#answer">The answer</a></li>{items}</ol>'
-            "</nav>")
+def toc_html(built: list[_Built], projection: bool) -> str:
+    items = '<li><a href="#answer">The answer</a></li>'
+    if projection:
+        items += '<li><a href="#projection-check">Projection check</a></li>'
+    items += "".join(f'<li><a href="#{b.anchor}">{_cell(b.sec.title)}</a></li>' for b in built)
+    return f'<nav class="toc"><h2>Contents</h2><ol>{items}</ol></nav>'
 
 
 def _tags_line(built: list[_Built]) -> str:
     """What the tags mean, only where the page uses them."""
-    kinds = {s.rs.source.kind for b in built for s in b.sec.sets if not is_measured(s.rs)}
+    kinds = {s.rs.source.kind for b in built for s in b.sets if not is_measured(s.rs)}
     if any(b.checks for b in built):
         kinds.add("projected")
     text = {
@@ -198,9 +284,16 @@ def _tags_line(built: list[_Built]) -> str:
     return " ".join(text[k] for k in sorted(kinds) if k in text)
 
 
-def render_html(sections: list[Section], title: str = "llmbench report") -> str:
+def render_html(sections: list[Section], title: str = "llmbench report",
+                answers: list[AnswerBlock] | None = None) -> str:
+    """The page: `answers` first (default: the answer of each measured GPU pair of the sections), then
+    the projection check, the contents and the sections."""
     built = _build(sections)
-    body = "\n".join([answer_html(built), toc_html(built), *map(section_html, built)])
+    if answers is None:
+        answers = pair_answers([(b.sec.title, b.cmp) for b in built if b.cmp]) or [_sets_answer(built)]
+    projection = projection_html(built)
+    body = "\n".join([answer_html(answers, built), projection, toc_html(built, bool(projection)),
+                      *map(section_html, built)])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

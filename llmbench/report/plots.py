@@ -8,7 +8,9 @@ unscaled, so a 9 pt tick label shows at 12 px.
 
 from __future__ import annotations
 
+import html
 import io
+import re
 from dataclasses import dataclass
 
 import matplotlib
@@ -43,12 +45,22 @@ class Chart:
     title: str
     svg: str
 
+    @property
+    def height_px(self) -> float:
+        """The chart's height on screen at 100% zoom (CSS px; the SVG's size is in points)."""
+        m = re.search(r'<svg[^>]*height="([\d.]+)pt"', self.svg)
+        return float(m.group(1)) * 4 / 3 if m else 0.0
 
-def to_svg(fig: plt.Figure) -> str:
+
+def to_svg(fig: plt.Figure, tooltips: dict[str, str] | None = None) -> str:
+    """The figure as inline SVG; `tooltips` maps the gid of an artist (a tick label) to the text a
+    browser shows on hovering it (an SVG <title>: the full text of a shortened label)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buf.getvalue()
+    for gid, tip in (tooltips or {}).items():
+        text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(tip)}</title>', 1)
     return text[text.index("<svg") :]
 
 
@@ -63,7 +75,7 @@ def timeline_charts(sets: list[SetRef]) -> list[Chart]:
             if c.status == "ok" and isinstance(c.info.get("timeline"), dict) and c.info["timeline"].get("t_s")]
     if not runs:
         return []
-    labels = case_labels([c for _, _, c in runs])
+    labels = case_labels(list({c.id: c for _, _, c in runs}.values()))  # a case of every set once
     fig, axes = plt.subplots(2, 2, figsize=(FIG_WIDTH_IN, 6.4), layout="constrained")
     for ax, (key, title) in zip(axes.flat, TIMELINE_PANELS, strict=True):
         for k, (i, s, c) in enumerate(runs):

@@ -1,12 +1,15 @@
 """`nox -s publish`: regenerate the published pages under results/ from the committed result sets.
 
-- results/h100-vs-h200.md: for every suite with a measured result set on both machines, the newest
-  H100 set against the newest H200 set (H100 is the baseline), with CIs on each scenario's headline
-  metrics; then the projection check: the H100 set projected to the H200 by roofline scaling, and its
-  error against the measured H200 set, per scenario and metric;
-- results/report.html: the same comparisons as an HTML page (html.py: the answer and the projection
-  check first, then charts and tables per suite), plus a section per suite measured on one machine
-  only and the published reference figures under results/published/ (each labelled as published);
+- results/h100-vs-h200.md: first the answer (`firstscreen.pair_answers`: per suite with a measured
+  result set on both machines, the newest H100 set against the newest H200 set, H100 the baseline: the
+  speed ratio per workload with its interval, headline metrics, runs and noise floor), then each
+  comparison's tables, the projection check (the H100 set projected to the H200 by roofline scaling
+  against the measured H200 set, per scenario and metric), the suites measured on one machine, and
+  last the inputs (the result sets read);
+- results/report.html: the same answer on its first screen, then the same comparisons as an HTML page
+  (html.py), plus a section per suite measured on one machine only and the published reference
+  figures under results/published/ (each labelled as published). The answers are a list: another
+  answer (H100 vs A100) is one more `AnswerBlock` in it, and both pages show them in its order;
 - engines side by side: a suite run on another engine (vLLM, TensorRT-LLM) gets, in both pages, each
   of its cases against the transformers engine's case of the same params on the same GPU
   (`llmbench compare ... --base engine=hf`).
@@ -21,6 +24,8 @@ from pathlib import Path
 from llmbench.report.basediff import base_diff, by_gpu
 from llmbench.report.compare import Comparison, compare, headline_metric_names
 from llmbench.report.costview import cost_table
+from llmbench.report.firstscreen import answers_markdown, pair_answers
+from llmbench.report.gpunames import gpu_name
 from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, name_sets
 from llmbench.report.labels import is_measured
@@ -34,6 +39,9 @@ H100_SLUG = "h100-sxm-80gb"
 H200_SLUG = "h200-sxm-141gb"
 PUBLISHED_DIR = "published"
 MARKDOWN_NAME = "h100-vs-h200.md"
+MARKDOWN_TITLE = "H100 SXM vs H200 SXM (measured)"
+DETAILS_LINE = ("The tables behind the answer follow, suite by suite, then the projection check and the suites "
+                "measured on one machine only; the result sets they come from are listed at the end (Inputs).")
 HTML_NAME = "report.html"
 PRICES_EXAMPLE = Path("deploy/prices.example.toml")  # relative to the repository root: results/..
 
@@ -76,11 +84,10 @@ def projection_check(
     for suite in suites:
         measured = replace(h200[suite][1], name=H200_SLUG)
         projected = SetRef(name=H200_SLUG, rs=project(h100[suite][1].rs, H200_SLUG))
-        v = validate(projected.rs, measured.rs)
-        out += [
-            replace(t, title=f"Projection check, {suite}: H100 projected to H200 — {t.title}")
-            for t in validation_tables(v, projected, measured)
-        ]
+        error, unmatched = validation_tables(validate(projected.rs, measured.rs), projected, measured)
+        title = f"Projection check, {suite}: H100 projected to H200 vs measured H200"
+        out += [replace(error, title=f"{title} — error per workload and metric"),
+                replace(unmatched, title=f"{title} — {unmatched.title}")]
     return out
 
 
@@ -103,10 +110,10 @@ def _single_machine_sections(
             sweeps.setdefault(gpu, []).append((path, ref))
             continue
         side = h100 if suite in h100 else h200
-        out.append((Section(f"{suite}: {gpu} only", name_sets([ref]), metrics=headline,
+        out.append((Section(f"{suite}: {gpu_name(gpu)} only", name_sets([ref]), metrics=headline,
                             tables=engine_tables(ref, side, headline)), f"{gpu}/{path.name}"))
     for gpu, members in sweeps.items():  # one Pareto chart with a line per server configuration
-        title = f"{' + '.join(r.rs.suite for _, r in members)}: {gpu} only"
+        title = f"{' + '.join(r.rs.suite for _, r in members)}: {gpu_name(gpu)} only"
         refs = name_sets([r for _, r in members])
         out.append((Section(title, refs, metrics=headline), ", ".join(f"{gpu}/{p.name}" for p, _ in members)))
     return out
@@ -150,7 +157,7 @@ def joined_from_others(ref: SetRef, others: dict[str, tuple[Path, SetRef]], slug
         return None
     first = others[used[0]][1].rs
     rs = first.model_copy(update={"suite": ref.rs.suite, "cases": list(cases.values()),
-                                  "description": f"{slug}'s cases of {ref.rs.suite} from its sets of "
+                                  "description": f"{gpu_name(slug)}'s cases of {ref.rs.suite} from its sets of "
                                                  f"{', '.join(sorted(used))}"})
     return SetRef(name=slug, rs=rs, stem=f"{slug}: {' + '.join(sorted(used))}")
 
@@ -192,29 +199,32 @@ def publish(results_dir: Path) -> list[Path]:
     prices_path = results_dir.parent / PRICES_EXAMPLE
     prices = load_prices(prices_path) if prices_path.is_file() else {}
     joined = []  # a suite run on one GPU whose cases the other GPU measured in its own suites
+    joined_inputs = []
     for suite in list(one_side):
         mine, others, slug = (h100, h200, H200_SLUG) if suite in h100 else (h200, h100, H100_SLUG)
         other = joined_from_others(mine[suite][1], others, slug)
         if other is not None and suite == "headline":
             sides = [mine[suite][1], other] if suite in h100 else [other, mine[suite][1]]
-            joined.append(Section(f"{suite}: H100 vs H200 (cases of the same ids, with costs at the example "
-                                  f"prices of {PRICES_EXAMPLE})", name_sets(sides), metrics=headline,
-                                  extra_tables=_cost_hook(prices)))
+            joined.append(Section(f"{suite}: H100 vs H200", name_sets(sides), metrics=headline,
+                                  extra_tables=_cost_hook(prices), note=f"{other.rs.description} (joined by case "
+                                  f"id); costs at the example prices of {PRICES_EXAMPLE}."))
             one_side.remove(suite)
-    sections += joined
-    tables: list[Table] = [
-        Table(
-            "Inputs",
-            ["suite", "H100 result set (baseline)", "H200 result set"],
-            [
-                [s, str(h100[s][0].relative_to(results_dir)), str(h200[s][0].relative_to(results_dir))]
-                for s in common
-            ],
-            caption=("suites measured on one machine only: " + ", ".join(one_side)) if one_side else "",
-        )
-    ]
+            files = [f"{H100_SLUG}/{mine[suite][0].name}" if suite in h100 else other.rs.description or "",
+                     f"{H200_SLUG}/{mine[suite][0].name}" if suite in h200 else other.rs.description or ""]
+            joined_inputs.append([suite, *files])
+    sections = joined + sections  # the headline suite, made to answer, first
+    inputs = Table(
+        "Inputs",
+        ["suite", "H100 result set (baseline)", "H200 result set"],
+        joined_inputs + [[s, str(h100[s][0].relative_to(results_dir)), str(h200[s][0].relative_to(results_dir))]
+                         for s in common],
+        caption=("suites measured on one machine only: " + ", ".join(one_side)) if one_side else "",
+    )
+    tables: list[Table] = []
+    comparisons: list[tuple[str, Comparison]] = []
     for sec in sections:
         cmp = compare(sec.sets, 0, sec.metrics)
+        comparisons.append((sec.title, cmp))
         more = sec.extra_tables(cmp) if sec.extra_tables else []
         tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp) + more]
     tables += projection_check(h100, h200, common)
@@ -227,9 +237,10 @@ def publish(results_dir: Path) -> list[Path]:
             [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets)]
              for sec, path in single],
         ))
-    md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
-    if not common:
-        md += "\nNo suite has a measured result set on both machines yet.\n"
+    answers = pair_answers(comparisons)
+    md = f"# {MARKDOWN_TITLE}\n\n"
+    md += answers_markdown(answers) if answers else "No suite has a measured result set on both machines yet.\n"
+    md += f"\n{DETAILS_LINE}\n\n" + to_markdown([*tables, inputs])
     md_path, html_path = results_dir / MARKDOWN_NAME, results_dir / HTML_NAME
     write_atomic(md_path, md)
     write_atomic(
@@ -237,6 +248,7 @@ def publish(results_dir: Path) -> list[Path]:
         render_html(
             sections + [sec for sec, _ in single] + _published_sections(results_dir / PUBLISHED_DIR),
             "llmbench: H100 vs H200 and published references",
+            answers=answers,
         ),
     )
     return [md_path, html_path]
