@@ -5,22 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llmbench.hardware.specs import lookup
 from llmbench.report.inputs import SetRef
+from llmbench.report.labels import gpu_display_name as gpu_name
 from llmbench.report.labels import tag
-
-VENDOR_PREFIX = "NVIDIA "
-MIG_MARK = "-mig-"  # a MIG slice's slug: its GPU's slug, this, the profile ('a100-pcie-40gb-mig-3g.20gb')
-
-
-def gpu_name(slug: str) -> str:
-    """The spec table's name of the GPU without the vendor ('H100 SXM5 80GB'), a MIG slice's as its GPU's
-    and profile ('A100 PCIe 40GB MIG 3g.20gb'); the slug itself where the table does not know the GPU."""
-    gpu, mig, profile = slug.partition(MIG_MARK)
-    spec = lookup(gpu)
-    if spec is None:
-        return slug
-    return spec.name.removeprefix(VENDOR_PREFIX) + (f" MIG {profile}" if mig else "")
 
 
 def display_names(sets: list[SetRef]) -> list[SetRef]:

@@ -54,10 +54,16 @@ def gpu_name(rs: ResultSet) -> str:
     return gpu_display_name(rs.gpu_slug, (rs.env.get("gpu") or {}).get("name"))
 
 
+MIG_MARK = "-mig-"  # a MIG slice's slug: its GPU's slug, this, the profile ('a100-pcie-40gb-mig-3g.20gb')
+
+
 def gpu_display_name(slug: str, reported: str | None = None) -> str:
-    """A GPU as a person names it: the spec table's name ('H100 SXM5 80GB'), else the name the driver
-    reported, else the slug; 'CPU x86_64' for a run on the CPU."""
+    """A GPU as a person names it: the spec table's name ('H100 SXM5 80GB'; a MIG slice's as its GPU's
+    and profile, 'A100 PCIe 40GB MIG 3g.20gb'), else the name the driver reported, else the slug;
+    'CPU x86_64' for a run on the CPU. The slug stays the key everywhere else."""
     if slug.startswith("cpu-"):
         return f"CPU {slug.removeprefix('cpu-')}"
-    spec = lookup(slug)
-    return (spec.name if spec else str(reported or slug)).removeprefix("NVIDIA ")
+    gpu, mig, profile = slug.partition(MIG_MARK)
+    spec = lookup(gpu)
+    name = (spec.name if spec else str(reported or slug)).removeprefix("NVIDIA ")
+    return name + (f" MIG {profile}" if mig and spec else "")

@@ -18,8 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmbench.hardware.specs import lookup
 from llmbench.metrics import metric
+from llmbench.report.labels import gpu_display_name as gpu_name
 from llmbench.report.publish import PUBLISHED_DIR, newest_by_suite
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, ResultSet
@@ -96,12 +96,6 @@ def figures_of(folder: Path, ids: dict[str, str]) -> dict[str, Figure]:
                 out[case_id] = Figure(case.metrics[name].value, path)
                 break
     return out
-
-
-def gpu_name(slug: str) -> str:
-    """The GPU's name from the spec table without the vendor ("H100 SXM5 80GB"), else its slug."""
-    spec = lookup(slug)
-    return spec.name.removeprefix("NVIDIA ") if spec else slug
 
 
 def _ratio(base: float, other: float, name: str) -> str:
