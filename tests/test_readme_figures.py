@@ -101,8 +101,9 @@ def _load(ref: dict[str, Any], label: str) -> _Case:
         for part in ref["key"].split("."):
             data = data[part]
         return _Case(data, f"{label}={path.name}:{ref['key']}")
-    want = {k: v for k, v in ref.items() if k != "set"}
-    hits = [c for c in data["cases"] if all(c["params"].get(k) == v for k, v in want.items())]
+    want = {k: v for k, v in ref.items() if k != "set"}  # params, or `id` (a case whose params hold a default)
+    hits = [c for c in data["cases"]
+            if all((c["id"] if k == "id" else c["params"].get(k)) == v for k, v in want.items())]
     assert len(hits) == 1, f"{label}: {len(hits)} cases of {path.name} match {want}"
     assert hits[0]["status"] == "ok", f"{label}: {hits[0]['id']} is {hits[0]['status']}"
     return _Case(hits[0], f"{label}={hits[0]['id']}")
