@@ -2,9 +2,8 @@
 
 Each row is a question the headline suite answers (one of its cases, picked by `filter_cases`
 filters, and one metric). For every measured GPU under the results folder, the figure comes from
-the newest result set that holds that case measured `ok` — among the newest set of each suite of that
-GPU (`publish.newest_by_suite`), so a set re-measured later replaces the old one without an edit
-here. The first GPU column is the baseline; each other GPU gets a ratio column oriented so that
+the newest measured result set that holds that case `ok` (the median over its passes where that set
+is a pass of `run --repeat`), so a set re-measured later replaces the old one without an edit here. The first GPU column is the baseline; each other GPU gets a ratio column oriented so that
 > 1 means faster. Below the table, the result sets each GPU's figures came from.
 
 `python -m llmbench.report.readme README.md` rewrites the block between BEGIN and END (`nox -s
@@ -14,13 +13,16 @@ would write.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from llmbench.metrics import metric
+from llmbench.report.inputs import load_checked
 from llmbench.report.labels import gpu_display_name as gpu_name
-from llmbench.report.publish import PUBLISHED_DIR, newest_by_suite
+from llmbench.report.labels import is_measured
+from llmbench.report.publish import PUBLISHED_DIR
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, ResultSet
 from llmbench.suite import SUITES_DIR, CaseSpec, filter_cases, load_suite
@@ -84,18 +86,28 @@ def gpu_folders(results: Path) -> list[Path]:
 
 
 def figures_of(folder: Path, ids: dict[str, str]) -> dict[str, Figure]:
-    """Per case id, the figure (metric `ids[id]`) from the newest of the GPU's newest-per-suite sets that
-    measured the case ok."""
-    sets: list[tuple[Path, ResultSet]] = [(p, ref.rs) for p, ref in newest_by_suite(folder).values()]
+    """Per case id, the figure (metric `ids[id]`) from the newest measured set of the GPU that measured
+    the case ok; where that set is a pass of `run --repeat`, the median over the passes that did (the
+    figure publish shows for a repeat group)."""
+    sets: list[tuple[Path, ResultSet]] = [(p, load_checked(p)) for p in sorted(folder.glob("*.json"))]
+    sets = [s for s in sets if is_measured(s[1])]
     sets.sort(key=lambda s: (s[1].created_at, s[0].name), reverse=True)
     out: dict[str, Figure] = {}
     for case_id, name in ids.items():
         for path, rs in sets:
-            case: CaseResult | None = next((c for c in rs.cases if c.id == case_id and c.status == "ok"), None)
-            if case is not None and name in case.metrics:
-                out[case_id] = Figure(case.metrics[name].value, path)
-                break
+            if _value(rs, case_id, name) is None:
+                continue
+            group = (rs.repeat_info or {}).get("group")
+            runs = [r for _, r in sets if group and (r.repeat_info or {}).get("group") == group] or [rs]
+            values = [v for r in runs if (v := _value(r, case_id, name)) is not None]
+            out[case_id] = Figure(float(statistics.median(values)), path)
+            break
     return out
+
+
+def _value(rs: ResultSet, case_id: str, name: str) -> float | None:
+    case: CaseResult | None = next((c for c in rs.cases if c.id == case_id and c.status == "ok"), None)
+    return case.metrics[name].value if case is not None and name in case.metrics else None
 
 
 def _ratio(base: float, other: float, name: str) -> str:
