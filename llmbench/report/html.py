@@ -198,9 +198,10 @@ def _tags_line(built: list[_Built]) -> str:
     return " ".join(text[k] for k in sorted(kinds) if k in text)
 
 
-def render_html(sections: list[Section], title: str = "llmbench report") -> str:
+def render_html(sections: list[Section], title: str = "llmbench report", lead: str = "") -> str:
+    """The page; `lead` is HTML put before everything else (the H100-vs-A100 answer of publish.py)."""
     built = _build(sections)
-    body = "\n".join([answer_html(built), toc_html(built), *map(section_html, built)])
+    body = "\n".join([lead, answer_html(built), toc_html(built), *map(section_html, built)])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

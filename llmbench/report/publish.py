@@ -7,6 +7,7 @@
 - results/report.html: the same comparisons as an HTML page (html.py: the answer and the projection
   check first, then charts and tables per suite), plus a section per suite measured on one machine
   only and the published reference figures under results/published/ (each labelled as published);
+- results/h100-vs-a100.md and the top of both pages: the H100-vs-A100 answer (report/a100_view.py);
 - engines side by side: a suite run on another engine (vLLM, TensorRT-LLM) gets, in both pages, each
   of its cases against the transformers engine's case of the same params on the same GPU
   (`llmbench compare ... --base engine=hf`).
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from llmbench.report.a100_view import a100_section
 from llmbench.report.basediff import base_diff, by_gpu
 from llmbench.report.compare import Comparison, compare, headline_metric_names
 from llmbench.report.costview import cost_table
@@ -227,7 +229,8 @@ def publish(results_dir: Path) -> list[Path]:
             [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets)]
              for sec, path in single],
         ))
-    md = to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
+    a100 = a100_section(results_dir, prices, f"{PRICES_EXAMPLE} (public list prices, each with its date)")
+    md = a100.markdown + to_markdown(tables, "H100 SXM vs H200 SXM (measured)")
     if not common:
         md += "\nNo suite has a measured result set on both machines yet.\n"
     md_path, html_path = results_dir / MARKDOWN_NAME, results_dir / HTML_NAME
@@ -237,6 +240,7 @@ def publish(results_dir: Path) -> list[Path]:
         render_html(
             sections + [sec for sec, _ in single] + _published_sections(results_dir / PUBLISHED_DIR),
             "llmbench: H100 vs H200 and published references",
+            lead=a100.html,
         ),
     )
     return [md_path, html_path]
