@@ -15,6 +15,7 @@ from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_data, cost_table
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.report.matchview import match_table
 from llmbench.report.migslice import slice_rows
 from llmbench.report.tables import Table, fmt_ratio
 from llmbench.report.views import basediff_tables, comparison_tables
@@ -71,7 +72,7 @@ def compare_cmd(
     verdict: GateResult | None = None
     if joined:
         cmp = compare(sets, resolve_baseline(sets, baseline), headline_metric_names() if headline else None)
-        tables += comparison_tables(cmp)
+        tables += comparison_tables(cmp) + [t for t in (match_table(sets),) if t is not None]
         data["comparison"] = cmp.to_dict()
         mig_rows = slice_rows(cmp)
         if mig_rows:
