@@ -80,6 +80,7 @@ class Evidence:
     unit: str = ""
     source: str = ""  # the set, suite or claim
     same_pair: bool = False  # the H100 SXM against the A100 the answer is about
+    cases: int = 1  # the cases behind the ratio (a source's several lengths: their geometric mean)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -259,7 +260,7 @@ def _published_pairs(w: Workload, figs: list[PublishedFigure], fp8: bool, a100: 
             (min(rs), max(rs)) if n > 1 else None, f"range over the source's {n} cases" if n > 1 else "",
             f"{short(hs)} vs {short(as_)}", f"{h0.precision} vs {a0.precision}", quality,
             h0.case.metrics[m0].value if n == 1 else None, a0.case.metrics[m0].value if n == 1 else None,
-            METRICS[m0].unit, source, hs == H100 and as_ == a100))
+            METRICS[m0].unit, source, hs == H100 and as_ == a100, n))
     return out
 
 
@@ -305,9 +306,12 @@ def _fp8_linear_projection(w: Workload, h: CaseResult, a100: str, band: Band) ->
                     fp8_ms.value, a100_ms, "ms", H100, True)
 
 
+QUALITY_ORDER = ("measured", "close", "roofline projection", "loose", "own workload")
+
+
 def _choose(evidence: list[Evidence]) -> Evidence | None:
     """Measured, else a close published pair of the same GPUs, else the projection from the H100, else
-    any published pair of the same GPUs, else the first published figure."""
+    any published pair of the same GPUs; among several, the better match, then the more cases."""
     rules = (
         lambda e: e.kind == "measured",
         lambda e: e.kind == "published" and e.same_pair and e.quality == "close",
@@ -315,9 +319,9 @@ def _choose(evidence: list[Evidence]) -> Evidence | None:
         lambda e: e.kind == "published" and e.same_pair,
     )
     for rule in rules:
-        got = next((e for e in evidence if rule(e)), None)
-        if got is not None:
-            return got
+        found = [e for e in evidence if rule(e)]
+        if found:
+            return min(found, key=lambda e: (QUALITY_ORDER.index(e.quality), -e.cases))
     return None
 
 

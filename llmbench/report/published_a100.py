@@ -358,7 +358,45 @@ def trtllm_blog_sets() -> dict[str, ResultSet]:
     return TRTLLM_BLOG.sets(out)
 
 
+# -- MLPerf Inference v3.1: one submitter's A100 and H100 systems of one chassis ----------------------
+
+MLPERF_31 = _Source(
+    "mlperf-inference-v3.1-gptj-dell-xe9680", "2023-09-11T00:00:00Z",
+    "MLCommons, mlcommons/inference_results_v3.1 at commit eaf622a, closed division, Dell PowerEdge XE9680, "
+    "gptj-99 Offline: closed/Dell/results/XE9680_A100_SXM_80GBx8_TRT/ and XE9680_H100_SXM_80GBx8_TRT/ "
+    "gptj-99/Offline/performance/run_1/mlperf_log_summary.txt ('Samples per second'), systems/*.json and "
+    "configs/gptj/Offline/custom.py (batch and precision)",
+    "https://github.com/mlcommons/inference_results_v3.1/tree/eaf622a25c00f2b4b1d2c4f5b4f430570429d24a/closed/Dell",
+    "8 GPUs per system (the figure is the system's); one sample is one CNN/DailyMail article summarised; the "
+    "A100 runs FP16 at batch 16, the H100 FP8 at batch 32 (the A100 has no FP8); created_at is a placeholder "
+    "(the v3.1 publication, September 2023)",
+    {"a100-sxm-80gb": "NVIDIA A100-SXM-80GB CTS ('NVIDIA A100-SXM4-80GB (TDP: 500W)'), 8 per system",
+     "h100-sxm-80gb": "NVIDIA H100-SXM-80GB, 8 per system"},
+)
+# slug -> (precision, samples/s, batch, the config's line)
+MLPERF_31_GPTJ: dict[str, tuple[str, float, int, str]] = {
+    "a100-sxm-80gb": ("fp16", 42.3161, 16, "class XE9680_A100_SXM_80GBX8(OfflineGPUBaseConfig): gpu_batch_size = 16 "
+                                            "(precision = \"fp16\" from OfflineGPUBaseConfig)"),
+    "h100-sxm-80gb": ("fp8", 101.832, 32, "class XE9680_H100_SXM_80GBX8(OfflineGPUBaseConfig): gpu_batch_size = 32, "
+                                          "use_fp8 = True"),
+}
+
+
+def mlperf_sets() -> dict[str, ResultSet]:
+    out: dict[str, list[CaseResult]] = {}
+    for slug, (prec, sps, batch, config) in MLPERF_31_GPTJ.items():
+        params = {"model": "gpt-j-6b", "engine": "trtllm", "engine_version": "TensorRT 9.0.0",
+                  "benchmark": "mlperf-inference-v3.1 gptj-99 Offline", "precision": prec, "gpus": 8}
+        out[slug] = [_figure("serving", params, {"request_throughput_per_s": sps}, Match(
+            "serving-max-load", "own workload", f"Samples per second: {sps:g} ({config})",
+            {"model": "GPT-J 6B (gptj-99)", "precision": prec, "lengths": "CNN/DailyMail articles (MLPerf dataset)",
+             "batch": str(batch), "engine": "TensorRT 9.0.0, CUDA 12.2 (NVIDIA's MLPerf harness)",
+             "form_factor": MLPERF_31.gpus[slug], "power_limit": "A100: 'TDP: 500W' (the 500 W SXM4 part); H100: not "
+             "stated"}))]
+    return MLPERF_31.sets(out)
+
+
 def a100_reference_sets() -> list[dict[str, ResultSet]]:
     """Every source's sets, each a slug -> result set map (one file per slug and suite)."""
     return [gpt_fast_sets(), torchao_sets(), mamf_sets(), trtllm_014_sets(), trtllm_05_latency_sets(),
-            trtllm_blog_sets()]
+            trtllm_blog_sets(), mlperf_sets()]
