@@ -5,6 +5,7 @@ A100 set (built here, never committed as if measured)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,14 @@ def test_published_pages_open_with_the_h100_vs_a100_answer(tmp_path: Path) -> No
     assert html.read_text().index('id="h100-vs-a100"') < html.read_text().index('id="answer"')
     page = (res / "h100-vs-a100.md").read_text()
     assert page.startswith("# H100 vs A100") and "Projected A100 figures of the committed headline cases" in page
+
+
+def test_the_bands_docs_a100_cites_are_the_committed_ones() -> None:
+    """docs/a100.md quotes each family's checks and median / worst error: re-measured sets must update it."""
+    doc = (ROOT / "docs" / "a100.md").read_text(encoding="utf-8")
+    bands = build_answer(RESULTS).bands
+    rows = re.findall(r"^\| (\w[\w ]*?)(?: \(TTFT\))? \| (\d+) \([^)]*\) \| (\d+)% / (\d+)% \|", doc, re.M)
+    assert {r[0] for r in rows} == {"bandwidth", "matmul", "decode", "prefill", "qlora", "trainer"}
+    for family, n, med, worst in rows:
+        b = bands[family]
+        assert (int(n), int(med), int(worst)) == (len(b.checks), round(b.median * 100), round(b.worst * 100)), family
