@@ -30,8 +30,8 @@ A100_TARGETS = ("a100-sxm-80gb", "a100-pcie-80gb", "a100-sxm-40gb")
 PRIMARY_A100 = "a100-sxm-80gb"  # the A100 the answer compares with when no A100 set is given
 PUBLISHED_DIR = "published"
 SIXTEEN_BIT = frozenset({"bf16", "fp16"})  # the A100's best dense float precision (the same 312 TFLOP/s peak)
-A100_NO_FP8 = ("fp8 needs compute capability 8.9 (Ada, Hopper); the A100 is 8.0, so an fp8 case is skipped "
-               "there and the A100's best precision (bf16) stands against the H100's fp8")
+A100_NO_FP8 = ("the A100 (compute capability 8.0) has no fp8, which needs 8.9 (Ada, Hopper): its fp8 cases are "
+               "skipped, and the A100's best precision (bf16) stands against the H100's fp8")
 
 
 def is_a100(slug: str) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from llmbench.report.a100 import Answer, AnswerRow, Evidence, build_answer, short
 from llmbench.report.a100_data import A100_NO_FP8, A100_TARGETS, H100, is_a100
-from llmbench.report.html import table_html
+from llmbench.report.html import _table_body, table_html
 from llmbench.report.prices import Price
 from llmbench.report.tables import MISSING, Table, fmt_num, to_markdown
 from llmbench.results import write_atomic
@@ -57,16 +57,23 @@ def _row_cells(r: AnswerRow, with_prices: bool) -> list[str]:
     return cells
 
 
+def lead_sentence(a: Answer) -> str:
+    """The answer's first line: what the ratios are and whether an A100 was measured."""
+    done = (f"measured figures of your {short(a.a100)} ({', '.join(a.measured)}) replace the published and "
+            "projected ones where a case is in them" if a.measured else
+            "no A100 was measured here: each ratio is published or projected, and labelled so")
+    return f"H100 SXM over {short(a.a100)}, per headline workload (> 1: the H100 is faster); {done}."
+
+
 def lead_text(a: Answer) -> str:
-    measured = (f"Measured figures of your {short(a.a100)} ({', '.join(a.measured)}) replace the published and "
-                "projected ones where a case is in them." if a.measured else
-                "No A100 was measured here: each ratio is published (a source's own figures, or its claim) or "
-                "projected from llmbench's H100 and H200 measurements by roofline scaling, with the projection's "
-                "error band of that workload family from validation (not a confidence interval); "
-                "`llmbench versus YOUR-A100-BUNDLE` puts your measurement in their place.")
-    return (f"H100 SXM over {short(a.a100)}, per headline workload: > 1 means the H100 is faster. {measured} "
-            "The verdict uses the measured ratio where there is one, else a close published pair of the same GPUs, "
-            f"else the projection (column 'source used'). {A100_NO_FP8[0].upper()}{A100_NO_FP8[1:]}.")
+    """How to read the answer: the lead sentence, the sources, the verdict's choice and fp8."""
+    how = ("" if a.measured else "Published: a source's own figures, or its claim; projected: llmbench's H100 "
+           "and H200 measurements scaled by roofline, with the error band of the workload's family from "
+           "validation (not a confidence interval). `llmbench versus YOUR-A100-BUNDLE` puts your measurement "
+           "in their place. ")
+    return (f"{lead_sentence(a)} {how}The verdict uses the measured ratio where there is one, else a close "
+            "published pair of the same GPUs, else the projection (column 'source used'). "
+            f"{A100_NO_FP8[0].upper()}{A100_NO_FP8[1:]}.")
 
 
 def answer_table(a: Answer) -> Table:
@@ -83,7 +90,8 @@ def answer_table(a: Answer) -> Table:
         caption += (" No prices were given: --price h100-sxm-80gb=USD (and the A100's) adds the verdict at your "
                     "prices and the break-even rent.")
     else:
-        caption += f" Prices: {a.prices_origin}."
+        given = "; ".join(f"{s} ${p.usd_per_hour:g}/h ({p.origin()})" for s, p in sorted(a.prices.items()))
+        caption += f" Prices, from {a.prices_origin}: {given}."
     return Table(f"{TITLE}: the answer", cols, [_row_cells(r, with_prices) for r in a.rows], caption=caption)
 
 
@@ -203,8 +211,10 @@ def top_markdown(a: Answer) -> str:
 
 def answer_html(a: Answer) -> str:
     """The HTML fragment: the answer first, the evidence folded under it."""
+    rest = lead_text(a).removeprefix(lead_sentence(a)).strip()
     parts = [f'<section id="h100-vs-a100" class="answer"><h2>{TITLE}</h2>',
-             f'<p class="lead">{html.escape(lead_text(a))}</p>', table_html(answer_table(a), 3)]
+             f'<p class="lead">{html.escape(lead_sentence(a))}</p>', f'<p class="caption">{html.escape(rest)}</p>',
+             _table_body(answer_table(a))]  # unfolded, however many rows: it is the answer
     parts += [f"<details><summary>{html.escape(t.title)}</summary>\n{table_html(t, 4)}\n</details>"
               for t in all_tables(a)[1:]]
     parts.append("</section>")
