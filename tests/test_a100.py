@@ -13,6 +13,7 @@ import typer
 from test_compare_support import H100_ENV, H200_ENV, case, metric, result_set
 from typer.testing import CliRunner
 
+from llmbench.bundle import write_bundle
 from llmbench.commands import compare, versus
 from llmbench.errors import UserError
 from llmbench.report.a100 import Answer, AnswerRow, build_answer, decide, verdict
@@ -98,14 +99,14 @@ def test_versus_puts_a_users_a100_in_the_answer(tmp_path: Path) -> None:
     versus.register(app)
     compare.register(app)  # a second command, so typer keeps the command name
     res = _results(tmp_path / "results")
-    mine = tmp_path / "a100.json"
-    save(_a100_set(), mine)
-    got = runner.invoke(app, ["versus", str(mine), "--results", str(res), "--price", "h100-sxm-80gb=3",
+    bundle = write_bundle(tmp_path / "a100-sxm-80gb-20261125T000000Z.tar.gz",
+                          {"headline-20261125T000000Z.json": _a100_set()})  # what `oneshot` on an A100 writes
+    got = runner.invoke(app, ["versus", str(bundle), "--results", str(res), "--price", "h100-sxm-80gb=3",
                               "--price", "a100-sxm-80gb=2", "-f", "json"])
     assert got.exit_code == 0, got.output
     data = json.loads(got.stdout)
     row = next(r for r in data["rows"] if r["workload"] == "decode-b1" and r["compared"] == "same precision")
-    assert row["chosen"]["kind"] == "measured" and data["measured_sets"] == ["a100"]
+    assert row["chosen"]["kind"] == "measured" and data["measured_sets"] == ["a100-sxm-80gb-20261125T000000Z"]
     assert row["verdict"]["break_even_usd"] == pytest.approx(3 / row["chosen"]["ratio"])
     assert row["verdict"]["at_prices"] in ("yes", "no", "within the noise")
 
@@ -113,6 +114,8 @@ def test_versus_puts_a_users_a100_in_the_answer(tmp_path: Path) -> None:
     save(result_set(H100_ENV, [_decode("bf16", 150.0, 1)]), h100_file)
     bad = runner.invoke(app, ["versus", str(h100_file), "--results", str(res)])
     assert isinstance(bad.exception, UserError) and "is not an A100" in str(bad.exception)
+    mine = tmp_path / "a100.json"
+    save(_a100_set(), mine)
     pcie = tmp_path / "pcie.json"
     save(result_set({"gpu": {**A100_ENV["gpu"], "slug": "a100-pcie-80gb"}}, [_decode("bf16", 90.0, 8)]), pcie)
     mixed = runner.invoke(app, ["versus", str(mine), str(pcie), "--results", str(res)])
