@@ -132,3 +132,30 @@ def test_skinny_gemms_project_as_memory_bound_and_square_ones_as_compute_bound()
     assert bound([8192, 8192, 8192]) == "compute"
     assert bound([16, 14336, 4096], "fp8") == "memory"
     assert bound([1024, 1024, 1024], "fp8") == "compute"  # under the ridge, but fits in L2
+
+
+def test_the_decode_efficiency_does_not_shrink_a_prefills_compute_scaling() -> None:
+    """roofline_efficiency is the decode step's share of the memory roofline: TTFT (compute-bound)
+    scales by the full peak ratio on an A100, decode only in the bound share."""
+    c = generate_case("bf16", 1, 60.0, 20.0, samples=False, efficiency=0.5)
+    p = _one(c, "a100-sxm-80gb")
+    assert p.metrics["ttft_ms"].value == pytest.approx(20.0 * 989.5 / 312)
+    bw = 3.35 / 2.039
+    assert p.metrics["tpot_ms"].value == pytest.approx(c.metrics["tpot_ms"].value * (0.5 * bw + 0.5))
+    assert p.info["projection"]["bound_share_of"] == "memory"
+
+
+def test_a_case_that_does_not_fit_the_target_is_not_projected() -> None:
+    c = generate_case("bf16", 1, 60.0, 20.0, samples=False)
+    c.metrics["peak_reserved_gib"] = MetricResult.single("peak_reserved_gib", 41.7)
+    assert _one(c, "a100-sxm-80gb").status == "ok"
+    small = _one(c, "a100-sxm-40gb")
+    assert small.status == "skipped" and "41.7 GiB" in (small.reason or "") and "a100-sxm-40gb" in (small.reason or "")
+
+
+def test_validate_against_a_published_figure() -> None:
+    p = project(h100_set(), "a100-sxm-80gb")
+    pub = h200_set(source=Source(kind="published", citation="a table"))
+    assert validate(p, pub).rows
+    with pytest.raises(UserError, match="measured or published"):
+        validate(p, p)

@@ -37,9 +37,11 @@ def test_the_markdown_page_opens_with_the_answer_and_ends_with_its_inputs(tmp_pa
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
     md, _ = publish(tmp_path)
     text = md.read_text()
+    assert text.startswith("# H100 vs A100\n")  # the answer the design names comes first (report/a100_view.py)
     headings = [line for line in text.splitlines() if line.startswith("## ")]
-    assert headings[0] == "## H200 SXM 141GB vs H100 SXM5 80GB" and headings[-1] == "## Inputs"
-    answer = text[: text.index(headings[1])]
+    pair = headings.index("## H200 SXM 141GB vs H100 SXM5 80GB")  # then the measured pair's answer
+    assert headings[:pair] == ["## H100 vs A100: the answer"] and headings[-1] == "## Inputs"
+    answer = text[text.index(headings[pair]): text.index(headings[pair + 1])]
     assert "### quickstart: H100 vs H200" in answer and "| all workloads | 1." in answer
     assert "H100 SXM5 80GB: 1 run; H200 SXM 141GB: 1 run" in answer  # runs per side
     assert "Projection check, quickstart: H100 projected to H200 vs measured H200" in text

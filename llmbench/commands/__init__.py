@@ -14,6 +14,7 @@ from llmbench.commands import (
     show,
     specs,
     spread,
+    versus,
 )
 
-ALL = (run, oneshot, listing, show, doctor, compare, report, spread, specs, project, serve_bench, fleet)
+ALL = (run, oneshot, listing, show, doctor, compare, report, spread, specs, project, versus, serve_bench, fleet)

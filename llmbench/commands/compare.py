@@ -16,6 +16,7 @@ from llmbench.report.compare import compare, headline_metric_names
 from llmbench.report.costview import cost_data, cost_table
 from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.report.matchview import match_table
 from llmbench.report.migslice import slice_rows, slice_table
 from llmbench.report.suitejoin import MIX_OPTION, JoinPlan, plan_joins
 from llmbench.report.tables import Table, fmt_ratio
@@ -89,6 +90,7 @@ def compare_cmd(
         extra = slice_table(cmp, short_note(group))
         tables += [extra] if extra is not None and not every_case else []
         tables += comparison_tables(cmp) if every_case else []
+        tables += [t for t in (match_table(group),) if t is not None]
         part: dict[str, Any] = {"comparison": cmp.to_dict()}
         mig_rows = slice_rows(cmp)
         if mig_rows:

@@ -31,6 +31,7 @@ from llmbench.report.views import comparison_tables, set_tables, short_note, sou
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 SHOWN_CHART_PX = 460  # a comparison shows its first chart at most this tall; every other chart is folded
 CSS = """
+.a100-answer td:nth-child(3), .a100-answer td:nth-child(7) { white-space: nowrap; }
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1rem auto;max-width:1100px;
 color:#1b1f24;padding:0 1rem}
 h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.6rem 0 .4rem;border-bottom:1px solid #d0d7de}
@@ -198,7 +199,9 @@ def section_html(b: _Built) -> str:
         title = f"{projection_title(b.sets[sec.baseline], c.measured)}: error per workload and metric"
         tables += _once([replace(error, title=title), unmatched], [c.projected])
     charts = _charts(b)
-    shown = next((c for c in charts if c.height_px <= SHOWN_CHART_PX), None) if b.cmp and b.cmp.rows else None
+    measured = any(is_measured(s.rs) for s in b.sets)  # a published reference alone: its chart folded too
+    shown = (next((c for c in charts if c.height_px <= SHOWN_CHART_PX), None)
+             if b.cmp and b.cmp.rows and measured else None)
     parts = [f'<section id="{b.anchor}"><h2>{_cell(sec.title)}</h2>', f'<p class="lead">{_cell(_lead(b))}</p>',
              f'<p class="caption">{_cell(sec.note)}</p>' if sec.note else "", _sources_html(b.sets)]
     figures = {id(c): chart_html(c, f"{b.anchor.split('-')[0]}c{k}-") for k, c in enumerate(charts)}
@@ -260,7 +263,10 @@ def projection_html(built: list[_Built]) -> str:
     if not blocks:
         return ""
     anchors = {b.sec.title: b.anchor for b in built}
-    return "\n".join(['<section id="projection-check">', *(_block_html(a, anchors) for a in blocks), "</section>"])
+    # folded: the answers above are what a reader needs first; this says how far a projection can be trusted
+    return "\n".join(['<section id="projection-check"><details><summary>Projection check: how far the H100 '
+                      "projected by roofline lands from the measured H200</summary>",
+                      *(_block_html(a, anchors) for a in blocks), "</details></section>"])
 
 
 def toc_html(built: list[_Built], projection: bool) -> str:
@@ -285,14 +291,15 @@ def _tags_line(built: list[_Built]) -> str:
 
 
 def render_html(sections: list[Section], title: str = "llmbench report",
-                answers: list[AnswerBlock] | None = None) -> str:
-    """The page: `answers` first (default: the answer of each measured GPU pair of the sections), then
-    the projection check, the contents and the sections."""
+                answers: list[AnswerBlock] | None = None, lead: str = "") -> str:
+    """The page: `lead` first (HTML: the H100-vs-A100 answer of publish.py), then `answers` (default: the
+    answer of each measured GPU pair of the sections), the projection check, the contents and the
+    sections."""
     built = _build(sections)
     if answers is None:
         answers = pair_answers([(b.sec.title, b.cmp) for b in built if b.cmp]) or [_sets_answer(built)]
     projection = projection_html(built)
-    body = "\n".join([answer_html(answers, built), projection, toc_html(built, bool(projection)),
+    body = "\n".join([lead, answer_html(answers, built), projection, toc_html(built, bool(projection)),
                       *map(section_html, built)])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
     return f"""<!DOCTYPE html>

@@ -8,10 +8,13 @@ CPU, which no spec table describes: validation against a real run shows how much
 
 The bound part of a case's time scales with the spec ratio; where the case reports its
 `roofline_efficiency` e, only that share of the time is bound and the rest (host overhead, launches)
-stays as measured: time' = time * (e * ratio + 1 - e). Without it, e = 1 (all time scales). A
-projection is an estimate, never a measurement: the set is `source.kind = "projected"`, every metric
-is flagged "projected" and carries no samples, and `validate` measures how wrong the model was where
-a real run exists.
+stays as measured: time' = time * (e * ratio + 1 - e). Without it, e = 1 (all time scales). e is the
+share of the bound its scenario gives `roofline_efficiency` (a decode step's bytes over the copy
+ceiling is memory's): metrics of the other bound (a prefill's TTFT) scale in full, since e says
+nothing about them. A case whose peak memory exceeds the target's is not projected (it would not
+run there). A projection is an estimate, never a measurement: the set is `source.kind =
+"projected"`, every metric is flagged "projected" and carries no samples, and `validate` measures how
+wrong the model was where a real run (or a published figure of the same case) exists.
 """
 
 from __future__ import annotations
@@ -65,16 +68,22 @@ def source_spec(rs: ResultSet) -> GpuSpec:
 
 @dataclass(frozen=True)
 class Scales:
-    """Time multipliers of the bound parts (< 1: the target is faster) and the bound share e."""
+    """Time multipliers of the bound parts (< 1: the target is faster) and the bound share e, which
+    applies to `efficiency_bound`'s metrics (None: to every metric)."""
 
     memory: float
     compute: float | None  # None: the target has no math for the case's precision
     efficiency: float
+    efficiency_bound: Bound | None = None
+
+    def share(self, bound: Bound) -> float:
+        return self.efficiency if self.efficiency_bound in (None, bound) else 1.0
 
     def time_factor(self, bound: Bound) -> float:
         s = self.memory if bound == "memory" else self.compute
         assert s is not None
-        return self.efficiency * s + (1.0 - self.efficiency)
+        e = self.share(bound)
+        return e * s + (1.0 - e)
 
 
 def _scenario(case: CaseResult) -> Scenario | None:
@@ -90,8 +99,9 @@ def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
     p_src, p_dst = src.peak(compute_prec), dst.peak(compute_prec)
     eff_metric = case.metrics.get("roofline_efficiency")
     eff = min(max(eff_metric.value, 0.0), 1.0) if eff_metric else 1.0
+    eff_bound = _bound(case, "roofline_efficiency", src) if eff_metric else None
     compute = p_src / p_dst if p_src and p_dst else None
-    return Scales(src.bandwidth_tb_s / dst.bandwidth_tb_s, compute, eff), compute_prec
+    return Scales(src.bandwidth_tb_s / dst.bandwidth_tb_s, compute, eff, eff_bound), compute_prec
 
 
 def _bound(case: CaseResult, metric: str, src: GpuSpec) -> Bound | None:
@@ -111,6 +121,19 @@ def _project_metric(name: str, m: MetricResult, bound: Bound, sc: Scales) -> flo
     return None
 
 
+MEMORY_NEEDED = ("peak_reserved_gib", "peak_memory_gib")  # what must fit on the target, first found
+
+
+def memory_reason(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> str | None:
+    """Why the case would not fit on `dst`: the memory it held on `src` exceeds `dst`'s (None: it fits,
+    or the case recorded no peak)."""
+    name = next((n for n in MEMORY_NEEDED if n in case.metrics), None)
+    if name is None or case.metrics[name].value <= dst.memory_gib:
+        return None
+    return (f"needs {case.metrics[name].value:.1f} GiB ({name} on {src.slug}) and {dst.slug} has "
+            f"{dst.memory_gib:g} GiB")
+
+
 def _projected(value: float, m: MetricResult) -> MetricResult:
     return MetricResult(value=value, unit=m.unit, flags=[PROJECTED_FLAG])
 
@@ -122,7 +145,7 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
         reason = f"not projected: {case.status} on {src.slug}" + (f" ({case.reason})" if case.reason else "")
         return CaseResult(**base, status="skipped", reason=reason)
     scenario = _scenario(case)
-    why = scenario.projection_skip(case.params) if scenario else None
+    why = (scenario.projection_skip(case.params) if scenario else None) or memory_reason(case, src, dst)
     if why:
         return CaseResult(**base, status="skipped", reason=f"projection: {why}")
     sc, prec = _scales(case, src, dst)
@@ -158,6 +181,7 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
             "compute_time_scale": sc.compute,
             "compute_precision": prec,
             "bound_share": sc.efficiency,
+            "bound_share_of": sc.efficiency_bound or "all",
             "not_projected": skipped,
         }
     }
@@ -225,10 +249,15 @@ class Validation:
         }
 
 
+REFERENCE_KINDS = ("measured", "published")
+
+
 def validate(projected: ResultSet, measured: ResultSet) -> Validation:
-    """Error % of each projected figure against a measurement on the target GPU, per scenario and metric."""
-    if projected.source.kind != "projected" or not is_measured(measured):
-        raise UserError("validate needs a projected result set and a measured one")
+    """Error % of each projected figure against the target GPU's figure of the same case, per scenario
+    and metric: a measurement, or a published figure (whose case says how well it matches, in
+    `info.match`), which makes the error include the source's other software and settings."""
+    if projected.source.kind != "projected" or measured.source.kind not in REFERENCE_KINDS:
+        raise UserError("validate needs a projected result set and a measured or published one")
     per_case: list[dict[str, Any]] = []
     unmatched: list[str] = []
     for p in projected.cases:

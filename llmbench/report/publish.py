@@ -8,8 +8,8 @@
   last the inputs (the result sets read);
 - results/report.html: the same answer on its first screen, then the same comparisons as an HTML page
   (html.py), plus a section per suite measured on one machine only and the published reference
-  figures under results/published/ (each labelled as published). The answers are a list: another
-  answer (H100 vs A100) is one more `AnswerBlock` in it, and both pages show them in its order;
+  figures under results/published/ (each labelled as published);
+- results/h100-vs-a100.md and the top of both pages: the H100-vs-A100 answer (report/a100_view.py);
 - engines side by side: a suite run on another engine (vLLM, TensorRT-LLM) gets, in both pages, each
   of its cases against the transformers engine's case of the same params on the same GPU
   (`llmbench compare ... --base engine=hf`).
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from llmbench.report.a100_view import a100_section
 from llmbench.report.basediff import base_diff, by_gpu
 from llmbench.report.compare import Comparison, compare, headline_metric_names
 from llmbench.report.costview import cost_table
@@ -237,8 +238,9 @@ def publish(results_dir: Path) -> list[Path]:
             [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets)]
              for sec, path in single],
         ))
+    a100 = a100_section(results_dir, prices, f"{PRICES_EXAMPLE} (public list prices, each with its date)")
     answers = pair_answers(comparisons)
-    md = f"# {MARKDOWN_TITLE}\n\n"
+    md = a100.markdown + f"\n# {MARKDOWN_TITLE}\n\n"
     md += answers_markdown(answers) if answers else "No suite has a measured result set on both machines yet.\n"
     md += f"\n{DETAILS_LINE}\n\n" + to_markdown([*tables, inputs])
     md_path, html_path = results_dir / MARKDOWN_NAME, results_dir / HTML_NAME
@@ -249,6 +251,7 @@ def publish(results_dir: Path) -> list[Path]:
             sections + [sec for sec, _ in single] + _published_sections(results_dir / PUBLISHED_DIR),
             "llmbench: H100 vs H200 and published references",
             answers=answers,
+            lead=a100.html,
         ),
     )
     return [md_path, html_path]

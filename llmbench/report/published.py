@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.ids import case_id
+from llmbench.report.published_a100 import a100_reference_sets
+from llmbench.report.published_ratios import write_ratios
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
 
 TRTLLM_URL = (
@@ -207,6 +209,7 @@ def published_sets() -> dict[Path, ResultSet]:
         gpu_burn_sets(),
         triton_mig_sets(),
         {"h100-pcie-80gb": h100_pcie_trtllm_set()},
+        *a100_reference_sets(),
     ):
         for slug, rs in group.items():
             files[Path(slug) / f"{rs.suite}.json"] = rs
@@ -214,9 +217,10 @@ def published_sets() -> dict[Path, ResultSet]:
 
 
 def write_published(folder: Path) -> list[Path]:
-    """(Re)write every published result set under `folder` (results/published)."""
+    """(Re)write every published result set under `folder` (results/published), and the ratio-only
+    claims (published_ratios.py)."""
     written = []
     for rel, rs in published_sets().items():
         save(rs, folder / rel)
         written.append(folder / rel)
-    return written
+    return [*written, write_ratios(folder)]

@@ -3,7 +3,8 @@
 Each row is a question the headline suite answers (one of its cases, picked by `filter_cases`
 filters, and one metric). For every measured GPU under the results folder, the figure comes from
 the newest measured result set that holds that case `ok` (the median over its passes where that set
-is a pass of `run --repeat`), so a set re-measured later replaces the old one without an edit here. The first GPU column is the baseline; each other GPU gets a ratio column oriented so that
+is a pass of `run --repeat`), so a set re-measured later replaces the old one without an edit here.
+The first GPU column is the baseline; each other GPU gets a ratio column oriented so that
 > 1 means faster. Below the table, the result sets each GPU's figures came from.
 
 `python -m llmbench.report.readme README.md` rewrites the block between BEGIN and END (`nox -s
