@@ -18,6 +18,7 @@ from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
 from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
 from llmbench.report.matchview import match_table
 from llmbench.report.migslice import slice_rows, slice_table
+from llmbench.report.noisefloor import floor_from_folders, folders_for
 from llmbench.report.suitejoin import MIX_OPTION, JoinPlan, plan_joins
 from llmbench.report.tables import Table, fmt_ratio
 from llmbench.report.views import basediff_tables, comparison_tables, short_note
@@ -55,6 +56,11 @@ def compare_cmd(
     every_case: bool = typer.Option(
         False, "--all", metavar="", help="After the answer, the details: the result sets, their environment "
         "differences, every case and metric, the geometric means, and the cases not compared."),
+    noise_floor: Optional[list[Path]] = typer.Option(
+        None, "--noise-floor", help="A folder of repeated runs (run --repeat) to read each GPU's noise floor from; "
+        "repeatable. Default: each result set's own folder and results/spread/<gpu-slug>/ beside it. A ratio of "
+        "one run per side gets its interval widened by the floor of its GPUs and case family, or is labelled "
+        "'single run' (within-run only) where none was measured."),
     mix_suites: bool = typer.Option(
         False, MIX_OPTION, metavar="", help="Join result sets of different suites on every case they share, "
         "whatever settings each suite measured it with (by default each suite is compared on its own, and sets "
@@ -67,6 +73,7 @@ def compare_cmd(
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
     sets = load_sets(files, pool=pool)
+    floor = floor_from_folders(noise_floor or folders_for(files))
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
                         + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
@@ -85,7 +92,8 @@ def compare_cmd(
     left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
                                 for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
     for k, (group, notes) in enumerate(joined):
-        cmp = compare(group, resolve_baseline(group, baseline), headline_metric_names() if headline else None)
+        cmp = compare(group, resolve_baseline(group, baseline), headline_metric_names() if headline else None,
+                      floor)
         tables += answer_tables(cmp, notes=notes + (left_out if k == 0 else []))
         extra = slice_table(cmp, short_note(group))
         tables += [extra] if extra is not None and not every_case else []

@@ -25,7 +25,8 @@ MAX_ENV_WARNINGS = 4
 EXPECTED_ENV_KEYS = frozenset({"gpu.name", "gpu.memory_gib"})  # the GPUs differ: that is the comparison
 ENERGY_PER_UNIT = ("energy_j_per_token", "energy_j_per_sample")
 BASIS_TEXT = {
-    "single run": "from the samples of one run per side (the spread between runs is not in it)",
+    "single run": "from the samples of one run per side: not a 95% interval of the GPUs' ratio (the spread "
+                  "between runs is not in it)",
     "runs": "from the spread between runs",
     "noise floor": "widened by the measured noise floor between runs",
 }
@@ -48,7 +49,8 @@ def _ratio_sentence(r: Ratio | None, other: str, base: str, cells: int, cases: i
         text += " (no interval: a side has no raw samples)"
     else:
         basis = interval_basis(r, runs)
-        text += f", 95% interval [{r.ci[0]:.2f}, {r.ci[1]:.2f}] {BASIS_TEXT.get(basis, f'({basis})')}"
+        kind = "interval" if basis == "single run" else "95% interval"
+        text += f", {kind} [{r.ci[0]:.2f}, {r.ci[1]:.2f}] {BASIS_TEXT.get(basis, f'({basis})')}"
     return f"{text}; geometric mean of {cells} speed cells over {cases} cases."
 
 
@@ -90,9 +92,15 @@ def sides_table(cmp: Comparison, names: list[str], notes: list[str]) -> Table:
         for i in order[1:]
     ]
     noise = [side_noise(cmp, i) for i in range(len(sets))]
+    bases = {getattr(r, "basis", None) for g in cmp.geomeans for r in g.ratios if r is not None}
     if all(v is None for v in noise) and overall is not None:
-        lead.append("Noise floor: not measured for this pair (one run per side); a ratio within a few percent "
-                    "of 1 may be the runs, not the GPUs (llmbench spread measures it from repeated runs).")
+        if "noise floor" in bases:
+            lead.append("Noise floor: one run per side; each interval is widened by the spread between runs "
+                        "measured on these GPUs (repeated runs of the same case family, run --repeat).")
+        else:
+            lead.append("Noise floor: not measured for this pair (one run per side); a ratio within a few "
+                        "percent of 1 may be the runs, not the GPUs (llmbench spread measures it from repeated "
+                        "runs).")
     suites = [s.rs.suite for s in sets]
     rows = ([["suite", *(suites[i] for i in order)]] if len(set(suites)) > 1 else []) + [
         ["runs", *(_runs_text(runs[i], sets[i].machines) for i in order)],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,8 @@ from llmbench.report.codepath import CodePathNote, code_path_notes, code_path_wa
 from llmbench.report.envdiff import env_differences
 from llmbench.report.inputs import SetRef, machine_count
 from llmbench.report.labels import mixing_warning
-from llmbench.report.pooled import RUNS_CI_METHOD, log_ratio_interval, pool_metric, runs_seed
+from llmbench.report.noisefloor import Floor, NoiseFloor
+from llmbench.report.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 CONFIDENCE = 0.95
@@ -32,6 +33,15 @@ RATIO_CI_METHOD = "percentile bootstrap of the ratio of medians (each side resam
 # Units of the speed metrics that enter a scenario's all-metric geometric mean (memory, quality,
 # energy and efficiency ratios get their own per-metric geomeans only).
 SPEED_UNITS = frozenset({"ms", "tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
+
+
+NOISE_FLOOR_METHOD = ("t-interval on the log ratio: the within-run bootstrap variance plus each side's measured "
+                      "between-run variance (its GPU's noise floor for the case family), with the floor's degrees "
+                      "of freedom")
+SINGLE_RUN_METHOD = (RATIO_CI_METHOD + "; one run per side and no noise floor measured: the spread between runs is "
+                     "not in it, so it is not a 95% interval of the GPUs' ratio")
+# What an interval rests on (Ratio.basis): the renderers tag each interval with it.
+BASIS_SAMPLES, BASIS_RUNS, BASIS_FLOOR, BASIS_SINGLE = "samples", "runs", "noise floor", "single run"
 
 
 @dataclass
@@ -42,12 +52,23 @@ class Ratio:
     ci: tuple[float, float] | None = None
     draws: np.ndarray | None = field(default=None, repr=False)
     method: str = RATIO_CI_METHOD  # how `ci` was made (RUNS_CI_METHOD where a side pools runs)
+    # "runs" (a side pools runs: between-run), "noise floor" (one run a side, widened by the measured floor),
+    # "single run" (one run a side, no floor: within-run only, not a 95% interval of the GPUs' ratio),
+    # "samples" (within one set: a base diff, a geometric mean of such)
+    basis: str = BASIS_SAMPLES
+
+    @property
+    def is_95(self) -> bool:
+        """Whether `ci` is a 95% interval of the ratio a new pair of runs would show."""
+        return self.ci is not None and self.basis != BASIS_SINGLE
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value,
-            "ci95": list(self.ci) if self.ci else None,
+            "ci95": list(self.ci) if self.ci and self.is_95 else None,
+            "interval": list(self.ci) if self.ci else None,
             "ci_method": self.method if self.ci else None,
+            "basis": self.basis,
         }
 
 
@@ -206,10 +227,15 @@ def geomean(ratios: list[Ratio]) -> Ratio:
     if not ratios:
         raise ValueError("geometric mean of no ratios")
     point = float(np.exp(np.mean(np.log([r.value for r in ratios]))))
+    bases = {r.basis for r in ratios}
+    # the weakest basis wins: one within-run-only ratio makes the whole mean's interval within-run only
+    basis = next((b for b in (BASIS_SINGLE, BASIS_SAMPLES, BASIS_FLOOR, BASIS_RUNS) if b in bases), BASIS_SAMPLES)
     if any(r.draws is None for r in ratios):
-        return Ratio(point)
-    draws = np.exp(np.mean(np.log(np.stack([r.draws for r in ratios])), axis=0))  # type: ignore[misc]
-    return Ratio(point, _ci(draws), draws)
+        return Ratio(point, basis=basis)
+    with np.errstate(over="ignore", divide="ignore"):
+        draws = np.exp(np.mean(np.log(np.stack([r.draws for r in ratios])), axis=0))  # type: ignore[misc]
+    method = SINGLE_RUN_METHOD if basis == BASIS_SINGLE else ratios[0].method
+    return Ratio(point, _ci(draws), draws, method, basis)
 
 
 def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str) -> Ratio | None:
@@ -225,7 +251,23 @@ def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Bette
     if li is None:
         return Ratio(point)
     lo, hi = li.bounds(CONFIDENCE)
-    return Ratio(point, (min(lo, point), max(hi, point)), li.draws(runs_seed(stream)), RUNS_CI_METHOD)
+    return Ratio(point, (min(lo, point), max(hi, point)), li.draws(runs_seed(stream)), RUNS_CI_METHOD, BASIS_RUNS)
+
+
+def floor_ratio(single: Ratio, floors: list[Floor], stream: str) -> Ratio:
+    """A ratio of one run per side, its interval widened by the sides' noise floors (both sides' where
+    measured; a side without one borrows the other's): on the log scale the within-run bootstrap variance
+    plus each side's between-run variance, a t quantile with the floors' Welch degrees of freedom."""
+    within = float(np.var(np.log(single.draws))) if single.draws is not None else 0.0
+    between = [f.log_var for f in floors]
+    dfs = [f.df for f in floors]
+    if len(floors) == 1:
+        between, dfs = between * 2, dfs * 2
+    se2 = within + sum(between)
+    df = sum(between) ** 2 / sum(v * v / d for v, d in zip(between, dfs, strict=True)) if sum(between) else 1e6
+    li = LogRatioInterval(float(np.log(single.value)), float(np.sqrt(se2)), max(float(df), 1.0))
+    lo, hi = li.bounds(CONFIDENCE)
+    return Ratio(single.value, (lo, hi), li.draws(runs_seed(stream)), NOISE_FLOOR_METHOD, BASIS_FLOOR)
 
 
 def _all_cases(sets: list[SetRef]) -> tuple[list[str], dict[str, CaseResult]]:
@@ -275,9 +317,11 @@ def is_headline(scenario: str, metric: str) -> bool:
     return metric in SCENARIOS.get(scenario).headline
 
 
-def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | None = None) -> Comparison:
+def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | None = None,
+            floor: NoiseFloor | None = None) -> Comparison:
     """Join `sets` by case id and compare every other set with `sets[baseline]` (on `metrics` only,
-    when given, and of those only each case's own scenario's headline ones)."""
+    when given, and of those only each case's own scenario's headline ones). `floor`: the measured
+    between-run spread that widens the interval of a ratio of one run per side (noisefloor.py)."""
     if len(sets) < 2:
         raise ValueError("compare needs at least two result sets")
     order, rep = _all_cases(sets)
@@ -293,6 +337,7 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
     rows = metric_rows(
         sets, baseline,
         lambda cid, scenario, name: metrics is None or (name in metrics and is_headline(scenario, name)),
+        floor,
     )
     return Comparison(
         sets,
@@ -308,7 +353,8 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
 
 
 def metric_rows(
-    sets: list[SetRef], baseline: int, keep: Callable[[str, str, str], bool] | None = None
+    sets: list[SetRef], baseline: int, keep: Callable[[str, str, str], bool] | None = None,
+    floor: NoiseFloor | None = None,
 ) -> list[MetricRow]:
     """The rows of every case `ok` in every set, in first-seen case order: each side's figure over its
     ok runs (pooled where a side has several) and the ratios. `keep(case_id, scenario, metric)` picks
@@ -322,7 +368,7 @@ def metric_rows(
         if any(c is None or c.status != "ok" for c in found):
             continue
         runs = [[c for c in s.case_runs(cid) if c.status == "ok"] for s in sets]
-        rows += _metric_rows(cid, rep[cid].scenario, labels[cid], runs, baseline, sets, keep)
+        rows += _metric_rows(cid, rep[cid].scenario, labels[cid], runs, baseline, sets, keep, floor)
     return rows
 
 
@@ -337,22 +383,29 @@ def sample_count(m: MetricResult | None) -> int | None:
 
 
 def _side_ratio(
-    base: list[MetricResult], this: list[MetricResult], better: Better, cid: str, name: str
+    base: list[MetricResult], this: list[MetricResult], better: Better, cid: str, name: str,
+    floors: list[Floor] | None = None,
 ) -> Ratio | None:
-    """A single run a side: the bootstrap of the ratio of medians from the raw samples; several runs on
+    """A single run a side: the bootstrap of the ratio of medians from the raw samples, widened by the
+    sides' noise floors where measured (`floor_ratio`), else labelled within-run only; several runs on
     either side: the runs' ratio (`runs_ratio`), whose interval holds the between-run spread. Its
     replicates are seeded by case, so a case's metrics move together in a geometric mean (TPOT and
     decode tok/s are one timing)."""
     if not base or not this:
         return None
     if len(base) == 1 and len(this) == 1:
-        return ratio(base[0], this[0], better, f"{cid}:{name}")
+        single = ratio(base[0], this[0], better, f"{cid}:{name}")
+        if single is None or single.ci is None:
+            return single
+        if floors:
+            return floor_ratio(single, floors, cid)
+        return replace(single, method=SINGLE_RUN_METHOD, basis=BASIS_SINGLE)
     return runs_ratio(base, this, better, cid)
 
 
 def _metric_rows(
     cid: str, scenario: str, label: str, runs: list[list[CaseResult]], baseline: int, sets: list[SetRef],
-    keep: Callable[[str, str, str], bool] | None = None,
+    keep: Callable[[str, str, str], bool] | None = None, floor: NoiseFloor | None = None,
 ) -> list[MetricRow]:
     """One row per metric of the case (those `keep` picks): each side's figure over its ok runs, and
     the ratios."""
@@ -373,7 +426,8 @@ def _metric_rows(
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
         ratios = [
-            None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name)
+            None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name,
+                                                   _floors(floor, [sets[baseline], sets[i]], scenario, name))
             for i, ms in enumerate(got)
         ]
         machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
@@ -384,6 +438,13 @@ def _metric_rows(
             [p.between_run_cv if p else None for p in pooled],
         ))
     return rows
+
+
+def _floors(floor: NoiseFloor | None, sides: list[SetRef], scenario: str, name: str) -> list[Floor]:
+    """The measured noise floors of the sides' GPUs for this case family (none, one or both)."""
+    if not floor:
+        return []
+    return [f for s in sides if (f := floor.get(s.rs.gpu_slug, scenario, name)) is not None]
 
 
 def case_metrics(c: CaseResult) -> dict[str, MetricResult]:

@@ -24,6 +24,7 @@ from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_an
 from llmbench.report.gpunames import display_names
 from llmbench.report.inputs import SetRef
 from llmbench.report.labels import is_measured, source_line
+from llmbench.report.noisefloor import NoiseFloor
 from llmbench.report.plots import Chart, pareto_charts, timeline_charts
 from llmbench.report.tables import Table
 from llmbench.report.views import comparison_tables, set_tables, short_note, source_notes, validation_tables
@@ -64,6 +65,7 @@ class Section:
     extra_tables: Callable[[Comparison], list[Table]] | None = None  # more tables of a comparison (costs)
     tables: list[Table] = field(default_factory=list)  # more tables, already built (engines side by side)
     note: str = ""  # one line under the lead: how the sets were put together
+    floor: NoiseFloor | None = None  # the measured between-run spread single-run ratios are widened by
 
 
 @dataclass
@@ -126,7 +128,7 @@ def _build(sections: list[Section]) -> list[_Built]:
     for k, sec in enumerate(sections, 1):
         b = _Built(sec, _anchor(sec.title, k), display_names(sec.sets))
         if len(sec.sets) > 1:
-            b.cmp = compare(b.sets, sec.baseline, sec.metrics)
+            b.cmp = compare(b.sets, sec.baseline, sec.metrics, sec.floor)
             b.checks, b.no_check = projection_checks(b.sets, sec.baseline)
         out.append(b)
     return out

@@ -30,6 +30,7 @@ from llmbench.report.gpunames import gpu_name
 from llmbench.report.html import Section, render_html
 from llmbench.report.inputs import SetRef, load_checked, name_sets
 from llmbench.report.labels import is_measured
+from llmbench.report.noisefloor import SPREAD_DIR, floor_from_folders
 from llmbench.report.prices import Price, load_prices
 from llmbench.report.project import project, validate
 from llmbench.report.tables import Table, to_markdown
@@ -167,7 +168,6 @@ def _cost_hook(prices: dict[str, Price]) -> Callable[[Comparison], list[Table]] 
     return (lambda cmp: [cost_table(cmp, prices)]) if prices else None
 
 
-SPREAD_DIR = "spread"  # results/spread/<slug>/: runs measured to know the spread between runs
 
 
 def pool_spread_runs(sets: dict[str, tuple[Path, SetRef]], folder: Path) -> None:
@@ -192,8 +192,11 @@ def publish(results_dir: Path) -> list[Path]:
     pool_spread_runs(h200, results_dir / SPREAD_DIR / H200_SLUG)
     common = sorted(set(h100) & set(h200))
     headline = frozenset(headline_metric_names())
+    floor = floor_from_folders(f for slug in (H100_SLUG, H200_SLUG)
+                               for f in (results_dir / slug, results_dir / SPREAD_DIR / slug) if f.is_dir())
     sections = [
-        Section(f"{suite}: H100 vs H200", name_sets([h100[suite][1], h200[suite][1]]), metrics=headline)
+        Section(f"{suite}: H100 vs H200", name_sets([h100[suite][1], h200[suite][1]]), metrics=headline,
+                floor=floor)
         for suite in common
     ]
     one_side = sorted(set(h100) ^ set(h200))
@@ -206,7 +209,7 @@ def publish(results_dir: Path) -> list[Path]:
         other = joined_from_others(mine[suite][1], others, slug)
         if other is not None and suite == "headline":
             sides = [mine[suite][1], other] if suite in h100 else [other, mine[suite][1]]
-            joined.append(Section(f"{suite}: H100 vs H200", name_sets(sides), metrics=headline,
+            joined.append(Section(f"{suite}: H100 vs H200", name_sets(sides), metrics=headline, floor=floor,
                                   extra_tables=_cost_hook(prices), note=f"{other.rs.description} (joined by case "
                                   f"id); costs at the example prices of {PRICES_EXAMPLE}."))
             one_side.remove(suite)
@@ -224,7 +227,7 @@ def publish(results_dir: Path) -> list[Path]:
     tables: list[Table] = []
     comparisons: list[tuple[str, Comparison]] = []
     for sec in sections:
-        cmp = compare(sec.sets, 0, sec.metrics)
+        cmp = compare(sec.sets, 0, sec.metrics, sec.floor)
         comparisons.append((sec.title, cmp))
         more = sec.extra_tables(cmp) if sec.extra_tables else []
         tables += [replace(t, title=f"{sec.title} — {t.title}") for t in comparison_tables(cmp) + more]
