@@ -45,7 +45,9 @@ def test_json_is_the_structured_comparison() -> None:
     data = json.loads(render(comparison_tables(cmp), "json", data=cmp.to_dict()))
     assert data["baseline"] == "h100-sxm-80gb"
     row = next(r for r in data["rows"] if r["metric"] == "tb_per_s")
-    assert row["ratios"][0] is None and len(row["ratios"][1]["ci95"]) == 2
+    assert row["ratios"][0] is None and len(row["ratios"][1]["interval"]) == 2
+    # one run a side and no noise floor: a within-run interval, never called a 95% one
+    assert row["ratios"][1]["basis"] == "single run" and row["ratios"][1]["ci95"] is None
 
 
 def test_terminal_text_has_tables_and_notes() -> None:

@@ -24,12 +24,14 @@ ALL_WORKLOADS = "all workloads"
 NO_NOISE = "not measured"
 MAX_HEADLINE_METRICS = 3  # a workload's headline metrics named in the answer, one per metric family
 BASIS_FIELD = "basis"  # what a ratio's interval rests on, where the comparison says (Ratio.basis)
-PAIR_COLUMNS = ["workload", "speed ratio [95% interval]", "headline metrics", "cases", "noise floor"]
+PAIR_COLUMNS = ["workload", "speed ratio [interval]", "headline metrics", "cases", "noise floor"]
 PAIR_CAPTION = (
     "speed ratio: the geometric mean of each workload's speed metrics over the cases both GPUs ran "
-    "(> 1: {other} is faster), its 95% interval from the samples (from the runs where a side pools "
-    "several). noise floor: the spread between separate runs of one GPU ({no_noise} where a side is a single "
-    "run); a ratio says more than the noise only where it is further from 1 than that."
+    "(> 1: {other} is faster), with its interval: a 95% interval where it rests on runs (a side pools "
+    "several) or on the GPUs' measured noise floor; from one run's samples ('single run') it leaves out the "
+    "spread between runs and is no 95% interval of the GPUs' ratio. noise floor: the spread between separate "
+    "runs of one GPU ({no_noise} where a side is a single run); a ratio says more than the noise only where "
+    "it is further from 1 than that."
 )
 
 
