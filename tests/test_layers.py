@@ -69,3 +69,100 @@ def test_no_two_units_import_each_other() -> None:
     edges = {(u, t) for _, u, t in imports()}
     cycles = sorted({tuple(sorted((u, t))) for u, t in edges if (t, u) in edges})
     assert cycles == []
+
+
+# -- scenarios are known by what they declare, not by name ------------------------------------------
+# The harness asks a case's scenario (scenarios.base.Scenario's declarations: gpus_needed,
+# max_batch_search, worker_settings, server_scope) and the report reads bottleneck_sweep; neither
+# names a scenario, nor (the harness) a param that only some scenarios have. Checked: every string
+# literal (docstrings aside: prose may name examples), exactly equal to such a name.
+
+# (file, name): why that literal is not the scenario's. Each may appear once in its file: as the one
+# constant (or the one lookup) that names it, so a second use is caught.
+HARNESS_ALLOWED = {
+    ("llmbench/harness/max_batch.py", "max_batch"): "INFO_KEY: the case's info entry of its search (result-set "
+    "format, read by the report), not the scenario's flag param",
+    ("llmbench/harness/max_batch.py", "batch_size"): "BATCH: a probe record's batch field (result-set format), "
+    "whatever the declared axis",
+    ("llmbench/harness/runner.py", "gpus"): "info['gpus']: the CUDA_VISIBLE_DEVICES the case process was given "
+    "(result-set format), not a param",
+    ("llmbench/harness/runner.py", "model"): "the fingerprint's CPU model name (parent_device)",
+    ("llmbench/harness/worker.py", "model"): "the CPU model name from hardware.fingerprint.cpu_info",
+    ("llmbench/harness/isolation.py", "compile"): "COMPILE_TMP: the run's compile-cache folder kind",
+}
+# Report files that still name scenarios: each pick of which committed cases a published page cites,
+# left for issue 28's move of the figures into analysis/. Shrinks, never grows.
+REPORT_NAMES_ALLOWED = {
+    "llmbench/report/publish.py": "the published pages' serving section",
+    "llmbench/report/published.py": "the README's cited figures, picked by scenario and params",
+}
+
+
+def scenario_names() -> set[str]:
+    from llmbench.scenarios.base import SCENARIOS
+
+    return set(SCENARIOS.names())
+
+
+def scenario_only_params() -> set[str]:
+    """Param names that some scenarios' Params have and others do not."""
+    from llmbench.scenarios.base import SCENARIOS
+
+    fields = [set(cls.Params.model_fields) for _, cls in SCENARIOS]
+    return set().union(*fields) - set.intersection(*fields)
+
+
+def string_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, value) of the string constants of a module, its docstrings left out."""
+    tree = ast.parse(path.read_text())
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def named(folder: str, words: set[str]) -> dict[tuple[str, str], list[int]]:
+    """(file, word) -> the lines where a string literal of the folder's modules is exactly `word`."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        for line, value in string_literals(path):
+            if value in words:
+                out.setdefault((rel, value), []).append(line)
+    return out
+
+
+def test_the_harness_names_no_scenario_and_no_scenario_only_param() -> None:
+    found = named("llmbench/harness", scenario_names() | scenario_only_params())
+    bad = sorted(f"{f}:{lines} {w!r}" for (f, w), lines in found.items()
+                 if (f, w) not in HARNESS_ALLOWED or len(lines) > 1)
+    assert bad == [], "ask the case's scenario (scenarios.base declarations) instead:\n" + "\n".join(bad)
+
+
+def test_the_report_names_no_scenario_and_imports_no_scenario_module() -> None:
+    found = named("llmbench/report", scenario_names())
+    bad = sorted(f"{f}:{lines} {w!r}" for (f, w), lines in found.items() if f not in REPORT_NAMES_ALLOWED)
+    assert bad == [], "read what scenarios declare through SCENARIOS instead:\n" + "\n".join(bad)
+    scenario_modules = sorted(f"{f} imports {t}" for f, t in module_imports("llmbench/report")
+                              if t.startswith("llmbench.scenarios.") and t != "llmbench.scenarios.base")
+    assert scenario_modules == []
+
+
+def test_the_allow_lists_hold_only_what_is_still_there() -> None:
+    found = named("llmbench/harness", scenario_names() | scenario_only_params())
+    assert set(HARNESS_ALLOWED) <= set(found), "an allowed literal is gone: drop it from HARNESS_ALLOWED"
+    report = {f for f, _ in named("llmbench/report", scenario_names())}
+    assert set(REPORT_NAMES_ALLOWED) <= report, "a file no longer names scenarios: drop it from REPORT_NAMES_ALLOWED"
+
+
+def module_imports(folder: str) -> list[tuple[str, str]]:
+    """(file, imported module) for the absolute imports of a folder's modules (lazy ones too)."""
+    out = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                out.append((str(path.relative_to(ROOT)), node.module))
+            elif isinstance(node, ast.Import):
+                out += [(str(path.relative_to(ROOT)), a.name) for a in node.names]
+    return out

@@ -13,7 +13,7 @@ import pytest
 from llmbench.harness.isolation import ChildOutcome
 from llmbench.harness.max_batch import PROBES_DIR, ProbeLog, probes_path, search_max_batch
 
-SPEC = {"params": {"batch_size": 1, "max_batch": True}, "settings": {}}
+SPEC = {"scenario": "qlora", "params": {"batch_size": 1, "max_batch": True}, "settings": {}}
 CASE = "qlora/0123456789ab"
 
 

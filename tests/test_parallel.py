@@ -250,3 +250,21 @@ max_batch = true
     for fits, want in ((2, [1, 2, 4, 3]), (3, [1, 2, 4, 3])):
         mine = [e for e in events if e[1] == fits]
         assert [e[2] for e in mine[:-1]] == want and mine[-1] == ("done", fits, "ok")
+
+
+def test_slots_come_from_the_scenarios_declaration() -> None:
+    """Each scenario that spans GPUs answers `gpus_needed` (one home, not three param names): a served
+    engine the case starts on two GPUs takes two slots; one at a URL runs elsewhere and takes one."""
+    from llmbench.measure.timing import StopRule
+    from llmbench.scenarios.base import SCENARIOS
+    from llmbench.suite import CaseSpec
+
+    def case(scenario: str, **params: Any) -> CaseSpec:
+        return CaseSpec(scenario, SCENARIOS.get(scenario).Params.model_validate(params), StopRule())
+
+    served = {"preset": "tiny-llama", "concurrency": 1}
+    assert slots_needed(case("generate", model="tiny-llama", tensor_parallel=2)) == 2
+    assert slots_needed(case("ddp", model="tiny-llama", gpus=3)) == 3
+    assert slots_needed(case("serving", server=["x"], n_gpus=2, **served)) == 2
+    assert slots_needed(case("serving", url="http://h:1", n_gpus=2, **served)) == 1
+    assert slots_needed(case("qlora", model="tiny-llama")) == 1

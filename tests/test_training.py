@@ -234,7 +234,8 @@ def fake_run(threshold: int, fail_at: int | None = None) -> tuple[Any, list[dict
 @pytest.mark.parametrize("threshold", [1, 5, 8, 13, 1024])
 def test_max_batch_search_finds_the_threshold(threshold: int) -> None:
     run, seen = fake_run(threshold)
-    s = search_max_batch({"params": {"batch_size": 1, "max_batch": True}, "settings": {}}, {}, 10.0, run=run)
+    spec = {"scenario": "qlora", "params": {"batch_size": 1, "max_batch": True}, "settings": {}}
+    s = search_max_batch(spec, {}, 10.0, run=run)
     assert s.best == threshold
     assert all(p["params"]["max_batch"] is False and p["settings"] == PROBE_SETTINGS for p in seen)
     assert len(seen) <= 2 * math.ceil(math.log2(threshold + 1)) + 2
@@ -242,10 +243,10 @@ def test_max_batch_search_finds_the_threshold(threshold: int) -> None:
 
 def test_max_batch_search_stops_on_a_failure_and_reports_none_when_nothing_fits() -> None:
     run, _ = fake_run(100, fail_at=8)
-    s = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, run=run)
+    s = search_max_batch({"scenario": "qlora", "params": {"batch_size": 1}}, {}, 10.0, run=run)
     assert s.best == 4 and s.stopped and "failed" in s.stopped
     run, _ = fake_run(0)
-    s = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, run=run)
+    s = search_max_batch({"scenario": "qlora", "params": {"batch_size": 1}}, {}, 10.0, run=run)
     assert s.best is None and s.probes[0]["status"] == "oom"
 
 
@@ -328,7 +329,7 @@ max_batch = true
     # the probe file a resumed run reads: a measurement's oom, recorded after the probe's ok, wins
     log = ProbeLog(probes_path(tmp_path / "set.json", "c"), "c", "slug")
     log.save(probes)
-    replayed = search_max_batch({"params": {"batch_size": 1}}, {}, 10.0, log=log,
+    replayed = search_max_batch({"scenario": "qlora", "params": {"batch_size": 1}}, {}, 10.0, log=log,
                                 run=lambda *a: pytest.fail("every batch was recorded"))
     assert replayed.best == 4
 

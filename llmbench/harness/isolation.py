@@ -25,6 +25,8 @@ from llmbench.hardware import nvml
 from llmbench.measure import compile_cache, progress
 
 STDERR_TAIL = 4000
+COMPILE_TMP = "compile"  # the run's compile-cache folder kind
+TMP_KINDS = ("case", "env", COMPILE_TMP)  # the temporary folders a run makes (llmbench-<kind>-<pid>-...)
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _LIVE: set[subprocess.Popen[str]] = set()  # case processes now running (several in a parallel run)
 _LIVE_LOCK = threading.Lock()
@@ -78,7 +80,7 @@ def sweep_stale_tmp(root: str | None = None) -> int:
     removed = 0
     for d in Path(root or tempfile.gettempdir()).glob("llmbench-*-*-*"):
         parts = d.name.split("-")
-        if len(parts) < 4 or parts[1] not in ("case", "env", "compile") or not parts[2].isdigit() or not d.is_dir():
+        if len(parts) < 4 or parts[1] not in TMP_KINDS or not parts[2].isdigit() or not d.is_dir():
             continue
         if nvml.pid_alive(int(parts[2])):
             continue
@@ -120,7 +122,7 @@ def run_compile_cache() -> str | None:
     if setting:
         Path(setting).mkdir(parents=True, exist_ok=True)
         return setting
-    folder = tempfile.mkdtemp(prefix=_tmp_prefix("compile"))
+    folder = tempfile.mkdtemp(prefix=_tmp_prefix(COMPILE_TMP))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
 

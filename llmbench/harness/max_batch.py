@@ -1,9 +1,13 @@
 """The largest batch that fits: doubling, then bisection, each probe a fresh case process (an
 out-of-memory leaves the CUDA context unusable, so a probe never shares one with the next).
 
-A case whose params say `max_batch = true` is searched from its `batch_size` up: probes run with a
-short stop rule (one warm-up and one timed step: the peak is reached by then) and `max_batch` off;
-the runner then measures the case at the batch found with the case's own settings.
+A scenario offers the search by declaring `max_batch_search` (scenarios.base.BatchSearch: the param
+searched, its axis, and the bool param that asks for it, its flag; QLoRA's are `batch_size` and
+`max_batch`). A case whose flag is on is searched from its axis value up: probes run with a short stop
+rule (one warm-up and one timed step: the peak is reached by then) and the flag off; the runner then
+measures the case at the batch found with the case's own settings. This module names neither param:
+it reads the declaration. Its records (the probe file, the case's `info.max_batch`) name the batch
+`batch_size` whatever the axis (`BATCH`): that is the result-set format.
 
 The search resumes: each probe's outcome is written (atomically) as soon as it ends, to a small JSON
 file beside the result set (`probes_path`: `<gpu-slug>/.max_batch/<result-set stem>/<case id>.json`).
@@ -33,6 +37,7 @@ from typing import Any
 from llmbench import __version__
 from llmbench.harness.isolation import ChildOutcome, run_case_process
 from llmbench.results import utc_now, write_atomic
+from llmbench.scenarios.base import SCENARIOS, BatchSearch
 
 PROBE_SETTINGS = {"warmup_iters": 1, "min_iters": 1, "min_seconds": 0.0, "min_sample_s": 0.0}
 DEFAULT_LIMIT = 1024
@@ -40,6 +45,8 @@ MEASUREMENT_RETRIES = 3  # step-downs after a measurement runs out of memory at 
 
 PROBES_DIR = ".max_batch"  # beside the result sets of a GPU slug; hidden: not a result set
 REUSABLE = ("ok", "oom")  # probe outcomes a resumed search trusts; anything else is probed again
+INFO_KEY = "max_batch"  # the case's info entry holding its search (result-set format)
+BATCH = "batch_size"  # a probe record's batch, and the batch found, in INFO_KEY (result-set format)
 
 RunFn = Callable[[dict[str, Any], dict[str, str], float], ChildOutcome]
 ProbeFn = Callable[[dict[str, Any]], None]
@@ -79,7 +86,7 @@ class ProbeLog:
                             + " differ from this run's " + ", ".join(f"{mine[k]!r}" for k in differ))
             # in order, so a later record of a batch wins (a measurement that ran out of memory after its
             # probe fit is recorded as a second, `oom`, entry)
-            known = {int(p["batch_size"]): p for p in data["probes"] if p.get("status") in REUSABLE}
+            known = {int(p[BATCH]): p for p in data["probes"] if p.get("status") in REUSABLE}
         except (OSError, ValueError, KeyError, TypeError) as e:
             return {}, f"{self.path} not reused: unreadable ({e})"
         return known, None
@@ -102,7 +109,8 @@ class ProbeLog:
 @dataclass
 class Search:
     best: int | None  # the largest batch that ran; None when even the first probe did not
-    probes: list[dict[str, Any]] = field(default_factory=list)  # {"batch_size", "status", "reason"} in order
+    axis: BatchSearch  # the scenario's declaration: which param is searched, which asks for the search
+    probes: list[dict[str, Any]] = field(default_factory=list)  # {BATCH, "status", "reason"} in order
     stopped: str | None = None  # why the search stopped early (a probe that neither ran nor ran out of memory)
     not_reused: str | None = None  # why a recorded search (ProbeLog) was not reused
     # how probes run, and what an earlier run recorded (search_max_batch sets them)
@@ -132,20 +140,20 @@ class Search:
         """Whether `batch` fits its probe (replayed where an earlier run recorded it); None: the probe neither
         ran nor ran out of memory, which stops the search."""
         if batch in self.known:
-            rec = {"batch_size": batch, "status": self.known[batch]["status"],
+            rec = {BATCH: batch, "status": self.known[batch]["status"],
                    "reason": self.known[batch].get("reason"), "resumed": True}
             self._add(rec, save=False)
         else:
-            probe = {**self.spec, "params": {**self.spec["params"], "batch_size": batch, "max_batch": False},
+            probe = {**self.spec, "params": self.axis.at(self.spec["params"], batch),
                      "settings": {**self.spec.get("settings", {}), **PROBE_SETTINGS}}
             out = self.run(probe, self.env, self.timeout_s)
-            rec = {"batch_size": batch, "status": out.status, "reason": out.reason}
+            rec = {BATCH: batch, "status": out.status, "reason": out.reason}
             self._add(rec, save=True)
         if rec["status"] == "ok":
             return True
         if rec["status"] == "oom":
             return False
-        self.stopped = f"probe at batch_size {batch} ended {rec['status']}: {rec['reason']}"
+        self.stopped = f"probe at {BATCH} {batch} ended {rec['status']}: {rec['reason']}"
         return None
 
     def bisect(self, lo: int, hi: int) -> None:
@@ -169,8 +177,8 @@ class Search:
         failed = self.best
         if failed is None:
             return None
-        self._add({"batch_size": failed, "status": "oom", "reason": reason, "stage": "measurement"}, save=True)
-        fit = [int(p["batch_size"]) for p in self.probes if p["status"] == "ok" and int(p["batch_size"]) < failed]
+        self._add({BATCH: failed, "status": "oom", "reason": reason, "stage": "measurement"}, save=True)
+        fit = [int(p[BATCH]) for p in self.probes if p["status"] == "ok" and int(p[BATCH]) < failed]
         if not fit:
             self.best = None
             return None
@@ -178,25 +186,34 @@ class Search:
         return self.best
 
     def info(self) -> dict[str, Any]:
-        out = {"batch_size": self.best, "probes": self.probes, "stopped": self.stopped, "resumed": self.resumed}
+        out = {BATCH: self.best, "probes": self.probes, "stopped": self.stopped, "resumed": self.resumed}
         if self.not_reused:
             out["not_reused"] = self.not_reused
         return out
 
 
+def search_of(scenario: str) -> BatchSearch | None:
+    """The scenario's max-batch search, where it offers one."""
+    return SCENARIOS.get(scenario).max_batch_search
+
+
 def search_max_batch(spec: dict[str, Any], env: dict[str, str], timeout_s: float, *, limit: int = DEFAULT_LIMIT,
                      run: RunFn = run_case_process, log: ProbeLog | None = None, fresh: bool = False,
-                     on_probe: ProbeFn | None = None) -> Search:
-    """Largest batch_size in [spec's batch_size, limit] whose probe ends `ok`, assuming that fitting is
-    monotonic in the batch size. A probe that fails for another reason stops the search there.
+                     on_probe: ProbeFn | None = None, axis: BatchSearch | None = None) -> Search:
+    """Largest batch in [the case's value on the axis, limit] whose probe ends `ok`, assuming that fitting
+    is monotonic in the batch size. A probe that fails for another reason stops the search there. `axis`:
+    the spec's scenario's `max_batch_search` unless given.
 
     With `log`, each probe's outcome is saved there as it ends, and the `ok`/`oom` outcomes an earlier
     run saved are replayed (marked `"resumed": true`) instead of run; `fresh` ignores them (--force).
     `on_probe` hears of each probe as it ends (replayed ones too)."""
-    found = Search(best=None, spec=spec, env=env, timeout_s=timeout_s, run=run, log=log, on_probe=on_probe)
+    axis = axis or search_of(str(spec["scenario"]))
+    if axis is None:
+        raise ValueError(f"scenario {spec['scenario']!r} declares no max_batch_search")
+    found = Search(best=None, axis=axis, spec=spec, env=env, timeout_s=timeout_s, run=run, log=log, on_probe=on_probe)
     if log is not None and not fresh:
         found.known, found.not_reused = log.load()
-    lo = int(spec["params"].get("batch_size", 1))
+    lo = int(spec["params"].get(axis.axis, 1))
     if not found.fits(lo):
         return found
     hi: int | None = None

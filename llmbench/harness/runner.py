@@ -3,8 +3,12 @@ case (atomically), so an interrupted run loses nothing that finished and `--resu
 
 With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: case processes run
 concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
-CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set. Serving servers are
-not shared between cases under `parallel` (each case starts its own; `_run_parallel` says why)."""
+CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set. Servers are not
+shared between cases under `parallel` (each case starts its own; `_run_parallel` says why).
+
+What differs by scenario (the GPUs a case takes, a max-batch search, a server kept for the suite) the
+runner asks the case's scenario (scenarios.base.Scenario's declarations); it names no scenario and no
+scenario's param."""
 
 from __future__ import annotations
 
@@ -33,10 +37,17 @@ from llmbench.harness.isolation import (
     run_case_process,
     sweep_stale_tmp,
 )
-from llmbench.harness.max_batch import MEASUREMENT_RETRIES, ProbeLog, probes_path, search_max_batch
+from llmbench.harness.max_batch import (
+    INFO_KEY,
+    MEASUREMENT_RETRIES,
+    ProbeLog,
+    probes_path,
+    search_max_batch,
+)
 from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times, skip_reason
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
+from llmbench.scenarios.base import BatchSearch
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
@@ -83,10 +94,8 @@ def gpu_slots(gpus: str | None) -> list[str]:
 
 
 def slots_needed(case: CaseSpec) -> int:
-    """How many GPUs a case takes: a multi-GPU case says so in its params (`tensor_parallel`, or
-    `gpus` for data-parallel training); every other case takes one."""
-    p = case.params_dict
-    return max(int(p.get("tensor_parallel") or 1), int(p.get("gpus") or 1))
+    """How many GPUs a case takes: its scenario's `gpus_needed` (one unless the scenario spans several)."""
+    return max(1, case.scenario_obj().gpus_needed(case.params))
 
 
 def check_parallel(gpus: str | None, parallel: bool) -> None:
@@ -213,8 +222,8 @@ class _Run:
         return True
 
     def probe_log(self, case: CaseSpec) -> ProbeLog | None:
-        """Where a `max_batch` case's search probes are kept, beside this result set (None for other cases)."""
-        if not case.params_dict.get("max_batch"):
+        """Where a max-batch search's probes are kept, beside this result set (None for a case not searched)."""
+        if batch_search(case) is None:
             return None
         return ProbeLog(probes_path(self.path, case.id), case.id, self.rs.gpu_slug, self.commit)
 
@@ -236,7 +245,7 @@ class _Run:
             result.info["gpus"] = gpus  # the CUDA_VISIBLE_DEVICES the case process was given
         if others:
             result.info["other_gpu_processes"] = others
-        not_reused = (result.info.get("max_batch") or {}).get("not_reused")
+        not_reused = (result.info.get(INFO_KEY) or {}).get("not_reused")
         if not_reused:  # a recorded search of another llmbench or GPU: searched afresh, said out loud
             self.ui.warn(f"case {case.id}: max_batch probes {not_reused}")
         self.rs.upsert(result)
@@ -247,9 +256,15 @@ class _Run:
 
 
 def suite_scoped_server(case: CaseSpec) -> bool:
-    """A serving case that asks to keep its server for the suite's next cases (server_scope = "suite")."""
-    p = case.params_dict
-    return case.scenario == "serving" and p.get("server") is not None and p.get("server_scope") == "suite"
+    """A case that asks to keep the server it starts for the suite's next cases (its scenario's
+    `server_scope`)."""
+    return case.scenario_obj().server_scope(case.params) == "suite"
+
+
+def batch_search(case: CaseSpec) -> BatchSearch | None:
+    """The max-batch search a case asks for (its scenario's declaration, its flag on); None: none."""
+    search = case.scenario_obj().max_batch_search
+    return search if search is not None and search.wanted(case.params_dict) else None
 
 
 def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
@@ -384,17 +399,20 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
 def run_one(case: CaseSpec, env: dict[str, str], device: str,
             on_progress: Callable[[float, str], None] | None = None, *, log: ProbeLog | None = None,
             fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None) -> CaseResult:
-    """Run one case in its own process. A `max_batch` case searches its batch first, its probes kept in
-    `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""
+    """Run one case in its own process. A case that asks for a max-batch search searches its batch first,
+    its probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is
+    measured ok."""
     spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
             "settings": case.settings.model_dump(), "device": device}
     started = utc_now()
     t0 = time.perf_counter()
     search = None
-    if case.params_dict.get("max_batch"):  # the largest batch that fits, then the case measured there
-        search = search_max_batch(spec, env, case.settings.timeout_s, log=log, fresh=fresh, on_probe=on_probe)
+    axis = batch_search(case)
+    if axis is not None:  # the largest batch that fits, then the case measured there
+        search = search_max_batch(spec, env, case.settings.timeout_s, log=log, fresh=fresh, on_probe=on_probe,
+                                  axis=axis)
         if search.best is not None:
-            spec = {**spec, "params": {**spec["params"], "batch_size": search.best, "max_batch": False}}
+            spec = {**spec, "params": axis.at(spec["params"], search.best)}
     if search is not None and search.best is None:
         first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
         out = ChildOutcome(str(first["status"]), first["reason"])
@@ -406,11 +424,11 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str,
             if lower is None:
                 break
             retries += 1
-            spec = {**spec, "params": {**spec["params"], "batch_size": lower}}
+            spec = {**spec, "params": search.axis.at(spec["params"], lower)}
             out = run_case_process(spec, env, case.settings.timeout_s, on_progress)
     payload = out.payload
     if search is not None:
-        payload.setdefault("info", {})["max_batch"] = search.info()
+        payload.setdefault("info", {})[INFO_KEY] = search.info()
         if log is not None and out.status == "ok":  # done: the result set holds the probes now
             log.clear()
     return CaseResult(

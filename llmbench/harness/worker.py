@@ -51,8 +51,9 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     ctx = CaseContext(device, rule)
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
+    settings = scenario.worker_settings(params)  # what the scenario asks set around the case
     try:
-        with case_power_limit(getattr(params, "power_limit_w", None)):  # opt-in axis; restored on any end
+        with case_power_limit(settings.power_limit_w):  # restored on any end
             scenario.run(params, ctx)
     except (Skip, PowerLimitError) as e:
         return {**out, "status": "skipped", "reason": str(e)}

@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from llmbench.hardware.specs import GpuSpec, lookup
 from llmbench.ids import params_text
 from llmbench.metrics import METRICS
-from llmbench.report.bottleneck import SCENARIO, SPEED, Sweep, sweeps
+from llmbench.report.bottleneck import Sweep, declared_sweep, sweeps
 from llmbench.report.caselabels import case_labels
 from llmbench.report.compare import Comparison, MetricRow
 from llmbench.report.inputs import SetRef
@@ -39,7 +39,6 @@ from llmbench.report.project import RATE_UNITS
 from llmbench.report.styles import Style, gpu_color, nth_style, series_style
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
-from llmbench.scenarios.host_bound import BUSY_THRESHOLD
 
 # Params that make a numeric x axis, most telling first; others split panels or series.
 X_PARAMS = ("batch_size", "concurrency", "request_rate", "rate", "tokens", "shape", "size_mib", "seq_len")
@@ -469,7 +468,7 @@ def power_chart(sets: list[SetRef], scenario: str) -> Chart | None:
 
 
 def _sweep_look(sets: list[SetRef], found: list[tuple[int, Sweep]]) -> Look:
-    """A host_bound sweep's series: its n-th style by its label, named with its bottleneck batch."""
+    """A batch sweep's series: its n-th style by its label, named with its bottleneck batch."""
     order = list(dict.fromkeys(sw.label for _, sw in found))
     names: dict[tuple[int, str | None], str] = {(i, sw.label): " · ".join(filter(None, [sets[i].label, sw.label])) + (
         f" (GPU-bound from batch {sw.batch})" if sw.batch is not None else " (host-bound throughout)")
@@ -477,25 +476,28 @@ def _sweep_look(sets: list[SetRef], found: list[tuple[int, Sweep]]) -> Look:
     return lambda key: (nth_style(key[0], order.index(key[1] or "")), names[key])
 
 
-def host_bound_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
-    """host_bound's batch sweeps: samples/s against the batch, and the GPU's busy fraction against the
-    batch with the 0.8 line the bottleneck rule reads, a line per GPU x sweep (num_workers)."""
-    if scenario != SCENARIO:
+def bottleneck_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
+    """The batch sweeps a scenario declares (`bottleneck_sweep`): its speed metric against the batch,
+    and the GPU's busy fraction against the batch with the threshold line the bottleneck rule reads, a
+    line per GPU x sweep (e.g. per DataLoader worker count)."""
+    decl = declared_sweep(scenario)
+    if decl is None:
         return []
-    found = [(i, sw) for i, s in enumerate(sets) for sw in sweeps(s.cases())]
+    found = [(i, sw) for i, s in enumerate(sets) for sw in sweeps(s.cases()) if sw.scenario == scenario]
     if not found:
         return []
     look = _sweep_look(sets, found)
     speed: Points = {(i, sw.label): [(float(b), v) for b, v, _ in sw.points] for i, sw in found}
-    charts = [line_chart(f"{scenario}: {SPEED} against batch, per sweep (higher is better)", "batch", sets,
-                         [Panel("", f"{SPEED} (samples/s)", speed)], look=look)]
+    unit = METRICS[decl.speed].unit if decl.speed in METRICS else ""
+    charts = [line_chart(f"{scenario}: {decl.speed} against {decl.axis}, per sweep (higher is better)", decl.axis,
+                         sets, [Panel("", f"{decl.speed} ({unit})" if unit else decl.speed, speed)], look=look)]
     busy: Points = {(i, sw.label): [(float(b), f) for b, _, f in sw.points if f is not None] for i, sw in found}
     busy = {k: v for k, v in busy.items() if len(v) > 1}
     if busy:
-        charts.append(line_chart(f"{scenario}: GPU busy fraction against batch (the GPU bounds from "
-                                 f"{BUSY_THRESHOLD:g})", "batch", sets,
+        charts.append(line_chart(f"{scenario}: GPU busy fraction against {decl.axis} (the GPU bounds from "
+                                 f"{decl.busy_threshold:g})", decl.axis, sets,
                                  [Panel("", "gpu_busy_fraction (kernel time / wall time)", busy)],
-                                 hline=BUSY_THRESHOLD, share=True, look=look))
+                                 hline=decl.busy_threshold, share=True, look=look))
     return charts
 
 
@@ -503,5 +505,5 @@ def scenario_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
     """The charts that answer the scenario's questions; bars per case only where no line can be drawn."""
     lines = [c for c in (throughput_chart(sets, scenario), ttft_chart(sets, scenario),
                          roofline_chart(sets, scenario), power_chart(sets, scenario)) if c]
-    lines += host_bound_charts(sets, scenario)
+    lines += bottleneck_charts(sets, scenario)
     return lines or value_bars(sets, scenario)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
@@ -128,11 +129,52 @@ class CaseContext:
             self.record_value("device_memory_used_gib", max(r["mem_used_gib"]))
 
 
+@dataclass(frozen=True)
+class BatchSearch:
+    """A scenario whose cases may ask the runner for the largest batch that fits: `flag` is the bool
+    param that asks, `axis` the int param searched (from the case's value up)."""
+
+    axis: str
+    flag: str
+
+    def wanted(self, params: dict[str, Any]) -> bool:
+        return bool(params.get(self.flag))
+
+    def at(self, params: dict[str, Any], batch: int) -> dict[str, Any]:
+        """The params of one probe or measurement: `batch` on the axis, the search off."""
+        return {**params, self.axis: batch, self.flag: False}
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What the case process sets around a case and restores after it, whatever its end."""
+
+    power_limit_w: float | None = None  # the GPU's power limit (needs root); None: left as it is
+
+
+SweepPoint = tuple[int, float, float | None]  # (batch, speed, GPU busy fraction or None)
+
+
+@dataclass(frozen=True)
+class BottleneckSweep:
+    """A scenario whose cases form batch sweeps with a bottleneck answer (the batch from which the GPU,
+    not the host, bounds the work): the report finds, tables and charts them from this alone."""
+
+    axis: str  # the param swept
+    speed: str  # the metric plotted against it (higher is better)
+    busy_threshold: float  # the GPU-busy fraction from which the GPU bounds (a chart's line)
+    answer: Callable[[Sequence[SweepPoint]], dict[str, Any]]  # points -> {"batch": int | None, "rule": str}
+
+
 class Scenario(ABC):
     """How to run one kind of benchmark. Subclasses set `Params`, and implement `run`.
 
     `skip_reason` says, before anything heavy happens, why a case cannot run on this device
-    (capability, missing package); `estimate_s` feeds `--dry-run`'s time estimate."""
+    (capability, missing package); `estimate_s` feeds `--dry-run`'s time estimate.
+
+    What the harness and the report do for some scenarios only, a scenario declares here and they read
+    generically (never a scenario's name or its params' names): `gpus_needed`, `max_batch_search`,
+    `worker_settings`, `server_scope`, `bottleneck_sweep`."""
 
     name: ClassVar[str]
     Params: ClassVar[type[ScenarioParams]]
@@ -141,6 +183,21 @@ class Scenario(ABC):
     # Which ceiling binds each metric ("memory" bandwidth or "compute" peak; "*" for every metric), so
     # `llmbench project` scales it to another GPU without knowing the scenario (see bound()).
     bounds: ClassVar[dict[str, Bound]] = {}
+    max_batch_search: ClassVar[BatchSearch | None] = None  # the runner's largest-batch search, where offered
+    bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
+
+    def gpus_needed(self, params: Any) -> int:
+        """The GPUs a case takes (slots under --parallel): one, unless the scenario spans several."""
+        return 1
+
+    def worker_settings(self, params: Any) -> WorkerSettings:
+        """What the case process sets around the case (and restores): nothing by default."""
+        return WorkerSettings()
+
+    def server_scope(self, params: Any) -> Literal["case", "suite"]:
+        """"suite": the case keeps the server it starts for the suite's next cases (the runner gives
+        serial runs a shared-server folder and warns that --parallel does not); "case": nothing kept."""
+        return "case"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         return None

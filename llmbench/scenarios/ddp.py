@@ -44,6 +44,9 @@ class DDP(Scenario):
     headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
 
+    def gpus_needed(self, params: Any) -> int:
+        return int(params.gpus)
+
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         reason = tr.engine_reason(params.engine)
         if reason:

@@ -187,6 +187,10 @@ class TokenClock:
 class GenerateScenario(Scenario):
     Params = GenerateParams
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
+
+    def gpus_needed(self, params: Any) -> int:
+        return int(params.tensor_parallel)
+
     # prefill is matrix math over the whole prompt; each decode step reads every weight once
     bounds: ClassVar[dict[str, Bound]] = {
         "ttft_ms": "compute",

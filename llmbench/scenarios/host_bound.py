@@ -24,7 +24,7 @@ from pydantic import Field
 
 from llmbench.measure.kernel_profile import profiled_windows
 from llmbench.measure.timing import StopRule
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, BottleneckSweep, CaseContext, Scenario, ScenarioParams
 
 BUSY_THRESHOLD = 0.8
 SCALING_THRESHOLD = 0.5
@@ -49,6 +49,9 @@ class HostBound(Scenario):
     Params = HostBoundParams
     headline = ("train_samples_per_s", "gpu_busy_fraction", "cpu_ms_per_step")
     description = "A small MLP trained from a DataLoader per batch size: where the host stops being the bottleneck"
+    # bottleneck_batch is defined below the class: the lambda looks it up when called
+    bottleneck_sweep = BottleneckSweep(axis="batch", speed="train_samples_per_s", busy_threshold=BUSY_THRESHOLD,
+                                       answer=lambda points: bottleneck_batch(points))
 
     def projection_skip(self, params: dict[str, Any]) -> str | None:
         return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"

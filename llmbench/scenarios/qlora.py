@@ -20,7 +20,7 @@ from llmbench.measure.timing import StopRule
 from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Scenario, ScenarioParams
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BNB_INSTALL = "pip install 'llmbench[quant]'  (bitsandbytes)"
@@ -59,6 +59,7 @@ class QLoRA(Scenario):
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         reason = tr.engine_reason(params.engine)

@@ -106,6 +106,13 @@ class ServingScenario(Scenario):
     headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")
     description = "load on an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput"
 
+    def gpus_needed(self, params: Any) -> int:
+        """A server the case starts runs on the case's GPUs (n_gpus of them); one at `url` runs elsewhere."""
+        return int(params.n_gpus) if params.server is not None else 1
+
+    def server_scope(self, params: Any) -> Literal["case", "suite"]:
+        return params.server_scope if params.server is not None else "case"
+
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if importlib.util.find_spec("aiohttp") is None:
             return "the serving client needs aiohttp: pip install 'llmbench[serving]'"

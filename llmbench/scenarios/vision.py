@@ -13,7 +13,7 @@ from pydantic import Field
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip, WorkerSettings
 
 # amp-*: torch.autocast over an fp32 model; fp16: the whole model and its inputs .half(); trt-fp16:
 # a TensorRT engine built by torch-tensorrt with fp16 kernels enabled (inference only)
@@ -41,6 +41,9 @@ class Vision(Scenario):
     Params = VisionParams
     headline = ("train_samples_per_s", "infer_samples_per_s", "samples_per_j")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+
+    def worker_settings(self, params: Any) -> WorkerSettings:
+        return WorkerSettings(power_limit_w=params.power_limit_w)  # opt-in axis: needs root
     description = "timm image model training/inference samples/s per precision (random weights, synthetic images)"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:

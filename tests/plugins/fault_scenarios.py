@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any, Literal
 
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Scenario, ScenarioParams, Skip
 
 
 class FaultParams(ScenarioParams):
@@ -64,6 +64,7 @@ class BatchOOM(Scenario):
 
     Params = BatchParams
     headline = ("time_ms",)
+    max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
 
     def run(self, params: Any, ctx: CaseContext) -> None:
         import torch
@@ -97,6 +98,9 @@ class Probe(Scenario):
 
     def estimate_s(self, params: Any, rule: Any) -> float:
         return 1.0
+
+    def gpus_needed(self, params: Any) -> int:
+        return params.gpus
 
     def skip_reason(self, params: Any, device: Any) -> str | None:
         return "planted: cannot run here" if params.skip_here else None
