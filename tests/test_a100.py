@@ -16,13 +16,14 @@ from typer.testing import CliRunner
 from llmbench.bundle import write_bundle
 from llmbench.commands import compare, versus
 from llmbench.errors import UserError
+from llmbench.references.published_a100 import D2D_PARAMS, MATCH_QUALITIES, Match, decode_params
+from llmbench.references.published_ratios import CLAIMS, load_ratios
+from llmbench.references.workloads import WORKLOADS, claim_covers
 from llmbench.report.a100 import Answer, AnswerRow, build_answer, decide, verdict
 from llmbench.report.a100_check import a100_error
 from llmbench.report.a100_data import (
     H100,
     H200,
-    WORKLOADS,
-    claim_covers,
     committed_index,
     published_claims,
     published_figures,
@@ -30,8 +31,6 @@ from llmbench.report.a100_data import (
 from llmbench.report.a100_view import answer_table, page_markdown
 from llmbench.report.prices import Price
 from llmbench.report.publish import publish
-from llmbench.report.published_a100 import D2D_PARAMS, MATCH_QUALITIES, Match, decode_params
-from llmbench.report.published_ratios import CLAIMS, load_ratios
 from llmbench.report.tables import to_markdown
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
 

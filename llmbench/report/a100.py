@@ -29,6 +29,8 @@ from typing import Any
 
 from llmbench.errors import UserError, choices_text
 from llmbench.metrics import METRICS
+from llmbench.references.published_ratios import PublishedRatio
+from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
 from llmbench.report.a100_check import Band, Check, all_checks, bands, same_precision
 from llmbench.report.a100_data import (
     A100_NO_FP8,
@@ -37,12 +39,8 @@ from llmbench.report.a100_data import (
     H100_SLUGS,
     H200,
     PRIMARY_A100,
-    SIXTEEN_BIT,
-    WORKLOADS,
     CaseIndex,
     PublishedFigure,
-    Workload,
-    claim_covers,
     committed_index,
     is_a100,
     projected_value,
@@ -53,7 +51,6 @@ from llmbench.report.a100_data import (
 )
 from llmbench.report.compare import orient, ratio
 from llmbench.report.prices import Price
-from llmbench.report.published_ratios import PublishedRatio
 from llmbench.results import CaseResult, ResultSet
 
 WORTH = 2.0  # the seed's question: is an H100 worth twice the A100's rent?

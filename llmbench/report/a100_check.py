@@ -19,56 +19,34 @@ fp16) test llmbench's fp8 path against the source's, not the projection, and are
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
 from llmbench.metrics import METRICS, Better
+from llmbench.references.published_ratios import PublishedRatio
+from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
 from llmbench.report.a100_data import (
     H100,
     H100_SLUGS,
     H200,
-    SIXTEEN_BIT,
-    WORKLOADS,
     CaseIndex,
     PublishedFigure,
-    Workload,
-    claim_covers,
     is_a100,
     projected_value,
 )
 from llmbench.report.compare import orient
-from llmbench.report.published_ratios import PublishedRatio
 from llmbench.results import CaseResult
+from llmbench.scenarios.base import SCENARIOS
 
-# (scenario, metric) -> the family whose band it informs
-FAMILIES: dict[tuple[str, str], str] = {
-    ("generate", "decode_tokens_per_s"): "decode",
-    ("generate", "output_tokens_per_s"): "decode",
-    ("generate", "ttft_ms"): "prefill",
-    ("qlora", "train_tokens_per_s"): "qlora",
-    ("trainer", "train_samples_per_s"): "trainer",
-    ("linear_fp8", "fwd_ms"): "fp8 linear",
-    ("gemm", "tflops"): "matmul",
-    ("mamf", "tflops"): "matmul",
-    ("bandwidth", "tb_per_s"): "bandwidth",
-}
 BAND_QUALITIES = ("measured", "close", "loose")
-# Cases of a family in the bound regime of its workload: a prompt long enough to be compute-bound (a
-# 128-token prefill is mostly launch overhead), a matmul large enough to be (a 1024-cube one is not).
-REGIME: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "prefill": lambda p: int(p.get("input_len") or 0) >= 1024,
-    "matmul": lambda p: p.get("shape") is None or min(p["shape"]) >= 4096,
-}
 
 
 def family_of(case: CaseResult, metric: str) -> str | None:
-    """The family a case's metric informs, None where it informs none (or lies outside its regime)."""
-    family = FAMILIES.get((case.scenario, metric))
-    if family is None or not REGIME.get(family, lambda p: True)(case.params):
+    """The family a case's metric informs, as its scenario declares (None: none, or outside its regime)."""
+    if case.scenario not in SCENARIOS:
         return None
-    return family
+    return SCENARIOS.get(case.scenario)().family(case.params, metric)
 
 
 @dataclass

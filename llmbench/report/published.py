@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.ids import case_id
-from llmbench.report.published_a100 import a100_reference_sets
-from llmbench.report.published_ratios import write_ratios
+from llmbench.references.published_a100 import a100_reference_sets
+from llmbench.references.published_ratios import write_ratios
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
 
 TRTLLM_URL = (

@@ -59,6 +59,7 @@ class QLoRA(Scenario):
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    families: ClassVar[dict[str, str]] = {"train_tokens_per_s": "qlora"}
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
