@@ -61,6 +61,19 @@ def test_a_generate_case_records_the_path_it_ran() -> None:
     assert "compile" not in path
 
 
+@pytest.mark.parametrize(("scenario", "params", "expected"), [
+    ("gemm", {"precision": "fp32", "shape": [64, 64, 64]}, {"call": "torch.matmul(A, B, out=C)", "tf32": False}),
+    ("bandwidth", {"kind": "host", "size_mib": 1},
+     {"call": "Tensor.copy_(non_blocking=False)", "counted": "bytes read + written"}),
+])
+def test_ceiling_cases_record_the_call_they_timed(scenario: str, params: dict[str, Any],
+                                                   expected: dict[str, Any]) -> None:
+    r = run_case({"scenario": scenario, "params": params,
+                  "settings": {"warmup_iters": 0, "min_iters": 2, "min_seconds": 0.0}, "device": "cpu"})
+    assert r["status"] == "ok", r.get("traceback")
+    assert r["code_path"] == expected
+
+
 @pytest.mark.slow
 def test_a_compiled_case_records_fusion_compilation_and_its_compile_cache(tmp_path: Any,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -94,6 +94,10 @@ class Bandwidth(Scenario):
             ctx.record("gb_per_s", [moved / t / 1e9 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["bytes_counted_per_iter"] = moved
+        counted = "bytes read + written" if params.kind in ("d2d", "host") else "bytes across the link"
+        ctx.code_path.update(call=f"Tensor.copy_(non_blocking={non_blocking})", counted=counted)
+        if params.pinned is not None:
+            ctx.code_path["pinned_host"] = pin
 
 
 def measured_copy_tb_s(slug: str, results_dir: Path | None = None) -> roofline.Measured | None:

@@ -128,6 +128,15 @@ class Gemm(Scenario):
         ctx.record("tflops", [flops / t / 1e12 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["flops_per_iter"] = flops
+        ctx.code_path.update(call=CALLS.get(params.precision, "torch.matmul(A, B, out=C)"),
+                             tf32=params.precision == "tf32")
+
+
+# The call each precision times (CaseResult.code_path): what a comparison must hold equal.
+CALLS = {
+    "fp8": "torch._scaled_mm(e4m3 A, e4m3 B column-major, per-tensor scales) -> bf16; operands cast before timing",
+    "int8": "torch._int_mm(int8 A, int8 B column-major) -> int32",
+}
 
 
 def matmul(precision: str, m: int, n: int, k: int, dev: str) -> tuple[Any, Any, Any, Any]:
