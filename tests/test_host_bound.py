@@ -91,7 +91,7 @@ H100_SWEEP = "h100-sxm-80gb/host-bound-20261124T111322Z.json"  # batch 1..10240 
 
 
 def _h100_ref() -> Any:
-    from llmbench.report.inputs import SetRef
+    from llmbench.analysis.inputs import SetRef
     from llmbench.results import load
     from tests.conftest import ROOT
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmbench.analysis.compare import HEADLINE_EXTRAS, Comparison, Geomean, MetricRow, is_headline
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.labels import is_measured
+from llmbench.analysis.project import Validation, project, validate
 from llmbench.errors import UserError
-from llmbench.report.compare import HEADLINE_EXTRAS, Comparison, Geomean, MetricRow, is_headline
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured
-from llmbench.report.project import Validation, project, validate
 from llmbench.report.tables import MISSING, Table, fmt_ratio
 
 NOISE_FIELD = "between_run_cv"  # per-set between-run CV a comparison row may carry (pooled runs)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmbench.analysis.caselabels import varying_keys
+from llmbench.analysis.inputs import SetRef
 from llmbench.ids import params_text
-from llmbench.report.caselabels import varying_keys
-from llmbench.report.inputs import SetRef
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS, BottleneckSweep, SweepPoint

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmbench.report.compare import Comparison, metric_rows
-from llmbench.report.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
-from llmbench.report.prices import Price
+from llmbench.analysis.compare import Comparison, metric_rows
+from llmbench.analysis.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
+from llmbench.analysis.prices import Price
 from llmbench.report.tables import MISSING, Table
 
 CAPTION = (

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from llmbench.analysis.compare import Comparison, Ratio
 from llmbench.errors import UserError
-from llmbench.report.compare import Comparison, Ratio
 from llmbench.report.tables import Table, fmt_ratio
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llmbench.analysis.compare import Comparison
 from llmbench.hardware import mig
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import match_name
-from llmbench.report.compare import Comparison
 from llmbench.report.tables import MISSING, Table, fmt_num
 
 BOUNDS: tuple[Bound, ...] = ("compute", "memory")

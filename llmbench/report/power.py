@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from llmbench.analysis.caselabels import shared_params, varying_keys
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.labels import is_measured
 from llmbench.hardware.power import watts_for_fraction
 from llmbench.ids import params_text
-from llmbench.report.caselabels import shared_params, varying_keys
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS

@@ -19,10 +19,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmbench.analysis.inputs import load_checked
+from llmbench.analysis.labels import gpu_display_name as gpu_name
+from llmbench.analysis.labels import is_measured
 from llmbench.metrics import metric
-from llmbench.report.inputs import load_checked
-from llmbench.report.labels import gpu_display_name as gpu_name
-from llmbench.report.labels import is_measured
 from llmbench.report.publish import PUBLISHED_DIR
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, ResultSet

@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from llmbench.analysis.caselabels import case_labels
+from llmbench.analysis.compare import SPEED_UNITS, is_headline, runs_with, sample_count
+from llmbench.analysis.inputs import SetRef, machine_count
+from llmbench.analysis.pooled import pool_metric
 from llmbench.metrics import METRICS
-from llmbench.report.caselabels import case_labels
-from llmbench.report.compare import SPEED_UNITS, is_headline, runs_with, sample_count
-from llmbench.report.inputs import SetRef, machine_count
-from llmbench.report.pooled import pool_metric
 from llmbench.report.tables import MISSING, Table, fmt_num
 
 

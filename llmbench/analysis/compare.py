@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from llmbench.analysis.caselabels import case_labels, searched_batch
+from llmbench.analysis.codepath import CodePathNote, code_path_notes, code_path_warnings
+from llmbench.analysis.envdiff import env_differences
+from llmbench.analysis.inputs import SetRef, machine_count
+from llmbench.analysis.labels import mixing_warning
+from llmbench.analysis.noisefloor import Floor, NoiseFloor
+from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
-from llmbench.report.caselabels import case_labels, searched_batch
-from llmbench.report.codepath import CodePathNote, code_path_notes, code_path_warnings
-from llmbench.report.envdiff import env_differences
-from llmbench.report.inputs import SetRef, machine_count
-from llmbench.report.labels import mixing_warning
-from llmbench.report.noisefloor import Floor, NoiseFloor
-from llmbench.report.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 CONFIDENCE = 0.95

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from llmbench.analysis.caselabels import case_labels, fmt_param
+from llmbench.analysis.inputs import SetRef
 from llmbench.errors import UserError, choices_text
 from llmbench.metrics import METRICS, Better
-from llmbench.report.caselabels import case_labels, fmt_param
-from llmbench.report.inputs import SetRef
 from llmbench.results import CaseResult
 
 
