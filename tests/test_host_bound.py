@@ -110,7 +110,7 @@ def test_bottleneck_table_of_the_h100_sweep() -> None:
 
 
 def test_cases_without_kernel_time_busy_are_read_by_scaling() -> None:
-    from llmbench.report.bottleneck import sweeps
+    from llmbench.analysis.bottleneck import sweeps
     from llmbench.results import CaseResult, MetricResult
 
     def case(b: int, speed: float) -> CaseResult:  # recorded before gpu_span_fraction: busy is the span

@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 
 from llmbench.analysis.compare import compare
 from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.migslice import slice_rows
 from llmbench.cli import app
 from llmbench.hardware import fingerprint, mig
-from llmbench.report.migslice import slice_rows, slice_table
+from llmbench.report.slice_view import slice_table
 from llmbench.report.views import comparison_tables
 from tests.fake_nvml import FakeNvml
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from llmbench.report.power import power_curves
+from llmbench.analysis.power import power_curves
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 
@@ -71,7 +71,7 @@ def test_power_table_answers_each_workload() -> None:
 
 def test_no_power_table_without_a_sweep_or_for_a_projection() -> None:
     from llmbench.analysis.inputs import SetRef
-    from llmbench.report.power import power_table
+    from llmbench.report.power_view import power_table
 
     one_limit = ResultSet(suite="x", cases=[_vision(1, 300, 10.0)])
     assert power_table(SetRef("h100", one_limit)) is None

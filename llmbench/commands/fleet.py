@@ -31,7 +31,7 @@ from llmbench.fleet import (
 from llmbench.hardware.fingerprint import llmbench_info
 from llmbench.hardware.specs import slugs
 from llmbench.report.answer_view import answer_tables
-from llmbench.report.costview import cost_table
+from llmbench.report.cost_view import cost_table
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import comparison_tables
 

@@ -29,7 +29,7 @@ from llmbench.analysis.noisefloor import SPREAD_DIR, floor_from_folders
 from llmbench.analysis.prices import Price, load_prices
 from llmbench.analysis.project import project, validate
 from llmbench.report.a100_view import a100_section
-from llmbench.report.costview import cost_table
+from llmbench.report.cost_view import cost_table
 from llmbench.report.firstscreen import answers_markdown, pair_answers
 from llmbench.report.gpunames import gpu_name
 from llmbench.report.html import Section, render_html

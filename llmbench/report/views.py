@@ -12,9 +12,9 @@ from llmbench.analysis.compare import MAX_BATCH_METRIC, Comparison, MetricRow, R
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, mixing_warning, source_line
 from llmbench.analysis.project import Validation
-from llmbench.report.bottleneck import bottleneck_table
-from llmbench.report.migslice import slice_table
-from llmbench.report.power import power_table
+from llmbench.report.bottleneck_view import bottleneck_table
+from llmbench.report.power_view import power_table
+from llmbench.report.slice_view import slice_table
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
 
 RATIO_CAPTION = (
