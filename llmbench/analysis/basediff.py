@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from llmbench.analysis.caselabels import case_labels, fmt_param
@@ -28,7 +28,7 @@ class DiffRow:
     improved: bool | None  # oriented by the metric catalogue; None for `neither` metrics
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 @dataclass

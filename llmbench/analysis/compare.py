@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -115,13 +115,7 @@ class CaseNote:
     reasons: list[str | None]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "scenario": self.scenario,
-            "case": self.case,
-            "statuses": self.statuses,
-            "reasons": self.reasons,
-        }
+        return asdict(self)
 
 
 @dataclass
