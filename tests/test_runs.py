@@ -146,7 +146,7 @@ def test_pool_joins_sets_of_one_gpu_and_suite_from_several_leases(tmp_path: Path
 
 
 def test_machines_are_counted_by_one_function_for_sides_and_rows() -> None:
-    """`machine_count` (report/inputs.py) is the one count: a side's `machines` and a row's (compare.py)."""
+    """`machine_count` (analysis/inputs.py) is the one count: a side's `machines` and a row's (compare.py)."""
     from llmbench.analysis import compare as compare_mod
     from llmbench.analysis.inputs import SetRef, machine_count
 

@@ -8,7 +8,7 @@ known, each labelled for what it is:
   match the llmbench case), a published A100 figure against llmbench's H100 measurement, or a claim
   that gives only a ratio (published_ratios.py);
 - projected: the committed H100 (and H200) case projected to the A100 by roofline scaling
-  (report/project.py), with its family's error band from validation (a100_check.py).
+  (analysis/project.py), with its family's error band from validation (a100_check.py).
 
 The verdict of each row uses the measured ratio where there is one, else a close published pair of
 the same GPUs (H100 SXM and the A100 compared), else the projection, and says which. It is the seed

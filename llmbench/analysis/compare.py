@@ -234,7 +234,7 @@ def geomean(ratios: list[Ratio]) -> Ratio:
 
 def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str) -> Ratio | None:
     """The oriented ratio of two sides' figures where a side pools several runs: the ratio of the medians
-    of the runs' medians, its interval a t-interval on the runs' log ratio (report/pooled.py)."""
+    of the runs' medians, its interval a t-interval on the runs' log ratio (analysis/pooled.py)."""
     if better == "neither":
         return None
     b, t = pool_metric(base, []).value, pool_metric(this, []).value
