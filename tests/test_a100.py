@@ -13,23 +13,23 @@ import typer
 from test_compare_support import H100_ENV, H200_ENV, case, metric, result_set
 from typer.testing import CliRunner
 
-from llmbench.bundle import write_bundle
-from llmbench.commands import compare, versus
-from llmbench.errors import UserError
-from llmbench.references.published_a100 import D2D_PARAMS, MATCH_QUALITIES, Match, decode_params
-from llmbench.references.published_ratios import CLAIMS, load_ratios
-from llmbench.references.workloads import WORKLOADS, claim_covers
-from llmbench.report.a100 import Answer, AnswerRow, build_answer, decide, verdict
-from llmbench.report.a100_check import a100_error
-from llmbench.report.a100_data import (
+from llmbench.analysis.a100 import Answer, AnswerRow, build_answer, decide, verdict
+from llmbench.analysis.a100_check import a100_error
+from llmbench.analysis.a100_data import (
     H100,
     H200,
     committed_index,
     published_claims,
     published_figures,
 )
+from llmbench.analysis.prices import Price
+from llmbench.bundle import write_bundle
+from llmbench.commands import compare, versus
+from llmbench.errors import UserError
+from llmbench.references.published_a100 import D2D_PARAMS, MATCH_QUALITIES, Match, decode_params
+from llmbench.references.published_ratios import CLAIMS, load_ratios
+from llmbench.references.workloads import WORKLOADS, claim_covers
 from llmbench.report.a100_view import answer_table, page_markdown
-from llmbench.report.prices import Price
 from llmbench.report.publish import publish
 from llmbench.report.tables import to_markdown
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
@@ -152,7 +152,7 @@ def test_the_validation_checks_projections_against_published_a100_figures(tmp_pa
 def test_verdicts_at_two_times_the_rent_and_at_the_prices_given() -> None:
     assert decide(2.5, (2.1, 3.0), 2.0) == "yes" and decide(1.5, (1.2, 1.9), 2.0) == "no"
     assert decide(2.2, (1.8, 2.6), 2.0) == "within the noise" and decide(2.2, None, 2.0) == "yes (no interval)"
-    from llmbench.report.a100 import Evidence
+    from llmbench.analysis.a100 import Evidence
 
     e = Evidence("projected", "x", 1.6, (1.3, 1.9), "band", "p", "same", "roofline projection")
     v = verdict(e, Price(3.0), Price(2.0))

@@ -12,14 +12,14 @@ import pytest
 from test_compare_support import H100_ENV, case, h100_set, h200_set, metric, refs, result_set
 from typer.testing import CliRunner
 
+from llmbench.analysis.compare import compare
+from llmbench.analysis.suitejoin import plan_joins
 from llmbench.cli import app
 from llmbench.commands.run import quote_summary
 from llmbench.errors import UserError
 from llmbench.harness.plan import MeasuredCase, case_time, reference_times
 from llmbench.precision import DeviceInfo
 from llmbench.report.answer_view import answer_tables
-from llmbench.report.compare import compare
-from llmbench.report.suitejoin import plan_joins
 from llmbench.report.tables import Table
 from llmbench.report.terminal import column_widths, one_line, result_table, to_terminal_text
 from llmbench.results import save
@@ -89,7 +89,7 @@ def test_compare_all_shows_every_case() -> None:
 
 
 def refs_of(*paths: Path):  # type: ignore[no-untyped-def]
-    from llmbench.report.inputs import load_sets
+    from llmbench.analysis.inputs import load_sets
 
     return load_sets(list(paths))
 

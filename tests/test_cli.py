@@ -48,8 +48,8 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: Path) -> None:
+    from llmbench.analysis.labels import gpu_display_name
     from llmbench.hardware.fingerprint import cpu_slug
-    from llmbench.report.labels import gpu_display_name
     from llmbench.results import CaseResult, ResultSet, save
     from llmbench.suite import load_suite
 

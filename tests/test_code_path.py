@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from test_compare_support import H100_ENV, H200_ENV, case, metric, refs, result_set
 
+from llmbench.analysis.compare import compare
 from llmbench.engines.base import LoadOptions, ModelRef
 from llmbench.engines.hf import HFEngine
 from llmbench.harness.worker import run_case
 from llmbench.precision import PRECISIONS, DeviceInfo, unsupported_reason
-from llmbench.report.compare import compare
 from llmbench.report.views import comparison_tables
 
 CPU = DeviceInfo("cpu", "CPU")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from test_compare_support import H100_ENV, H200_ENV, case, h100_set, h200_set, metric, refs, result_set
 
+from llmbench.analysis.basediff import base_diff, parse_base
+from llmbench.analysis.compare import Ratio, compare, geomean, headline_metric_names, orient, ratio
+from llmbench.analysis.inputs import resolve_baseline
 from llmbench.errors import UserError
 from llmbench.metrics import METRICS
-from llmbench.report.basediff import base_diff, parse_base
-from llmbench.report.compare import Ratio, compare, geomean, headline_metric_names, orient, ratio
-from llmbench.report.inputs import resolve_baseline
 from llmbench.results import CaseResult, MetricResult, Source
 
 

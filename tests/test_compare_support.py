@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from llmbench.analysis.inputs import SetRef, name_sets
 from llmbench.ids import case_id
-from llmbench.report.inputs import SetRef, name_sets
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source
 
 H100_ENV = {

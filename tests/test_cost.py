@@ -10,10 +10,10 @@ import typer
 from test_compare_support import H100_ENV, H200_ENV, case, metric, result_set
 from typer.testing import CliRunner
 
+from llmbench.analysis.cost import break_even_price, cost_per
+from llmbench.analysis.prices import load_prices, parse_price, resolve_prices
 from llmbench.commands import compare, report
 from llmbench.errors import UserError
-from llmbench.report.cost import break_even_price, cost_per
-from llmbench.report.prices import load_prices, parse_price, resolve_prices
 from llmbench.results import load, save
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,10 +11,10 @@ import typer
 from test_compare_support import H100_ENV, H200_ENV, case, gemm_case, generate_case, noisy, refs, result_set
 from typer.testing import CliRunner
 
+from llmbench.analysis.compare import compare, headline_metric_names, runs_ratio
+from llmbench.analysis.gate import gate, parse_threshold, slower_beyond_noise
 from llmbench.commands import compare as compare_command
 from llmbench.errors import UserError
-from llmbench.report.compare import compare, headline_metric_names, runs_ratio
-from llmbench.report.gate import gate, parse_threshold, slower_beyond_noise
 from llmbench.results import MetricResult, ResultSet, save
 
 runner = CliRunner()

@@ -91,7 +91,7 @@ H100_SWEEP = "h100-sxm-80gb/host-bound-20261124T111322Z.json"  # batch 1..10240 
 
 
 def _h100_ref() -> Any:
-    from llmbench.report.inputs import SetRef
+    from llmbench.analysis.inputs import SetRef
     from llmbench.results import load
     from tests.conftest import ROOT
 
@@ -110,7 +110,7 @@ def test_bottleneck_table_of_the_h100_sweep() -> None:
 
 
 def test_cases_without_kernel_time_busy_are_read_by_scaling() -> None:
-    from llmbench.report.bottleneck import sweeps
+    from llmbench.analysis.bottleneck import sweeps
     from llmbench.results import CaseResult, MetricResult
 
     def case(b: int, speed: float) -> CaseResult:  # recorded before gpu_span_fraction: busy is the span

@@ -89,8 +89,8 @@ def test_a_single_run_ratio_widened_by_the_noise_floor_covers_the_true_ratio_95_
     """One run a side, the floor estimated from 4 cases x 3 runs per GPU (as `run --repeat 3` of a
     headline family gives): the interval called 95% holds the true ratio about 95% of the time (a bit
     more: each run's median already carries its within-run noise, which the bootstrap adds again)."""
-    from llmbench.report.compare import BASIS_FLOOR, floor_ratio, ratio
-    from llmbench.report.noisefloor import Floor
+    from llmbench.analysis.compare import BASIS_FLOOR, floor_ratio, ratio
+    from llmbench.analysis.noisefloor import Floor
 
     rng = np.random.default_rng(7)
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "llmbench"
@@ -90,11 +93,10 @@ HARNESS_ALLOWED = {
     ("llmbench/harness/worker.py", "model"): "the CPU model name from hardware.fingerprint.cpu_info",
     ("llmbench/harness/isolation.py", "compile"): "COMPILE_TMP: the run's compile-cache folder kind",
 }
-# Report files that still name scenarios: each pick of which committed cases a published page cites,
-# left for issue 28's move of the figures into analysis/. Shrinks, never grows.
+# Report files that still name scenarios: each pick of which committed cases a published page cites.
+# Shrinks, never grows; analysis/ has no such list (it names none).
 REPORT_NAMES_ALLOWED = {
     "llmbench/report/publish.py": "the published pages' serving section",
-    "llmbench/report/published.py": "the README's cited figures, picked by scenario and params",
 }
 
 
@@ -143,13 +145,42 @@ def test_the_harness_names_no_scenario_and_no_scenario_only_param() -> None:
     assert bad == [], "ask the case's scenario (scenarios.base declarations) instead:\n" + "\n".join(bad)
 
 
-def test_the_report_names_no_scenario_and_imports_no_scenario_module() -> None:
-    found = named("llmbench/report", scenario_names())
-    bad = sorted(f"{f}:{lines} {w!r}" for (f, w), lines in found.items() if f not in REPORT_NAMES_ALLOWED)
+@pytest.mark.parametrize(("folder", "allowed"), [("llmbench/report", REPORT_NAMES_ALLOWED), ("llmbench/analysis", {})])
+def test_report_and_analysis_name_no_scenario_nor_import_one(folder: str, allowed: dict[str, str]) -> None:
+    found = named(folder, scenario_names())
+    bad = sorted(f"{f}:{lines} {w!r}" for (f, w), lines in found.items() if f not in allowed)
     assert bad == [], "read what scenarios declare through SCENARIOS instead:\n" + "\n".join(bad)
-    scenario_modules = sorted(f"{f} imports {t}" for f, t in module_imports("llmbench/report")
+    scenario_modules = sorted(f"{f} imports {t}" for f, t in module_imports(folder)
                               if t.startswith("llmbench.scenarios.") and t != "llmbench.scenarios.base")
     assert scenario_modules == []
+
+
+# -- analysis computes, report renders ---------------------------------------------------------------
+# What would put a computation back into report/ (a statistics library) or rendering into analysis/
+# (a terminal or plotting library, or a report module).
+REPORT_MUST_NOT_IMPORT = ("numpy", "scipy", "statistics")
+ANALYSIS_MUST_NOT_IMPORT = ("rich", "matplotlib", "llmbench.report")
+
+
+def imports_of(folder: str, banned: tuple[str, ...]) -> list[str]:
+    """'file imports module' for each import of the folder's modules that is, or is under, a banned name."""
+    return sorted(f"{f} imports {m}" for f, m in module_imports(folder)
+                  if any(m == b or m.startswith(b + ".") for b in banned))
+
+
+def test_report_computes_nothing_and_analysis_renders_nothing() -> None:
+    assert imports_of("llmbench/report", REPORT_MUST_NOT_IMPORT) == [], "compute it in llmbench/analysis/"
+    assert imports_of("llmbench/analysis", ANALYSIS_MUST_NOT_IMPORT) == [], "render it in llmbench/report/"
+
+
+def test_the_split_check_sees_a_banned_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above can fail: a statistics import in a report module is found."""
+    folder = tmp_path / "llmbench" / "report"
+    folder.mkdir(parents=True)
+    (folder / "bad.py").write_text("def f():\n    from statistics import median\n    import numpy.linalg\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert imports_of("llmbench/report", REPORT_MUST_NOT_IMPORT) == [
+        "llmbench/report/bad.py imports numpy.linalg", "llmbench/report/bad.py imports statistics"]
 
 
 def test_the_allow_lists_hold_only_what_is_still_there() -> None:

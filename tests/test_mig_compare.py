@@ -13,11 +13,12 @@ import pytest
 from test_compare_support import case, metric, refs, result_set
 from typer.testing import CliRunner
 
+from llmbench.analysis.compare import compare
+from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.migslice import slice_rows
 from llmbench.cli import app
 from llmbench.hardware import fingerprint, mig
-from llmbench.report.compare import compare
-from llmbench.report.inputs import load_sets
-from llmbench.report.migslice import slice_rows, slice_table
+from llmbench.report.slice_view import slice_table
 from llmbench.report.views import comparison_tables
 from tests.fake_nvml import FakeNvml
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from llmbench.report.power import power_curves
+from llmbench.analysis.power import power_curves
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 
@@ -55,7 +55,7 @@ def test_each_case_is_read_by_its_first_headline_metric() -> None:
 
 
 def test_power_table_answers_each_workload() -> None:
-    from llmbench.report.inputs import SetRef
+    from llmbench.analysis.inputs import SetRef
     from llmbench.report.views import set_tables
 
     tables = set_tables(SetRef("h100", _sweep()))
@@ -70,8 +70,8 @@ def test_power_table_answers_each_workload() -> None:
 
 
 def test_no_power_table_without_a_sweep_or_for_a_projection() -> None:
-    from llmbench.report.inputs import SetRef
-    from llmbench.report.power import power_table
+    from llmbench.analysis.inputs import SetRef
+    from llmbench.report.power_view import power_table
 
     one_limit = ResultSet(suite="x", cases=[_vision(1, 300, 10.0)])
     assert power_table(SetRef("h100", one_limit)) is None
@@ -82,8 +82,8 @@ def test_no_power_table_without_a_sweep_or_for_a_projection() -> None:
 
 def test_speed_against_power_chart_draws_a_line_per_workload() -> None:
     pytest.importorskip("matplotlib")
+    from llmbench.analysis.inputs import SetRef
     from llmbench.report.charts import power_chart, scenario_charts
-    from llmbench.report.inputs import SetRef
 
     sets = [SetRef("h100", _sweep())]
     chart = power_chart(sets, "vision")

@@ -14,9 +14,9 @@ from test_compare_support import (
     result_set,
 )
 
+from llmbench.analysis.project import PROJECTED_FLAG, project, validate
 from llmbench.errors import UserError
 from llmbench.hardware.specs import lookup
-from llmbench.report.project import PROJECTED_FLAG, project, validate
 from llmbench.results import MetricResult, Source
 
 H100, H200, A100 = lookup("h100-sxm-80gb"), lookup("a100-sxm-80gb"), lookup("a100-sxm-80gb")

@@ -7,8 +7,8 @@ import copy
 import pytest
 from test_compare_support import H100_ENV, H200_ENV, gemm_case, refs, result_set
 
+from llmbench.analysis.compare import compare
 from llmbench.hardware.fingerprint import llmbench_info
-from llmbench.report.compare import compare
 from llmbench.results import ResultSet, history_of, load, save
 
 

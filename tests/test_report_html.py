@@ -13,9 +13,9 @@ import pytest
 from chromium_cdp import CHART_TEXT_JS, CHROMIUM, Browser
 from test_compare_support import H100_ENV, H200_ENV, generate_case, h100_set, h200_set, refs, result_set
 
+from llmbench.analysis.project import project
 from llmbench.report.firstscreen import AnswerBlock
 from llmbench.report.html import Section, render_html
-from llmbench.report.project import project
 from llmbench.report.tables import Table
 from llmbench.results import ResultSet, Source
 
@@ -259,7 +259,7 @@ def test_console_check_does_catch_problems(tmp_path: Path) -> None:
 
 
 def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:
-    from llmbench.report.inputs import SetRef
+    from llmbench.analysis.inputs import SetRef
     from llmbench.report.plots import timeline_charts
     from llmbench.results import CaseResult, ResultSet
 
@@ -274,7 +274,7 @@ def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:
 
 
 def test_a_serving_sweep_of_two_gpus_gets_one_pareto_chart_naming_both() -> None:
-    from llmbench.report.inputs import SetRef
+    from llmbench.analysis.inputs import SetRef
     from llmbench.report.plots import pareto_charts, pareto_lines
     from llmbench.results import CaseResult, MetricResult, ResultSet
 
@@ -301,8 +301,8 @@ def test_long_case_labels_leave_the_speedup_chart_drawable() -> None:
 
     from test_compare_support import case, metric
 
+    from llmbench.analysis.compare import compare
     from llmbench.report.charts import speedup_charts
-    from llmbench.report.compare import compare
 
     def sides(env: dict[str, Any], rate: float, seed: int) -> ResultSet:
         params = {"engine": "hf", "model": "llama-3-8b", "method": "qlora", "double_quant": True, "lora_rank": 16,

@@ -7,8 +7,8 @@ from pathlib import Path
 from test_compare_support import h100_set, h200_set
 
 from llmbench.ids import case_id
+from llmbench.references.published_sets import published_sets
 from llmbench.report.publish import publish
-from llmbench.report.published import published_sets
 from llmbench.results import CaseResult, load, save
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -55,7 +55,7 @@ def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
 def test_committed_published_sets_match_their_sources() -> None:
     for rel, rs in published_sets().items():
         committed = load(RESULTS / "published" / rel)
-        assert committed.model_dump() == rs.model_dump(), f"regenerate {rel} with llmbench.report.published"
+        assert committed.model_dump() == rs.model_dump(), f"regenerate {rel} with llmbench.references.published_sets"
         assert committed.source.kind == "published" and committed.source.citation
         for c in committed.cases:
             assert c.id == case_id(c.scenario, c.params)

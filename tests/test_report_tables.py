@@ -10,8 +10,8 @@ from pathlib import Path
 
 from test_compare_support import h100_set, h200_set, refs
 
+from llmbench.analysis.compare import compare
 from llmbench.report.answer_view import answer_tables
-from llmbench.report.compare import compare
 from llmbench.report.tables import render
 from llmbench.report.views import comparison_tables
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from llmbench.analysis.compare import compare, ratio, runs_ratio
+from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.pooled import RUNS_CI_METHOD
 from llmbench.commands.run import plan_passes
 from llmbench.measure.stats import t_quantile
-from llmbench.report.compare import compare, ratio, runs_ratio
-from llmbench.report.inputs import load_sets
-from llmbench.report.pooled import RUNS_CI_METHOD
 from llmbench.report.views import comparison_tables
 from llmbench.results import MetricResult, ResultSet, load, save
 from tests.conftest import ROOT
@@ -146,9 +146,9 @@ def test_pool_joins_sets_of_one_gpu_and_suite_from_several_leases(tmp_path: Path
 
 
 def test_machines_are_counted_by_one_function_for_sides_and_rows() -> None:
-    """`machine_count` (report/inputs.py) is the one count: a side's `machines` and a row's (compare.py)."""
-    from llmbench.report import compare as compare_mod
-    from llmbench.report.inputs import SetRef, machine_count
+    """`machine_count` (analysis/inputs.py) is the one count: a side's `machines` and a row's (compare.py)."""
+    from llmbench.analysis import compare as compare_mod
+    from llmbench.analysis.inputs import SetRef, machine_count
 
     runs = [_pass(_env(H200_ENV, m), "g", i, 800.0, "2026-11-01T00:00:00Z", seed=i)
             for i, m in enumerate(["m1", "m2", "m1"], 1)]

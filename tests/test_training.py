@@ -165,7 +165,7 @@ def test_out_of_memory_is_a_result_with_its_configuration(monkeypatch: pytest.Mo
 
 
 def test_trainer_excludes_warmup_and_diffs_against_fp32() -> None:
-    from llmbench.report.basediff import base_diff
+    from llmbench.analysis.basediff import base_diff
     from llmbench.results import CaseResult
     from tests.test_compare_support import refs, result_set
 
@@ -272,7 +272,7 @@ max_batch = true
     assert c.status == "ok" and c.info["batch_size_run"] == 6 and c.info["max_batch"]["batch_size"] == 6
     assert [p["batch_size"] for p in c.info["max_batch"]["probes"]] == [1, 2, 4, 8, 6, 7]
     # its params keep the search's start (batch_size 1): the summaries name the batch the metrics are of
-    from llmbench.report.inputs import SetRef
+    from llmbench.analysis.inputs import SetRef
     from llmbench.report.terminal import result_table, to_terminal_text
     from llmbench.report.views import set_tables
 

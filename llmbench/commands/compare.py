@@ -7,19 +7,22 @@ from typing import Any, Optional
 
 import typer
 
+from llmbench.analysis.basediff import base_diff, by_gpu, parse_base
+from llmbench.analysis.compare import compare, headline_metric_names
+from llmbench.analysis.cost_rows import cost_data
+from llmbench.analysis.gate import GateResult, gate, parse_threshold
+from llmbench.analysis.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.analysis.migslice import slice_rows
+from llmbench.analysis.noisefloor import floor_from_folders, folders_for
+from llmbench.analysis.suitejoin import MIX_OPTION, JoinPlan, plan_joins
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
 from llmbench.report.answer_view import answer_tables
-from llmbench.report.basediff import base_diff, by_gpu, parse_base
-from llmbench.report.compare import compare, headline_metric_names
-from llmbench.report.costview import cost_data, cost_table
-from llmbench.report.gate import GateResult, gate, gate_table, parse_threshold
-from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.report.cost_view import cost_table
+from llmbench.report.gate_view import gate_table
 from llmbench.report.matchview import match_table
-from llmbench.report.migslice import slice_rows, slice_table
-from llmbench.report.noisefloor import floor_from_folders, folders_for
-from llmbench.report.suitejoin import MIX_OPTION, JoinPlan, plan_joins
+from llmbench.report.slice_view import slice_table
 from llmbench.report.tables import Table, fmt_ratio
 from llmbench.report.views import basediff_tables, comparison_tables, short_note
 

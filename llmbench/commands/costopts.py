@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from llmbench.report.cost import DEFAULT_RUN_TOKENS
-from llmbench.report.inputs import SetRef
-from llmbench.report.prices import Price, resolve_prices
+from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.prices import Price, resolve_prices
 
 PRICE_OPT = typer.Option(
     None, "--price", metavar="SLUG=USD",

@@ -9,6 +9,9 @@ from typing import Optional
 
 import typer
 
+from llmbench.analysis.compare import compare, headline_metric_names
+from llmbench.analysis.inputs import SetRef, load_sets, resolve_baseline
+from llmbench.analysis.prices import Price, load_prices, parse_price
 from llmbench.commands.common import check_out_dir, err_console
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError, choices_text
@@ -28,10 +31,7 @@ from llmbench.fleet import (
 from llmbench.hardware.fingerprint import llmbench_info
 from llmbench.hardware.specs import slugs
 from llmbench.report.answer_view import answer_tables
-from llmbench.report.compare import compare, headline_metric_names
-from llmbench.report.costview import cost_table
-from llmbench.report.inputs import SetRef, load_sets, resolve_baseline
-from llmbench.report.prices import Price, load_prices, parse_price
+from llmbench.report.cost_view import cost_table
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import comparison_tables
 

@@ -21,6 +21,9 @@ import typer
 from rich.markup import escape
 
 from llmbench import __version__
+from llmbench.analysis.compare import headline_metric_names
+from llmbench.analysis.inputs import SetRef, load_bundle_checked
+from llmbench.analysis.labels import gpu_display_name
 from llmbench.bundle import Bundle, bundle_name, is_bundle, write_bundle
 from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, ceilings_env, check_out_dir, console, err_console
 from llmbench.commands.run import RichUI, exit_code, plan_tables, quote_summary, run_progress
@@ -32,9 +35,6 @@ from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
 from llmbench.harness.plan import ok_case_times, reference_times
 from llmbench.harness.runner import DONE_STATUSES, RunOptions, check_parallel, foreign_gpu_processes, run_suite
 from llmbench.precision import DeviceInfo
-from llmbench.report.compare import headline_metric_names
-from llmbench.report.inputs import SetRef, load_bundle_checked
-from llmbench.report.labels import gpu_display_name
 from llmbench.report.terminal import print_terminal, status_counts
 from llmbench.results import CaseResult, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, load_suite

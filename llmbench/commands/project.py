@@ -7,11 +7,11 @@ from typing import Any, Optional
 
 import typer
 
+from llmbench.analysis.inputs import SetRef, load_checked, name_sets
+from llmbench.analysis.project import project, validate
 from llmbench.commands.common import FORMAT_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import SPECS, lookup
-from llmbench.report.inputs import SetRef, load_checked, name_sets
-from llmbench.report.project import project, validate
 from llmbench.report.views import set_tables, validation_tables
 from llmbench.results import save
 

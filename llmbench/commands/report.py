@@ -7,13 +7,13 @@ from typing import Optional
 
 import typer
 
+from llmbench.analysis.compare import headline_metric_names
+from llmbench.analysis.inputs import load_sets, resolve_baseline
 from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file, write_out
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
-from llmbench.report.compare import headline_metric_names
-from llmbench.report.costview import cost_table
+from llmbench.report.cost_view import cost_table
 from llmbench.report.gpunames import display_names
-from llmbench.report.inputs import load_sets, resolve_baseline
 
 
 def report_cmd(

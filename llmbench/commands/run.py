@@ -20,6 +20,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from llmbench.analysis.caselabels import with_searched_batch
+from llmbench.analysis.labels import gpu_display_name
 from llmbench.commands.common import (
     CEILINGS_OPT,
     INTERRUPTED,
@@ -36,8 +38,6 @@ from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import CaseTime, MeasuredCase, case_time, measured_cases
 from llmbench.harness.runner import RunOptions, RunUI, check_parallel, run_suite
 from llmbench.precision import DeviceInfo
-from llmbench.report.caselabels import with_searched_batch
-from llmbench.report.labels import gpu_display_name
 from llmbench.report.tables import Table
 from llmbench.report.terminal import (
     FLAG_LEGEND,

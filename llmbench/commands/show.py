@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from llmbench.analysis.inputs import SetRef, load_checked, newest_in
 from llmbench.commands.common import console
 from llmbench.errors import UserError
-from llmbench.report.inputs import SetRef, load_checked, newest_in
 from llmbench.report.terminal import flag_summary, print_terminal, result_table
 from llmbench.report.views import seed_tables
 

@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
+from llmbench.analysis.project import spec_or_error
 from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.hardware.specs import SPECS
-from llmbench.report.project import spec_or_error
 from llmbench.report.specs_view import specs_tables
 
 

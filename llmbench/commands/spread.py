@@ -7,10 +7,11 @@ from typing import Optional
 
 import typer
 
+from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.spread import noise_floor, spread_rows
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError
-from llmbench.report.inputs import load_sets
-from llmbench.report.spread import noise_floor, spread_rows, spread_tables
+from llmbench.report.spread_view import spread_tables
 
 
 def spread_cmd(

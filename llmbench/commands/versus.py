@@ -7,14 +7,14 @@ from typing import Optional
 
 import typer
 
+from llmbench.analysis.a100 import build_answer, check_a100_sets
+from llmbench.analysis.a100_data import H100, PRIMARY_A100
+from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.prices import resolve_prices
 from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT
 from llmbench.errors import UserError
-from llmbench.report.a100 import build_answer, check_a100_sets
-from llmbench.report.a100_data import H100, PRIMARY_A100
 from llmbench.report.a100_view import all_tables, answer_table, evidence_table
-from llmbench.report.inputs import load_sets
-from llmbench.report.prices import resolve_prices
 
 
 def versus_cmd(

@@ -27,7 +27,7 @@ MATCH_QUALITIES = ("close", "loose", "own workload")
 
 @dataclass(frozen=True)
 class Match:
-    workload: str | None  # the key of the answer's workload it informs (report/a100.py WORKLOADS)
+    workload: str | None  # the key of the answer's workload it informs (analysis/a100.py WORKLOADS)
     quality: str
     quote: str  # the source's row or sentence, as printed
     conditions: dict[str, str]  # model, precision, lengths, batch, engine, form_factor, power_limit

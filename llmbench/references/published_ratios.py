@@ -33,7 +33,7 @@ NVIDIA_BLOG_URL = ("https://github.com/NVIDIA/TensorRT-LLM/blob/15ed78097ea2c14b
 @dataclass(frozen=True)
 class PublishedRatio:
     key: str
-    workload: str | None  # the answer's workload key (report/a100.py), None: no headline workload
+    workload: str | None  # the answer's workload key (analysis/a100.py), None: no headline workload
     kind: str  # "about", "range" or "up to"
     low: float  # the ratio (about, up to) or the range's low end; > 1: the H100 is faster
     high: float  # equal to low except for a range

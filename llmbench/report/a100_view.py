@@ -9,10 +9,10 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmbench.report.a100 import Answer, AnswerRow, Evidence, build_answer, short
-from llmbench.report.a100_data import A100_NO_FP8, A100_TARGETS, H100, is_a100
+from llmbench.analysis.a100 import Answer, AnswerRow, Evidence, build_answer, short
+from llmbench.analysis.a100_data import A100_NO_FP8, A100_TARGETS, H100, is_a100
+from llmbench.analysis.prices import Price
 from llmbench.report.html import _table_body, table_html
-from llmbench.report.prices import Price
 from llmbench.report.tables import MISSING, Table, fmt_num, to_markdown
 from llmbench.results import write_atomic
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
+from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, MetricRow, Ratio, _speed_geomean
+from llmbench.analysis.inputs import side_names
+from llmbench.analysis.pooled import RUNS_CI_METHOD
 from llmbench.metrics import METRICS
-from llmbench.report.compare import SPEED_UNITS, Comparison, Geomean, MetricRow, Ratio, _speed_geomean
-from llmbench.report.inputs import side_names
-from llmbench.report.pooled import RUNS_CI_METHOD
 from llmbench.report.tables import MISSING, Table, fmt_ratio
 from llmbench.report.views import source_notes
 from llmbench.scenarios.base import SCENARIOS

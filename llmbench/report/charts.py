@@ -25,17 +25,17 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from llmbench.analysis.bottleneck import Sweep, declared_sweep, sweeps
+from llmbench.analysis.caselabels import case_labels
+from llmbench.analysis.compare import Comparison, MetricRow
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.labels import is_measured
+from llmbench.analysis.power import curves, workload_labels
+from llmbench.analysis.project import RATE_UNITS
 from llmbench.hardware.specs import GpuSpec, lookup
 from llmbench.ids import params_text
 from llmbench.metrics import METRICS
-from llmbench.report.bottleneck import Sweep, declared_sweep, sweeps
-from llmbench.report.caselabels import case_labels
-from llmbench.report.compare import Comparison, MetricRow
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured
 from llmbench.report.plots import FIG_WIDTH_IN, SMALL_PT, Chart, to_svg
-from llmbench.report.power import curves, workload_labels
-from llmbench.report.project import RATE_UNITS
 from llmbench.report.styles import Style, gpu_color, nth_style, series_style
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS

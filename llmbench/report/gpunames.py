@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import gpu_display_name as gpu_name
-from llmbench.report.labels import tag
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.labels import gpu_display_name as gpu_name
+from llmbench.analysis.labels import tag
 
 
 def display_names(sets: list[SetRef]) -> list[SetRef]:

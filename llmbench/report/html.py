@@ -17,14 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from llmbench import __version__
-from llmbench.report.answer import ProjectionCheck, headline_table, lead_sentence, projection_checks
+from llmbench.analysis.answer import ProjectionCheck, projection_checks
+from llmbench.analysis.compare import Comparison, compare
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.labels import is_measured, source_line
+from llmbench.analysis.noisefloor import NoiseFloor
 from llmbench.report.charts import scenario_charts, speedup_charts
-from llmbench.report.compare import Comparison, compare
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
 from llmbench.report.gpunames import display_names
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured, source_line
-from llmbench.report.noisefloor import NoiseFloor
+from llmbench.report.headline_view import headline_table, lead_sentence
 from llmbench.report.plots import Chart, pareto_charts, timeline_charts
 from llmbench.report.tables import Table
 from llmbench.report.views import comparison_tables, set_tables, short_note, source_notes, validation_tables

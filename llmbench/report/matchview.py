@@ -4,8 +4,8 @@ ratio against a published figure is never read without what differs."""
 
 from __future__ import annotations
 
-from llmbench.report.caselabels import case_labels
-from llmbench.report.inputs import SetRef
+from llmbench.analysis.caselabels import case_labels
+from llmbench.analysis.inputs import SetRef
 from llmbench.report.tables import Table
 
 

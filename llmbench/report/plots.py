@@ -18,8 +18,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from llmbench.report.caselabels import case_labels
-from llmbench.report.inputs import SetRef
+from llmbench.analysis.caselabels import case_labels
+from llmbench.analysis.inputs import SetRef
 from llmbench.report.styles import gpu_color
 
 FONT_PT = 10.0

@@ -21,18 +21,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from llmbench.analysis.basediff import base_diff, by_gpu
+from llmbench.analysis.compare import Comparison, compare, headline_metric_names
+from llmbench.analysis.inputs import SetRef, load_checked, name_sets
+from llmbench.analysis.labels import is_measured
+from llmbench.analysis.noisefloor import SPREAD_DIR, floor_from_folders
+from llmbench.analysis.prices import Price, load_prices
+from llmbench.analysis.project import project, validate
 from llmbench.report.a100_view import a100_section
-from llmbench.report.basediff import base_diff, by_gpu
-from llmbench.report.compare import Comparison, compare, headline_metric_names
-from llmbench.report.costview import cost_table
+from llmbench.report.cost_view import cost_table
 from llmbench.report.firstscreen import answers_markdown, pair_answers
 from llmbench.report.gpunames import gpu_name
 from llmbench.report.html import Section, render_html
-from llmbench.report.inputs import SetRef, load_checked, name_sets
-from llmbench.report.labels import is_measured
-from llmbench.report.noisefloor import SPREAD_DIR, floor_from_folders
-from llmbench.report.prices import Price, load_prices
-from llmbench.report.project import project, validate
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import basediff_tables, comparison_tables, validation_tables
 from llmbench.results import CaseResult, write_atomic

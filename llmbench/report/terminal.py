@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from llmbench.analysis.caselabels import case_labels, constant_params, with_searched_batch
+from llmbench.analysis.labels import gpu_name
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
-from llmbench.report.caselabels import case_labels, constant_params, with_searched_batch
-from llmbench.report.labels import gpu_name
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS

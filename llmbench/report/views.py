@@ -6,15 +6,15 @@ that holds one starts with a note saying where its figures come from.
 
 from __future__ import annotations
 
-from llmbench.report.basediff import BaseDiff
-from llmbench.report.bottleneck import bottleneck_table
-from llmbench.report.caselabels import case_labels, constant_params, params_text, with_searched_batch
-from llmbench.report.compare import MAX_BATCH_METRIC, Comparison, MetricRow, Ratio
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured, mixing_warning, source_line
-from llmbench.report.migslice import slice_table
-from llmbench.report.power import power_table
-from llmbench.report.project import Validation
+from llmbench.analysis.basediff import BaseDiff
+from llmbench.analysis.caselabels import case_labels, constant_params, params_text, with_searched_batch
+from llmbench.analysis.compare import MAX_BATCH_METRIC, Comparison, MetricRow, Ratio
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.labels import is_measured, mixing_warning, source_line
+from llmbench.analysis.project import Validation
+from llmbench.report.bottleneck_view import bottleneck_table
+from llmbench.report.power_view import power_table
+from llmbench.report.slice_view import slice_table
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
 
 RATIO_CAPTION = (

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from statistics import mean, median
 from typing import Any
 
+from llmbench.analysis.labels import is_measured
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, lookup, match_name, slugs
-from llmbench.report.labels import is_measured
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, utc_now
 from llmbench.scenarios.base import SCENARIOS, Scenario
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from llmbench.analysis.caselabels import case_labels, fmt_param
+from llmbench.analysis.inputs import SetRef
 from llmbench.errors import UserError, choices_text
 from llmbench.metrics import METRICS, Better
-from llmbench.report.caselabels import case_labels, fmt_param
-from llmbench.report.inputs import SetRef
 from llmbench.results import CaseResult
 
 
@@ -28,7 +28,7 @@ class DiffRow:
     improved: bool | None  # oriented by the metric catalogue; None for `neither` metrics
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 @dataclass

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from llmbench.analysis.caselabels import case_labels, searched_batch
+from llmbench.analysis.codepath import CodePathNote, code_path_notes, code_path_warnings
+from llmbench.analysis.envdiff import env_differences
+from llmbench.analysis.inputs import SetRef, machine_count
+from llmbench.analysis.labels import mixing_warning
+from llmbench.analysis.noisefloor import Floor, NoiseFloor
+from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
-from llmbench.report.caselabels import case_labels, searched_batch
-from llmbench.report.codepath import CodePathNote, code_path_notes, code_path_warnings
-from llmbench.report.envdiff import env_differences
-from llmbench.report.inputs import SetRef, machine_count
-from llmbench.report.labels import mixing_warning
-from llmbench.report.noisefloor import Floor, NoiseFloor
-from llmbench.report.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 CONFIDENCE = 0.95
@@ -115,13 +115,7 @@ class CaseNote:
     reasons: list[str | None]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "scenario": self.scenario,
-            "case": self.case,
-            "statuses": self.statuses,
-            "reasons": self.reasons,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -240,7 +234,7 @@ def geomean(ratios: list[Ratio]) -> Ratio:
 
 def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str) -> Ratio | None:
     """The oriented ratio of two sides' figures where a side pools several runs: the ratio of the medians
-    of the runs' medians, its interval a t-interval on the runs' log ratio (report/pooled.py)."""
+    of the runs' medians, its interval a t-interval on the runs' log ratio (analysis/pooled.py)."""
     if better == "neither":
         return None
     b, t = pool_metric(base, []).value, pool_metric(this, []).value

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from llmbench.analysis.inputs import SetRef, name_sets, side_names
+from llmbench.analysis.labels import gpu_name, is_measured
 from llmbench.errors import UserError
-from llmbench.report.inputs import SetRef, name_sets, side_names
-from llmbench.report.labels import gpu_name, is_measured
 from llmbench.results import ResultSet
 
 NOT_MEASUREMENT_SETTINGS = frozenset({"timeout_s"})  # how long a case may take, not how it is timed

@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from llmbench.analysis.compare import Comparison, Ratio
 from llmbench.errors import UserError
-from llmbench.report.compare import Comparison, Ratio
-from llmbench.report.tables import Table, fmt_ratio
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
@@ -130,32 +129,3 @@ def gate(cmp: Comparison, threshold: float, metrics: Collection[str]) -> GateRes
             slower.append(GateCell(cmp.sets[i].label, row.case_id, row.scenario, row.case, row.metric,
                                    r.value, r.ci, bool(verdict), verdict is not None))
     return GateResult(threshold, limit, cmp.sets[cmp.baseline].label, slower, checked)
-
-
-def gate_table(g: GateResult) -> Table:
-    """What the gate found: each slower cell, and whether it fails the gate or sits within the noise."""
-    rows = [
-        [
-            c.set_label,
-            c.scenario,
-            c.case,
-            c.metric,
-            fmt_ratio(c.ratio, c.ci),
-            "FAIL" if c.beyond_noise else ("within noise" if c.decidable else (
-                "not judged: one run a side, no noise floor (run --repeat 3)" if c.ci else
-                "no interval (no raw samples): not gated")),
-        ]
-        for c in g.slower
-    ]
-    verdict = "FAILED" if g.failed else "passed"
-    return Table(
-        f"Regression gate: {verdict} (slower than {g.threshold:.1%} vs {g.baseline})",
-        ["set", "scenario", "case", "metric", "ratio [95% CI]", "verdict"],
-        rows,
-        caption=(
-            f"{g.checked} headline cells checked; a cell fails when its oriented ratio is below "
-            f"{g.limit:.4f} (= 1/(1+{g.threshold:g})) and its one-sided 95% upper bound is below 1 (slower beyond "
-            "the noise between runs: pooled runs, or one run a side widened by the measured noise floor)."
-        ),
-        empty=f"no headline cell is more than {g.threshold:.1%} slower than {g.baseline}",
-    )

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmbench.analysis.inputs import load_checked
+from llmbench.analysis.labels import is_measured
+from llmbench.analysis.project import project_case
 from llmbench.hardware.specs import GpuSpec, lookup
 from llmbench.references.published_ratios import PublishedRatio, load_ratios
-from llmbench.report.inputs import load_checked
-from llmbench.report.labels import is_measured
-from llmbench.report.project import project_case
 from llmbench.results import CaseResult, ResultSet
 
 H100 = "h100-sxm-80gb"

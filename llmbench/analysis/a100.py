@@ -8,7 +8,7 @@ known, each labelled for what it is:
   match the llmbench case), a published A100 figure against llmbench's H100 measurement, or a claim
   that gives only a ratio (published_ratios.py);
 - projected: the committed H100 (and H200) case projected to the A100 by roofline scaling
-  (report/project.py), with its family's error band from validation (a100_check.py).
+  (analysis/project.py), with its family's error band from validation (a100_check.py).
 
 The verdict of each row uses the measured ratio where there is one, else a close published pair of
 the same GPUs (H100 SXM and the A100 compared), else the projection, and says which. It is the seed
@@ -27,12 +27,8 @@ from pathlib import Path
 from statistics import geometric_mean
 from typing import Any
 
-from llmbench.errors import UserError, choices_text
-from llmbench.metrics import METRICS
-from llmbench.references.published_ratios import PublishedRatio
-from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
-from llmbench.report.a100_check import Band, Check, all_checks, bands, same_precision
-from llmbench.report.a100_data import (
+from llmbench.analysis.a100_check import Band, Check, all_checks, bands, same_precision
+from llmbench.analysis.a100_data import (
     A100_NO_FP8,
     A100_TARGETS,
     H100,
@@ -49,8 +45,12 @@ from llmbench.report.a100_data import (
     sets_index,
     spec,
 )
-from llmbench.report.compare import orient, ratio
-from llmbench.report.prices import Price
+from llmbench.analysis.compare import orient, ratio
+from llmbench.analysis.prices import Price
+from llmbench.errors import UserError, choices_text
+from llmbench.metrics import METRICS
+from llmbench.references.published_ratios import PublishedRatio
+from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
 from llmbench.results import CaseResult, ResultSet
 
 WORTH = 2.0  # the seed's question: is an H100 worth twice the A100's rent?

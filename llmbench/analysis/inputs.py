@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from llmbench.analysis.labels import gpu_name, tag
 from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
-from llmbench.report.labels import gpu_name, tag
 from llmbench.results import CaseResult, ResultSet, load
 
 

@@ -6,12 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from llmbench.analysis.caselabels import varying_keys
 from llmbench.hardware.power import watts_for_fraction
 from llmbench.ids import params_text
-from llmbench.report.caselabels import shared_params, varying_keys
-from llmbench.report.inputs import SetRef
-from llmbench.report.labels import is_measured
-from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
 
@@ -66,36 +63,3 @@ def workload_labels(rows: list[dict[str, Any]]) -> list[str]:
     scenarios = len({r["scenario"] for r in rows}) > 1
     return [" ".join(filter(None, [r["scenario"] if scenarios else "", params_text(r["params"], varying)]))
             or r["scenario"] for r in rows]
-
-
-def _watts(w: float | None) -> str:
-    return MISSING if w is None else f"{w:,.0f}"
-
-
-def power_table(ref: SetRef) -> Table | None:
-    """The seed's answer for a power sweep: per workload, its best speed and the watts for 80/90/95% of
-    it; None where no workload was measured at two power limits (and for projected sets, whose speed
-    does not depend on a power limit)."""
-    if ref.kind == "projected":
-        return None
-    rows = curves(ref.cases())
-    if not rows:
-        return None
-    labels = workload_labels(rows)
-    body = [
-        [label, f"{r['metric']} ({r['unit']})", fmt_num(max(s for _, s in r["points"])),
-         *[_watts(r["watts_for"][f]) for f in FRACTIONS], ", ".join(_watts(w) for w, _ in r["points"])]
-        for label, r in zip(labels, rows, strict=True)
-    ]
-    common = params_text(shared_params([r["params"] for r in rows])) if len(rows) > 1 else ""
-    return Table(
-        f"{ref.label}: power limit needed for 80/90/95% of the best speed",
-        ["workload", "speed", "best", *[f"W for {f:.0%}" for f in FRACTIONS], "limits measured (W)"],
-        body,
-        caption=(f"common params: {common}. " if common else "")
-        + "W for x%: the least power limit at which the speed reaches x% of the best speed measured, "
-        "linear between the measured limits (an interpolation); a fraction already reached at the lowest "
-        "limit answers that limit (an upper bound); — : not reached.",
-        notes=[] if is_measured(ref.rs) else [f"Not measured here: {ref.label}."],
-    )
-

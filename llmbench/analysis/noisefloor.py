@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS
-from llmbench.report.labels import is_measured
 from llmbench.results import ResultSet
 
 SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: repeat runs kept apart from the published sets

@@ -23,10 +23,7 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
-from llmbench.metrics import METRICS, Better
-from llmbench.references.published_ratios import PublishedRatio
-from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
-from llmbench.report.a100_data import (
+from llmbench.analysis.a100_data import (
     H100,
     H100_SLUGS,
     H200,
@@ -35,7 +32,10 @@ from llmbench.report.a100_data import (
     is_a100,
     projected_value,
 )
-from llmbench.report.compare import orient
+from llmbench.analysis.compare import orient
+from llmbench.metrics import METRICS, Better
+from llmbench.references.published_ratios import PublishedRatio
+from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
 

@@ -6,20 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmbench.report.compare import Comparison, metric_rows
-from llmbench.report.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
-from llmbench.report.prices import Price
-from llmbench.report.tables import MISSING, Table
-
-CAPTION = (
-    "cost = price per hour x amount / (rate x 3600), the rate being the case's median (a side of several "
-    "runs: the median of the runs' medians, as in the comparison). Break-even: "
-    "the hourly price of that set's GPU at which its cost per unit equals {base}'s at {base}'s price "
-    "(baseline price x speed ratio); rent below it and that GPU is the cheaper one per unit, above it "
-    "the dearer. [95% CI]: the baseline price x the speed ratio's interval (the comparison's: a bootstrap, "
-    "or where a side pools runs the runs' t-interval). Prices are the "
-    "ones given (--price / --prices); none is built in."
-)
+from llmbench.analysis.compare import Comparison, metric_rows
+from llmbench.analysis.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
+from llmbench.analysis.prices import Price
 
 
 @dataclass
@@ -76,47 +65,6 @@ def cost_rows(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEF
                 even.append((break_even_price(base_price.usd_per_hour, rates[b], rate), ci))
             rows.append(CostRow(mrow.scenario, mrow.case, unit.label, costs, even))
     return rows
-
-
-def _usd(v: float | None) -> str:
-    if v is None:
-        return MISSING
-    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
-
-
-def cost_table(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEFAULT_RUN_TOKENS) -> Table:
-    """The table `compare` and `report` add when prices are given."""
-    sets, b = cmp.sets, cmp.baseline
-    others = [i for i in range(len(sets)) if i != b]
-    rows = cost_rows(cmp, prices, run_tokens)
-    notes = [f"{s.label}: ${prices[s.rs.gpu_slug].usd_per_hour:.2f}/h ({prices[s.rs.gpu_slug].origin()})"
-             for s in sets if s.rs.gpu_slug in prices]
-    unpriced = [s.label for s in sets if s.rs.gpu_slug not in prices]
-    if unpriced:
-        notes.append(f"no price for {', '.join(unpriced)}: give --price SLUG=USD (slugs: "
-                     f"{', '.join(sorted({s.rs.gpu_slug for s in sets}))})")
-    if not rows:
-        notes.append("no case of these sets has output_tokens_per_s, train_samples_per_s or train_tokens_per_s "
-                     "in every set: nothing to price")
-    body = [
-        [
-            r.scenario,
-            r.case,
-            r.unit,
-            *[_usd(c) for c in r.costs],
-            *[MISSING if r.break_even[i] is None else _even_text(r.break_even[i]) for i in others],  # type: ignore[arg-type]
-        ]
-        for r in rows
-    ]
-    cols = ["scenario", "case", "unit", *[s.label for s in sets],
-            *[f"break-even $/h of {sets[i].label} vs {sets[b].name}" for i in others]]
-    return Table("Cost at the given hourly prices", cols, body, caption=CAPTION.format(base=sets[b].name),
-                 notes=notes)
-
-
-def _even_text(even: tuple[float, tuple[float, float] | None]) -> str:
-    value, ci = even
-    return f"${value:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def cost_data(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEFAULT_RUN_TOKENS) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmbench.report.inputs import SetRef
+from llmbench.analysis.inputs import SetRef
 from llmbench.results import CaseResult
 
 # Recorded for diagnosis, not compared: the same code picks other kernels on another GPU model.
