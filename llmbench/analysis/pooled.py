@@ -88,7 +88,8 @@ class LogRatioInterval:
         combines (as it combines the bootstrap replicates of single-run ratios)."""
         rng = np.random.default_rng(seed)
         t = rng.standard_t(self.df, size) if self.se else np.zeros(size)
-        return np.asarray(np.exp(self.centre + self.se * t))
+        with np.errstate(over="ignore"):  # a t draw of 1-2 degrees of freedom may overflow: an unbounded
+            return np.asarray(np.exp(self.centre + self.se * t))  # ratio (inf), which percentiles keep
 
 
 def log_ratio_interval(base: list[float], this: list[float], better: Better) -> LogRatioInterval | None:

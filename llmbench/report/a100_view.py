@@ -162,7 +162,7 @@ def projections_table(a: Answer) -> Table:
     return Table(
         "Projected A100 figures of the committed headline cases",
         ["workload", "metric", "H100 measured", "H200 measured", *(short(s) for s in A100_TARGETS), "band"], rows,
-        caption="Roofline projections (report/project.py) of the newest committed H100 case, and of the H200's case "
+        caption="Roofline projections (analysis/project.py) of the newest committed H100 case, and of the H200's case "
         "of the same id where there is one; estimates, not measurements. A100 40GB: the SXM part (the 40GB PCIe has "
         "the same datasheet bandwidth and peaks). Power limits are not modelled.")
 
