@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmbench.commands.run import plan_passes
+from llmbench.api import plan_passes
 from llmbench.measure.stats import t_quantile
 from llmbench.report.compare import compare, ratio, runs_ratio
 from llmbench.report.inputs import load_sets
