@@ -656,13 +656,12 @@ def duration_text(seconds: float) -> str:
 
 def clock_text(spent_s: float, budget_s: float | None, quoted_done_s: float, n_done: int, quoted_all_s: float,
                n_all: int) -> str:
-    """Time spent (and left of the budget) beside the dry-run quote: '4:10 spent, 10:50 left of 15:00;
-    quoted 3:55 for the 6 cases done, 14:20 for all 25'."""
+    """Time spent (and left of the budget) beside the dry-run quote, in one short line: '4:10 spent,
+    10:50 left of 15:00; quote 3:55 for 6 done, 14:20 for all 25'."""
     text = f"{_mmss(spent_s)} spent"
     if budget_s is not None:
         text += f", {_mmss(max(budget_s - spent_s, 0))} left of {_mmss(budget_s)}"
-    return (text + f"; quoted {_mmss(quoted_done_s)} for the {n_done} case(s) done, "
-            f"{_mmss(quoted_all_s)} for all {n_all}")
+    return text + f"; quote {_mmss(quoted_done_s)} for {n_done} done, {_mmss(quoted_all_s)} for all {n_all}"
 
 
 def _mmss(seconds: float) -> str:

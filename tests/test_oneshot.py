@@ -55,6 +55,7 @@ def test_budget_leaves_cases_for_resume_and_resume_from_the_bundle_completes_one
     assert first.returncode == 0, first.stderr
     bundles = list((tmp_path / "a").glob("cpu-*.tar.gz"))
     assert len(bundles) == 1 and f"bundle: {bundles[0]}" in " ".join(first.stdout.split())
+    assert "left of 10:00; quote " in first.stdout  # the time against the budget, at the suite's end
     b = read_bundle(bundles[0])
     (name, rs), = b.result_sets
     assert [c.params["kind"] for c in rs.cases] == ["ok", "env"]  # in suite order; the third deferred

@@ -51,7 +51,7 @@ class OneshotUI(RichUI):
 
     def clock(self, text: str, calm: bool) -> None:
         if calm:
-            console.print(f"  [dim]time[/dim]     {escape(text)}", highlight=False)
+            console.print(f"  [dim]time[/dim] {escape(text)}", highlight=False)
 
 
 def oneshot(
