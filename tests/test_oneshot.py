@@ -15,6 +15,7 @@ import typer
 from test_compare_support import h100_set
 from typer.testing import CliRunner
 
+from llmbench import api
 from llmbench.bundle import read_bundle, write_bundle
 from llmbench.commands import oneshot
 from llmbench.errors import UserError
@@ -54,6 +55,7 @@ def test_budget_leaves_cases_for_resume_and_resume_from_the_bundle_completes_one
     assert first.returncode == 0, first.stderr
     bundles = list((tmp_path / "a").glob("cpu-*.tar.gz"))
     assert len(bundles) == 1 and f"bundle: {bundles[0]}" in " ".join(first.stdout.split())
+    assert "left of 10:00; quote " in first.stdout  # the time against the budget, at the suite's end
     b = read_bundle(bundles[0])
     (name, rs), = b.result_sets
     assert [c.params["kind"] for c in rs.cases] == ["ok", "env"]  # in suite order; the third deferred
@@ -121,7 +123,7 @@ def app() -> typer.Typer:
 
 def test_a_broken_stack_stops_before_anything_is_measured(app: typer.Typer, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(oneshot, "run_checks", lambda gpus: [
+    monkeypatch.setattr(api, "run_checks", lambda gpus: [
         Check("torch", "ok", "2.13.0"), Check("gpu matmul", "fail", "a 4096^3 bf16 matmul ran on cpu at 0 TFLOP/s")])
     res = runner.invoke(app, ["oneshot", "--cpu", "--out", str(tmp_path / "o")])
     assert res.exit_code == 1
@@ -131,9 +133,9 @@ def test_a_broken_stack_stops_before_anything_is_measured(app: typer.Typer, tmp_
 
 def test_torch_without_the_gpu_the_driver_sees_is_a_broken_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     checks = [Check("cuda", "warn", "no CUDA GPU visible to torch")]
-    monkeypatch.setattr(oneshot.nvml, "handles", lambda: [object()])
-    assert "driver, CUDA and torch do not match" in (oneshot._stack_problem(checks, cpu=False) or "")
-    assert oneshot._stack_problem(checks, cpu=True) is None
+    monkeypatch.setattr(api.nvml, "handles", lambda: [object()])
+    assert "driver, CUDA and torch do not match" in (api.stack_problem(checks, cpu=False) or "")
+    assert api.stack_problem(checks, cpu=True) is None
 
 
 def test_resume_on_another_gpu_model_and_bad_budgets_are_refused(app: typer.Typer, tmp_path: Path) -> None:
@@ -164,11 +166,10 @@ def test_dry_run_quotes_the_plan_and_writes_nothing(app: typer.Typer, tmp_path: 
 def test_a_resumed_bundle_cannot_write_its_suite_files_outside_out(tmp_path: Path) -> None:
     """A suite name from the manifest becomes OUT/suites/<name>.toml; '/abs' would join to /abs.toml."""
     from llmbench.bundle import Bundle
-    from llmbench.commands.oneshot import _bundled_suites
     from llmbench.errors import UserError
 
     target = tmp_path / "elsewhere" / "evil"
     b = Bundle(tmp_path / "b.tar.gz", {"suites": [str(target)]}, [], {f"suites/{target}.toml": b"x = 1\n"})
     with pytest.raises(UserError, match="not a plain name"):
-        _bundled_suites(b, tmp_path / "out")
+        api.bundled_suites(b, tmp_path / "out")
     assert not (tmp_path / "elsewhere").exists()

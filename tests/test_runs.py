@@ -14,7 +14,7 @@ import pytest
 from llmbench.analysis.compare import compare, ratio, runs_ratio
 from llmbench.analysis.inputs import load_sets
 from llmbench.analysis.pooled import RUNS_CI_METHOD
-from llmbench.commands.run import plan_passes
+from llmbench.api import plan_passes
 from llmbench.measure.stats import t_quantile
 from llmbench.report.views import comparison_tables
 from llmbench.results import MetricResult, ResultSet, load, save

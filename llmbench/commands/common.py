@@ -4,7 +4,6 @@ terminal."""
 from __future__ import annotations
 
 import os
-import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,9 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from llmbench.api import ceilings_env as ceilings_env  # the path checks live in the API; commands import them here
+from llmbench.api import check_out_dir as check_out_dir
+from llmbench.api import writable_parent
 from llmbench.errors import UserError
 from llmbench.report.tables import Table, render
 from llmbench.report.terminal import print_terminal
@@ -48,26 +50,6 @@ POOL_OPT = typer.Option(
     "include the between-run spread. The passes of one `run --repeat` group are pooled without it.")
 
 
-def _writable_parent(path: Path, option: str) -> None:
-    """The nearest existing folder above `path` must be a folder we may write into."""
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UserError(f"{option} {str(path)!r}: {str(parent)!r} is a file, not a folder")
-    _can_create_in(parent, path, option)
-
-
-def _can_create_in(folder: Path, path: Path, option: str) -> None:
-    """Create and remove a file in `folder`: the one test that holds for root, read-only mounts and
-    pseudo-filesystems such as /proc alike (where os.access says yes to root, and writing fails)."""
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as e:
-        raise UserError(f"{option} {str(path)!r}: cannot write in {str(folder)!r} ({e.strerror or e})") from None
-
-
 def write_out(path: Path, text: str, option: str = "--out") -> None:
     """Write a command's output file; a failure (a disk that filled, a folder removed meanwhile) is one
     line naming the option and the reason, not a traceback."""
@@ -86,41 +68,7 @@ def check_out_file(out: Path | None, option: str = "--out") -> None:
         raise UserError(f"{option} {str(out)!r} is a folder; give a file name, e.g. {str(out / 'out.txt')!r}")
     if out.exists() and not os.access(out, os.W_OK):
         raise UserError(f"{option} {str(out)!r} exists and is not writable")
-    _writable_parent(out, option)
-
-
-def check_out_dir(out: Path, option: str = "--out") -> None:
-    """Refuse an --out FOLDER that is a file or cannot be created or written (exit 2, nothing written)."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{option} {str(out)!r} is a file; it must be a folder (result sets go to OUT/<gpu-slug>/)")
-    if out.is_dir():
-        _can_create_in(out, out, option)
-        return
-    _writable_parent(out, option)
-
-
-def ceilings_env(ceilings: Path | None, out: Path, also: Path | None = None) -> dict[str, str]:
-    """The case processes' LLMBENCH_CEILINGS: --ceilings, else the user's own LLMBENCH_CEILINGS, else
-    the run's results folder (then `also`, where it exists: oneshot's committed reference sets), as
-    absolute paths (a case reads the same set from any working directory)."""
-    from llmbench.hardware.roofline import CEILINGS_ENV
-
-    if ceilings is not None:
-        if not ceilings.exists():
-            raise UserError(f"--ceilings {str(ceilings)!r} does not exist; give a ceilings result set (.json) or "
-                            "a results folder (OUT of an earlier run, holding <gpu-slug>/ceilings-*.json)")
-        if ceilings.is_file():
-            from llmbench.results import load
-
-            try:
-                load(ceilings)
-            except (OSError, ValueError) as e:  # not JSON, not a result set: one line, not a traceback
-                raise UserError(f"--ceilings {str(ceilings)!r} is not a result set: {e}".splitlines()[0]) from None
-        return {CEILINGS_ENV: str(ceilings.resolve())}
-    if os.environ.get(CEILINGS_ENV):
-        return {}
-    places = [out, *([also] if also is not None and also.is_dir() else [])]
-    return {CEILINGS_ENV: os.pathsep.join(str(p.resolve()) for p in places)}
+    writable_parent(out, option)
 
 
 def emit(tables: list[Table], fmt: Fmt, out: Path | None, data: dict[str, Any] | None = None) -> None:

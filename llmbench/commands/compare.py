@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
-from llmbench.analysis.basediff import base_diff, by_gpu, parse_base
-from llmbench.analysis.compare import compare, headline_metric_names
-from llmbench.analysis.cost_rows import cost_data
-from llmbench.analysis.gate import GateResult, gate, parse_threshold
-from llmbench.analysis.inputs import SetRef, load_sets, resolve_baseline
-from llmbench.analysis.migslice import slice_rows
-from llmbench.analysis.noisefloor import floor_from_folders, folders_for
-from llmbench.analysis.suitejoin import MIX_OPTION, JoinPlan, plan_joins
+from llmbench import api
+from llmbench.analysis.gate import parse_threshold
+from llmbench.analysis.suitejoin import MIX_OPTION
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
-from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
-from llmbench.errors import UserError
+from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.report.answer_view import answer_tables
 from llmbench.report.cost_view import cost_table
 from llmbench.report.gate_view import gate_table
@@ -75,58 +69,26 @@ def compare_cmd(
     the warnings; then, with --all, every case."""
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
-    sets = load_sets(files, pool=pool)
-    floor = floor_from_folders(noise_floor or folders_for(files))
-    if len(sets) < 2 and base is None:
-        raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
-                        + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
-    if len(sets) < 2 and threshold is not None:
-        raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
-    plan = plan_joins(sets, mix_suites) if len(sets) >= 2 else JoinPlan([], [], [])
-    joined = [(g, n) for g, n in zip(plan.groups, plan.notes, strict=True) if _joins(g)]
-    if len(sets) >= 2 and not joined and base is None:
-        _check_joins(sets)  # says why, exit 2
-    prices = prices_for(sets, price, prices_file)
-    if prices is not None and len(sets) < 2:
-        raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
+    result = api.compare(files, baseline=baseline, base=base, headline=headline, pool=pool, fail_if_slower=threshold,
+                         prices=price or [], prices_file=prices_file, run_tokens=run_tokens,
+                         noise_floor=noise_floor or [], mix_suites=mix_suites)
     tables: list[Table] = []
-    parts: list[dict[str, Any]] = []
-    verdicts: list[GateResult] = []
-    left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
-                                for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
-    for k, (group, notes) in enumerate(joined):
-        cmp = compare(group, resolve_baseline(group, baseline), headline_metric_names() if headline else None,
-                      floor)
-        tables += answer_tables(cmp, notes=notes + (left_out if k == 0 else []))
-        extra = slice_table(cmp, short_note(group))
+    for k, group in enumerate(result.groups):
+        cmp = group.comparison
+        tables += answer_tables(cmp, notes=group.notes + (result.left_out if k == 0 else []))
+        extra = slice_table(cmp, short_note(cmp.sets))
         tables += [extra] if extra is not None and not every_case else []
         tables += comparison_tables(cmp) if every_case else []
-        tables += [t for t in (match_table(group),) if t is not None]
-        part: dict[str, Any] = {"comparison": cmp.to_dict()}
-        mig_rows = slice_rows(cmp)
-        if mig_rows:
-            part["mig_slices"] = [r.to_dict() for r in mig_rows]
-        if prices is not None:
-            tables.append(cost_table(cmp, prices, run_tokens))
-            part["cost"] = cost_data(cmp, prices, run_tokens)
-        if threshold is not None:
-            verdict = gate(cmp, threshold, headline_metric_names())
-            verdicts.append(verdict)
-            tables.append(gate_table(verdict))
-            part["gate"] = verdict.to_dict()
-        parts.append(part)
-    if joined and not every_case:
+        tables += [t for t in (match_table(cmp.sets),) if t is not None]
+        if result.prices is not None:
+            tables.append(cost_table(cmp, result.prices, run_tokens))
+        if group.gate is not None:
+            tables.append(gate_table(group.gate))
+    if result.groups and not every_case:
         tables.append(Table("", [], [], lead=[DETAILS_HINT]))
-    if not joined and baseline is not None:
-        resolve_baseline(sets, baseline)
-    data: dict[str, Any] = parts[0] if len(parts) == 1 else ({"comparisons": parts} if parts else {})
-    if base is not None:
-        key, value = parse_base(base)
-        diffs = [base_diff(s, key, value) for s in by_gpu(sets)]
-        tables += [t for d in diffs for t in basediff_tables(d)]
-        data["base_diffs"] = [d.to_dict() for d in diffs]
-    emit(tables, fmt, out, data)
-    failed = [v for v in verdicts if v.failed]
+    tables += [t for d in result.base_diffs or [] for t in basediff_tables(d)]
+    emit(tables, fmt, out, result.to_dict())
+    failed = result.failed_gates
     for verdict in failed:
         typer.echo(f"regression gate failed: {len(verdict.failures)} headline metric(s) slower than "
                    f"{verdict.threshold:.1%} vs {verdict.baseline}, beyond the noise:", err=True)
@@ -137,20 +99,6 @@ def compare_cmd(
 
 
 DETAILS_HINT = "Every case, metric and environment difference: add --all."
-
-
-def _joins(sets: list[SetRef]) -> bool:
-    ids = [{c.id for c in s.cases()} for s in sets]
-    return bool(set.intersection(*ids)) or any(ids[0] & other for other in ids[1:])
-
-
-def _check_joins(sets: list[SetRef]) -> None:
-    """Sets that share no case id have nothing to compare: say so (exit 2) rather than print empty tables."""
-    ids = [{c.id for c in s.cases()} for s in sets]
-    if not set.intersection(*ids) and not any(ids[0] & other for other in ids[1:]):
-        suites = sorted({s.rs.suite for s in sets})
-        raise UserError(f"no case joins: the result sets share no case id (suites: {', '.join(suites)}); "
-                        "compare result sets of the same suite, or cases with the same scenario and params")
 
 
 def register(app: typer.Typer) -> None:

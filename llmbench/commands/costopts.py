@@ -9,7 +9,8 @@ import typer
 
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
 from llmbench.analysis.inputs import SetRef
-from llmbench.analysis.prices import Price, resolve_prices
+from llmbench.analysis.prices import Price
+from llmbench.api import price_sets
 
 PRICE_OPT = typer.Option(
     None, "--price", metavar="SLUG=USD",
@@ -29,6 +30,4 @@ RUN_TOKENS_OPT = typer.Option(
 
 def prices_for(sets: list[SetRef], given: Optional[list[str]], file: Optional[Path]) -> dict[str, Price] | None:
     """The prices of the sets' GPUs, or None where no price option was used (no cost table)."""
-    if not given and file is None:
-        return None
-    return resolve_prices(list(given or []), file, [s.rs.gpu_slug for s in sets])
+    return price_sets(sets, given or [], file)

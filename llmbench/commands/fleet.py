@@ -9,11 +9,11 @@ from typing import Optional
 
 import typer
 
-from llmbench.analysis.compare import compare, headline_metric_names
-from llmbench.analysis.inputs import SetRef, load_sets, resolve_baseline
+from llmbench import api
+from llmbench.analysis.compare import headline_metric_names
 from llmbench.analysis.prices import Price, load_prices, parse_price
 from llmbench.commands.common import check_out_dir, err_console
-from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
+from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.errors import UserError, choices_text
 from llmbench.fleet import (
     BUNDLES_DIR,
@@ -93,7 +93,7 @@ def fleet_cmd(
     for j in failed:
         err_console.print(f"{j.name} ({j.gpu}) ended {j.status}: its bundle may be missing; "
                           f"sky jobs logs {j.job_id} shows why", highlight=False)
-    measured = {s.rs.gpu_slug for s in load_sets(collected(out / BUNDLES_DIR))}
+    measured = api.measured_slugs(collected(out / BUNDLES_DIR))
     kept = [p for p in price or [] if parse_price(p)[0] in measured]
     for p in sorted(set(price or []) - set(kept)):
         err_console.print(f"--price {p}: no job measured that GPU; left out", highlight=False)
@@ -147,40 +147,25 @@ def _check_prices(price: Optional[list[str]], prices_file: Optional[Path]) -> No
 
 def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Optional[list[str]],
                     prices_file: Optional[Path], run_tokens: int) -> None:
-    """Group the collected result sets by suite; compare each suite measured on two or more GPUs."""
-    sets = load_sets(collected(folder))
-    prices = prices_for(sets, price, prices_file)
-    by_suite: dict[str, list[SetRef]] = {}
-    for s in sets:
-        by_suite.setdefault(s.rs.suite, []).append(s)
-    parts: list[str] = []
-    sections = []
-    for suite, group in by_suite.items():
-        if len(group) < 2:
-            err_console.print(f"suite {suite}: measured on {group[0].name} only; nothing to compare", highlight=False)
-            continue
-        b = _baseline(group, baseline)
-        cmp = compare(group, b, headline_metric_names())
-        extra: list[Table] = [cost_table(cmp, prices, run_tokens)] if prices is not None else []
-        parts.append(to_markdown(answer_tables(cmp) + comparison_tables(cmp) + extra, f"Suite {suite}"))
-        sections.append((suite, group, b, prices))
-    if not parts:
+    """Compare each suite of the collected result sets measured on two or more GPUs (api.compare_by_suite);
+    write comparison.md and report.html."""
+    found = api.compare_by_suite(collected(folder), baseline=baseline, prices=price or [], prices_file=prices_file)
+    for suite, name in found.single:
+        err_console.print(f"suite {suite}: measured on {name} only; nothing to compare", highlight=False)
+    if not found.suites:
         raise UserError(f"{folder}: no suite was measured on two or more GPUs; nothing to compare")
+    parts = []
+    for sc in found.suites:
+        extra = [cost_table(sc.comparison, sc.prices, run_tokens)] if sc.prices is not None else []
+        parts.append(to_markdown(answer_tables(sc.comparison) + comparison_tables(sc.comparison) + extra,
+                                 f"Suite {sc.suite}"))
     md = out / "comparison.md"
     md.write_text("\n".join(parts), encoding="utf-8")
     err_console.print(f"wrote {md}", highlight=False)
-    _write_html(out / "report.html", sections, run_tokens)
+    _write_html(out / "report.html", found.suites, run_tokens)
 
 
-def _baseline(group: list[SetRef], name: Optional[str]) -> int:
-    """The named baseline where this suite has it, else the first set."""
-    if name is not None and any(name in (s.name, s.stem, s.rs.gpu_slug) for s in group):
-        return resolve_baseline(group, name)
-    return 0
-
-
-def _write_html(path: Path, sections: list[tuple[str, list[SetRef], int, dict[str, Price] | None]],
-                run_tokens: int) -> None:
+def _write_html(path: Path, suites: list[api.SuiteComparison], run_tokens: int) -> None:
     try:  # plots need matplotlib (llmbench[report]); the Markdown comparison is written without it
         from llmbench.report.html import Section, render_html
     except ModuleNotFoundError as e:
@@ -190,8 +175,8 @@ def _write_html(path: Path, sections: list[tuple[str, list[SetRef], int, dict[st
     def costs(prices: dict[str, Price] | None) -> Callable[..., list[Table]] | None:
         return None if prices is None else (lambda cmp: [cost_table(cmp, prices, run_tokens)])
 
-    page = [Section(f"Suite {suite}", group, b, frozenset(headline_metric_names()), costs(prices))
-            for suite, group, b, prices in sections]
+    page = [Section(f"Suite {sc.suite}", sc.sets, sc.baseline, frozenset(headline_metric_names()), costs(sc.prices))
+            for sc in suites]
     path.write_text(render_html(page, "llmbench fleet"), encoding="utf-8")
     err_console.print(f"wrote {path}", highlight=False)
 

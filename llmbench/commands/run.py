@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import secrets
 import sys
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,24 +18,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from llmbench import api
 from llmbench.analysis.caselabels import with_searched_batch
 from llmbench.analysis.labels import gpu_display_name
-from llmbench.commands.common import (
-    CEILINGS_OPT,
-    INTERRUPTED,
-    SUITES_OPT,
-    ceilings_env,
-    check_out_dir,
-    console,
-    err_console,
-)
+from llmbench.api import FAILED_STATUSES, Plan, SessionUI, SuiteRun
+from llmbench.commands.common import CEILINGS_OPT, INTERRUPTED, SUITES_OPT, console, err_console
 from llmbench.errors import UserError
-from llmbench.hardware import nvml
-from llmbench.hardware.fingerprint import local_device, local_slug
-from llmbench.harness.isolation import check_gpu_count
-from llmbench.harness.plan import CaseTime, MeasuredCase, case_time, measured_cases
-from llmbench.harness.runner import RunOptions, RunUI, check_parallel, run_suite
-from llmbench.precision import DeviceInfo
+from llmbench.harness.plan import CaseTime
 from llmbench.report.tables import Table
 from llmbench.report.terminal import (
     FLAG_LEGEND,
@@ -50,53 +37,63 @@ from llmbench.report.terminal import (
     one_line,
     print_terminal,
     result_table,
-    status_counts,
 )
-from llmbench.results import CaseResult, ResultSet, latest_result, load
-from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
+from llmbench.results import CaseResult, load
+from llmbench.suite import CaseSpec, Suite, load_suite
 
 CONFIRM_ABOVE_CASES = 200
 REASON_WIDTH = 78  # a skip reason of the plan on one line of an 80-column terminal
-FAILED_STATUSES = ("failed", "timeout")  # exit 1; "oom" too with --strict
 
 
-def exit_code(counts: dict[str, int], strict: bool) -> int:
-    """0: every case ok or skipped (or oom: a result, the size does not fit); 1: a case failed or
-    timed out (or, with --strict, ran out of memory)."""
-    bad = FAILED_STATUSES + (("oom",) if strict else ())
-    return 1 if any(counts.get(s) for s in bad) else 0
+class RichUI(SessionUI):
+    """Progress bars (suite and case, with ETA) while cases run, each case's line as it ends, and a
+    summary table after each pass."""
 
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        self.p: Progress | None = None
+        self.legend_shown = False  # the '(!)' legend, printed with the first flagged figure of a pass
 
-class RichUI(RunUI):
-    """Progress bars (suite and case, with ETA) and a summary table at the end."""
+    def line(self, text: str) -> None:
+        console.print(escape(text), highlight=False)
 
-    def __init__(self, progress: Progress) -> None:
-        self.p = progress
-        self.suite_task = progress.add_task("suite", total=0, visible=False)
-        self.case_task = progress.add_task("", total=1.0, visible=False)
-        self.deferred = 0
-        self.legend_shown = False  # the '(!)' legend, printed with the first flagged figure
+    def pass_start(self, index: int, of: int, group: str) -> None:
+        console.print(f"[bold]pass {index} of {of}[/bold] (repeat group {group})")
+
+    def cases_begin(self) -> None:
+        self.p = run_progress()
+        self.suite_task = self.p.add_task("suite", total=0, visible=False)
+        self.case_task = self.p.add_task("", total=1.0, visible=False)
+        self.legend_shown = False
+        self.p.start()
+
+    def cases_end(self) -> None:
+        if self.p is not None:
+            self.p.stop()
 
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
+        assert self.p is not None
         note = f" ({skipped} already done, resumed)" if skipped else ""
-        self.p.console.print(f"[bold]{suite.name}[/bold]: {len(cases)} case(s){note} -> {path}")
+        console.print(f"[bold]{suite.name}[/bold]: {len(cases)} case(s){note} -> {path}")
         self.p.update(self.suite_task, description=f"suite {suite.name}", total=len(cases), visible=True)
         self.p.update(self.case_task, visible=True)
 
     def case_start(self, case: CaseSpec, index: int) -> None:
+        assert self.p is not None
         self.p.reset(self.case_task, total=1.0, description=f"  {case.label}"[:70])
 
     def case_progress(self, fraction: float, text: str) -> None:
+        assert self.p is not None
         self.p.update(self.case_task, completed=fraction)
 
     def case_probe(self, case: CaseSpec, probe: dict[str, Any]) -> None:
         how = " (recorded by an earlier run)" if probe.get("resumed") else ""
         if probe.get("stage") == "measurement":
             how += " in the measurement (its probe fit): searching below it"
-        self.p.console.print(f"    max_batch probe batch_size {probe['batch_size']}: {probe['status']}{how}",
-                             highlight=False)
+        console.print(f"    max_batch probe batch_size {probe['batch_size']}: {probe['status']}{how}", highlight=False)
 
     def case_done(self, case: CaseSpec, result: CaseResult) -> None:
+        assert self.p is not None
         self.p.update(self.case_task, completed=1.0)
         self.p.advance(self.suite_task)
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
@@ -105,23 +102,38 @@ class RichUI(RunUI):
         if result.status == "ok":
             detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result))
         else:  # one line, the only place a run prints it (the result set keeps the whole text)
-            detail = one_line(result.reason, max(self.p.console.width - len(head), 30))
-        self.p.console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
+            detail = one_line(result.reason, max(console.width - len(head), 30))
+        console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
         if FLAG_MARK in detail and not self.legend_shown:
             self.legend_shown = True
-            self.p.console.print(f"  {escape(FLAG_LEGEND).replace('below', 'at the end')}", highlight=False)
+            console.print(f"  {escape(FLAG_LEGEND).replace('below', 'at the end')}", highlight=False)
 
     def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None:
-        self.deferred += 1
+        assert self.p is not None
         self.p.advance(self.suite_task)
-        self.p.console.print(f"  [yellow]{'deferred':8}[/yellow] {escape(case.label)}: needs about {needs_s:.0f} s, "
-                             f"{max(left_s, 0):.0f} s of --budget left; run again with --resume")
+        console.print(f"  [yellow]{'deferred':8}[/yellow] {escape(case.label)}: needs about {needs_s:.0f} s, "
+                      f"{max(left_s, 0):.0f} s of --budget left; run again with --resume")
 
     def warn(self, text: str) -> None:
-        self.p.console.print(f"[yellow]warning:[/yellow] {escape(text)}")
+        console.print(f"[yellow]warning:[/yellow] {escape(text)}")
 
-    def suite_done(self, result_set: ResultSet, path: Path) -> None:
+    def suite_done(self, result_set: Any, path: Path) -> None:
+        assert self.p is not None
         self.p.update(self.case_task, visible=False)
+
+    def pass_done(self, run: SuiteRun) -> None:
+        """The pass's table (skip reasons were printed as they came), its counts and warnings."""
+        rs = load(run.path)
+        print_terminal([result_table(rs, skipped=False)], console)
+        deferred = f", {run.deferred} deferred (--budget; --resume runs them)" if run.deferred else ""
+        console.print(", ".join(f"{v} {k}" for k, v in sorted(run.counts.items())) + deferred + f" -> {run.path}")
+        for w in rs.warnings + flag_summary(rs):
+            console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        code = run.exit_code(self.strict)
+        if code:
+            bad = ", ".join(f"{run.counts[s]} {s}" for s in (*FAILED_STATUSES, "oom") if run.counts.get(s))
+            err_console.print(f"exit code {code}: {bad} (llmbench show {run.path} lists the reasons)",
+                              highlight=False)
 
 
 def run_progress() -> Progress:
@@ -132,14 +144,13 @@ def run_progress() -> Progress:
     )
 
 
-def plan_tables(cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
-                slug: str) -> tuple[list[Table], float, list[CaseTime]]:
+def plan_tables(plan: Plan) -> list[Table]:
     """The plan, each case with its quote: measured (an earlier run of it), like the most similar measured
     cases, the scenario's estimate, or nothing where this device will skip it; each measured quote names
     the GPU it was measured on. Then the skipped cases' reasons, each once."""
-    times = [case_time(c, measured, device) for c in cases]
+    times, slug = plan.times, plan.slug
     rows = [[str(i), c.label, "skipped" if t.source == "skipped" else f"{t.seconds:.0f} s", _quote_source(t), c.id]
-            for i, (c, t) in enumerate(zip(cases, times, strict=True), 1)]
+            for i, (c, t) in enumerate(zip(plan.cases, times, strict=True), 1)]
     tables = [Table("plan", ["#", "case", "quote", "from", "id"], rows, key_columns=2,
                     styles={"skipped": "yellow"})]
     skipped: dict[str, list[tuple[int, str]]] = {}  # reasons that differ only in their figures, together
@@ -152,7 +163,7 @@ def plan_tables(cases: list[CaseSpec], measured: dict[str, MeasuredCase], device
             head = f"- {_numbers([i for i, _ in hits])}: "
             lines.append(head + one_line(merge_numbers([r for _, r in hits]), REASON_WIDTH - len(head)))
         tables.append(Table(f"Skipped on {gpu_display_name(slug)}, no time", [], [], lead=lines))
-    return tables, sum(t.seconds for t in times), times
+    return tables
 
 
 def _numbers(ns: list[int]) -> str:
@@ -244,98 +255,39 @@ def run(
     """Run a suite: every case in its own process, results written after each case.
 
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
-    check_out_dir(out)
-    check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
-    check_parallel(gpus, parallel)
-    case_env = ceilings_env(ceilings, out)
+    api.check_machine(out, gpus, cpu, parallel, ceilings)
     s = load_suite(suite, suites or [])
     if s.where():
         console.print(escape(s.where()), highlight=False)
-    cases = filter_cases(s.cases, filter or [])
-    if timeout is not None:
-        cases = [c.with_settings(timeout_s=timeout) for c in cases]
-    if not cases:
-        raise UserError(f"no case of suite {s.name!r} matches --filter {filter}; the suite has {len(s.cases)} case(s)")
+    selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
-        slug = local_slug(gpus, cpu)
-        measured, source = measured_cases(out, slug, s.name)
-        tables, total, quotes = plan_tables(cases, measured, local_device(gpus, cpu), slug)
-        print_terminal(tables, console)
-        how = quote_summary(quotes, slug) + (f"; earlier run: {source}" if source else
-                                             f"; no earlier run of {s.name} under {out}")
+        plan = api.plan_run(selection, out, gpus, cpu)
+        print_terminal(plan_tables(plan), console)
+        how = quote_summary(plan.times, plan.slug) + (f"; earlier run: {plan.earlier}" if plan.earlier else
+                                                      f"; no earlier run of {s.name} under {out}")
+        total = plan.total_s
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
-        console.print(f"{len(cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(slug)}{times} "
-                      f"({escape(how)}); nothing was run")
+        console.print(f"{len(plan.cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
+                      f"{times} ({escape(how)}); nothing was run")
         return
-    if len(cases) > CONFIRM_ABOVE_CASES and not yes:
+    n = len(selection.cases)
+    if n > CONFIRM_ABOVE_CASES and not yes:
         if not sys.stdin.isatty():
-            raise UserError(f"the plan has {len(cases)} cases (more than {CONFIRM_ABOVE_CASES}); narrow it with "
+            raise UserError(f"the plan has {n} cases (more than {CONFIRM_ABOVE_CASES}); narrow it with "
                             "--filter, check it with --dry-run, or pass --yes to start it")
-        typer.confirm(f"The plan has {len(cases)} cases. Start it?", abort=True)
-    if force and not resume:
-        raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
-    if repeat > 1 and force:
-        raise UserError("--repeat with --force: a repeat group measures each case once per pass; "
-                        "run a new group (--repeat alone) or re-measure one set (--resume --force)")
-    if repeat > 1 and budget is not None:
-        raise UserError("--repeat with --budget: a pass left unfinished by the budget would make runs of "
-                        "unequal cases; pick the cases with --filter instead")
-    passes = plan_passes(out, local_slug(gpus, cpu) if repeat > 1 else "", s.name, repeat, resume)
-    codes = []
-    for index, group, resume_this in passes:
-        header = {"repeat": {"group": group, "index": index, "of": repeat}} if repeat > 1 else {}
-        if repeat > 1:
-            console.print(f"[bold]pass {index} of {repeat}[/bold] (repeat group {group})")
-        opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus,
-                          device="cpu" if cpu else "auto", budget_s=budget, header=header, parallel=parallel,
-                          extra_env=case_env)
-        codes.append(_run_pass(s, cases, opts, strict))
-    if repeat > 1:
-        console.print(f"{len(passes)} pass(es) of repeat group {passes[0][1]} -> {out}; the spread between runs: "
-                      f"llmbench spread {out}/<gpu-slug>/{s.name}-*.json")
-    if any(codes):
-        raise typer.Exit(max(codes))
-
-
-def plan_passes(out: Path, slug: str, suite: str, repeat: int, resume: bool) -> list[tuple[int, str, bool]]:
-    """The passes to run as (index, repeat group, resume that pass's set). With --resume, a repeat group
-    of the same N whose newest pass is this suite's newest set on this GPU continues where it stopped
-    (that pass resumed, the later ones run); otherwise a new group starts at pass 1."""
-    if repeat == 1:
-        return [(1, "", resume)]
-    newest = latest_result(out, slug, suite) if resume else None
-    info = load(newest).repeat_info if newest is not None else None
-    if info is not None and info.get("of") == repeat and isinstance(info.get("index"), int):
-        start = int(info["index"])
-        return [(i, str(info["group"]), i == start) for i in range(start, repeat + 1)]
-    if resume:
-        console.print(f"[yellow]warning:[/yellow] no unfinished --repeat {repeat} group of {suite!r} on {slug}: "
-                      "starting a new one")
-    group = f"{suite}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
-    return [(i, group, False) for i in range(1, repeat + 1)]
-
-
-def _run_pass(s: Suite, cases: list[CaseSpec], opts: RunOptions, strict: bool) -> int:
-    """One run of the cases into one result set (one pass of --repeat); its summary; its exit code."""
+        typer.confirm(f"The plan has {n} cases. Start it?", abort=True)
     try:
-        with run_progress() as p:
-            ui = RichUI(p)
-            path = run_suite(s, cases, opts, ui)
+        result = api.run_suite(selection, out=out, resume=resume, force=force, gpus=gpus, cpu=cpu, parallel=parallel,
+                               budget_s=budget, repeat=repeat, ceilings=ceilings, ui=RichUI(strict))
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish
-    rs = load(path)
-    print_terminal([result_table(rs, skipped=False)], console)  # the skip reasons were printed as they came
-    counts = status_counts(rs)
-    deferred = f", {ui.deferred} deferred (--budget; --resume runs them)" if ui.deferred else ""
-    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + deferred + f" -> {path}")
-    for w in rs.warnings + flag_summary(rs):
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
-    code = exit_code(counts, strict)
+    if repeat > 1:
+        console.print(f"{len(result.passes)} pass(es) of repeat group {result.group} -> {out}; the spread between "
+                      f"runs: llmbench spread {out}/<gpu-slug>/{s.name}-*.json")
+    code = result.exit_code(strict)
     if code:
-        bad = ", ".join(f"{counts[s]} {s}" for s in (*FAILED_STATUSES, "oom") if counts.get(s))
-        err_console.print(f"exit code {code}: {bad} (llmbench show {path} lists the reasons)", highlight=False)
-    return code
+        raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
