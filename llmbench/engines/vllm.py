@@ -140,7 +140,8 @@ def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
 
 @ENGINES.register("vllm")
 class VLLMEngine(InferenceEngine, ServedEngine):
-    description = "vLLM offline engine (paged attention; compiled: torch.compile + CUDA graphs), per-token host times"
+    description = ("vLLM: offline engine for generate (paged attention; compiled: torch.compile + CUDA graphs), "
+                   "per-token host times; its OpenAI server for serving")
     packages = ("vllm",)
     install = INSTALL
     capabilities = frozenset({Capability.TOKEN_TIMESTAMPS})
