@@ -93,6 +93,7 @@ def test_a_served_engine_is_started_loaded_and_stopped_by_its_case(tmp_path: Pat
     assert out["metrics"]["failed_requests"]["value"] == 0
     assert out["metrics"]["tpot_ms"]["value"] >= 4.0  # the fake's 5 ms between tokens
     assert out["info"]["server_exit_code"] is not None and out["info"]["url"].startswith("http://127.0.0.1:")
+    assert out["info"]["server_command"][-2:] == ["--itl-ms", "5.0"]  # the typed option, in the recorded command
     log = next((tmp_path / "logs").glob("*.log")).read_text()
     assert "Traceback" not in log
 

@@ -292,14 +292,17 @@ def _server(params: ServingParams, engine: ServedEngine | None, work: Path, tok_
     log = _log_path(params)
     env = {**os.environ, **params.server_env} if params.server_env else None
     if shared is not None:
-        url, got = shared_server(shared, work.name, engine.server(site, log.resolve(), env, detach=True),
-                                 site.url, params.ready_timeout_s)
+        process = engine.server(site, log.resolve(), env, detach=True)
+        url, got = shared_server(shared, work.name, process, site.url, params.ready_timeout_s)
         info.update(got)
+        if not got.get("server_reused"):
+            info["server_command"] = process.command  # what ran: a served engine's is built, not in the params
         yield url
         return
     info["server_log"] = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log.name
     with sigterm_as_interrupt():
         engine.start(site, log, env)
+        info["server_command"] = engine.process.command if engine.process is not None else None
         try:
             info["server_ready_s"] = round(engine.wait_ready(params.ready_timeout_s), 2)
             yield engine.url
