@@ -49,6 +49,12 @@ def test_a_case_that_names_no_engine_is_handed_none() -> None:
     assert EngineProbe().build_engine(ProbeParams()) is None
 
 
+def test_an_engine_lists_the_interfaces_it_implements() -> None:
+    assert ENGINES.get("hf").kinds() == ["inference engine", "training engine"]
+    assert ENGINES.get("vllm").kinds() == ["inference engine", "served engine"]
+    assert ENGINES.get("fake-requests").kinds() == ["inference engine"]
+
+
 def test_an_engine_of_the_wrong_kind_names_the_valid_ones() -> None:
     assert engine_class("hf", TrainingEngine) is ENGINES.get("hf")
     with pytest.raises(ValueError, match="'fake-requests' is no training engine; valid training engines: hf"):

@@ -230,6 +230,16 @@ class Engine(ABC):
             return f"engine {cls.name!r} needs {', '.join(missing)}, which is not installed: {cls.install}"
         return None
 
+    @classmethod
+    def kinds(cls) -> list[str]:
+        """The interfaces this engine implements, by their `kind` ("inference engine", ...), for listings."""
+        return [k.kind for k in cls.__mro__ if "kind" in vars(k) and k is not Engine and issubclass(k, Engine)]
+
+    @classmethod
+    def summary(cls) -> str:
+        """Its kinds and description in one line: "(inference, served) vLLM: ..."."""
+        return f"({', '.join(k.removesuffix(' engine') for k in cls.kinds())}) {cls.description}"
+
 
 class InferenceEngine(Engine):
     """An engine that loads a model in this case process and generates with it. Subclasses declare
