@@ -60,6 +60,7 @@ def test_serving_params_name_a_served_engine_with_typed_options() -> None:
     assert isinstance(engine, VLLMEngine)
     assert engine.options == VLLMServeOptions(precision="fp8", tensor_parallel=2, max_model_len=512)
     assert ServingScenario().gpus_needed(p) == 2
+    assert ServingParams(**BASE, engine="vllm").precision == "bf16"  # the label says what the server runs
     assert "valid served engines: " in error(engine="hf") and "vllm" in error(engine="hf")
     assert "valid: max_model_len, prefix_caching" in error(engine="vllm", engine_options={"max_len": 5})
     assert "are the case's" in error(engine="vllm", engine_options={"precision": "fp8"})

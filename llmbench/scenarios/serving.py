@@ -3,8 +3,8 @@
 A case talks to a server already running (`url`), or starts one and stops it at the end, also when the
 case fails: a served engine (`engine = "vllm"`, its command built from typed `engine_options`), or any
 other server from a command line with placeholders (`server`). The case process builds the served
-engine and hands it over (engine_slot). One case is one load point (a
-rate, a concurrency or a trace); a sweep is a suite matrix over `rate` or `concurrency`.
+engine and hands it over (engine_slot). One case is one load point (a rate, a concurrency or a
+trace); a sweep is a suite matrix over `rate` or `concurrency`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_serializer, model_validator
+from pydantic import Field, ValidationError, field_serializer, model_validator
 
 from llmbench.engines.base import engine_class
 from llmbench.engines.served import CommandServer, ServedEngine, ServeOptions, ServerSite
@@ -76,6 +76,14 @@ class ServingParams(ScenarioParams):
     def _rate_text(self, v: float | None) -> float | str | None:
         return "inf" if v is not None and math.isinf(v) else v  # JSON has no infinity
 
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_precision(cls, data: Any) -> Any:
+        """A served engine runs the case's precision, so its label is what ran: bf16 unless given."""
+        if isinstance(data, dict) and data.get("engine") is not None and data.get("precision") is None:
+            data = {**data, "precision": "bf16"}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> ServingParams:
         from llmbench.serving.analysis import parse_slo
@@ -125,11 +133,8 @@ def serve_options(params: ServingParams) -> ServeOptions:
     taken = sorted(ServeOptions.case_fields & set(given))
     if taken:
         raise ValueError(f"engine_options: {', '.join(taken)} are the case's (precision, n_gpus), not options")
-    from pydantic import ValidationError
-
     try:
-        return cls.Options.model_validate({**given, "precision": params.precision or "bf16",
-                                          "tensor_parallel": params.n_gpus})
+        return cls.Options.model_validate({**given, "precision": params.precision, "tensor_parallel": params.n_gpus})
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
