@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.engines.base import LoadOptions
+from llmbench.engines.base import CaseSize, LoadOptions
 from llmbench.engines.trtllm import (
     RECORD,
     EngineKey,
@@ -34,12 +34,12 @@ def key(gpu: str = "NVIDIA H200", precision: str = "fp8") -> EngineKey:
 
 
 def test_build_settings_follow_the_case_and_precision() -> None:
-    extra = {"max_model_len": 256, "max_batch": 8, "output_len": 128}
-    fp8 = build_settings(LoadOptions("fp8", "compiled", extra=extra))
+    size = CaseSize(max_batch=8, max_model_len=256, output_len=128)
+    fp8 = build_settings(LoadOptions("fp8", "compiled", size=size))
     assert fp8["build_config"] == {"max_batch_size": 8, "max_input_len": 128, "max_seq_len": 256,
                                    "max_num_tokens": 8192}
     assert fp8["quant"] == {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"} and fp8["dtype"] == "bfloat16"
-    bf16 = build_settings(LoadOptions("bf16", "compiled", extra=extra))
+    bf16 = build_settings(LoadOptions("bf16", "compiled", size=size))
     assert bf16["quant"] == {} and bf16["dtype"] == "bfloat16"
 
 

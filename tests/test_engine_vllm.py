@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from llmbench.engines.base import LoadOptions, ModelRef
+from llmbench.engines.base import CaseSize, LoadOptions, ModelRef
 from llmbench.engines.vllm import VLLMEngine, engine_args
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.generate import GenerateParams, GenerateScenario
@@ -31,8 +31,9 @@ def need_vllm() -> None:
         pytest.skip(INSTALL)
 
 
-def args(precision: str = "bf16", mode: str = "eager", device: DeviceInfo = H200, **extra: Any) -> dict[str, Any]:
-    options = LoadOptions(precision=precision, mode=mode, extra={"max_model_len": 2176, "max_batch": 8, **extra})
+def args(precision: str = "bf16", mode: str = "eager", device: DeviceInfo = H200, **size: Any) -> dict[str, Any]:
+    case_size = CaseSize(**{"max_model_len": 2176, "max_batch": 8, **size})
+    options = LoadOptions(precision=precision, mode=mode, size=case_size)
     return engine_args(ModelRef(model="llama-3-8b"), options, device, "/m")
 
 
@@ -50,9 +51,7 @@ def test_engine_args_follow_precision_mode_and_case_size() -> None:
     assert fp8["enforce_eager"] is False
     assert fp8["compilation_config"] == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 24, 32]}
     assert args("fp8", "compiled", max_batch=1) == fp8 and args("fp8", "compiled", max_model_len=256) == fp8
-    assert args("fp8", kv_cache_dtype="fp8")["kv_cache_dtype"] == "fp8"
     assert args("fp16")["dtype"] == "float16"
-    assert args(engine_args={"block_size": 32})["block_size"] == 32
     # the CPU backend reserves host memory by size, not by a fraction of the machine's memory
     cpu = args(device=CPU)
     assert "gpu_memory_utilization" not in cpu and cpu["kv_cache_memory_bytes"] > 0

@@ -17,7 +17,7 @@ def test_torch_peak_memory_is_not_recorded_for_work_in_another_process(monkeypat
     the engine, so generate leaves it out for engines that say they run out of process."""
     import torch
 
-    from llmbench.engines.base import Engine
+    from llmbench.engines.base import InferenceEngine
     from llmbench.engines.vllm import VLLMEngine
     from llmbench.measure.timing import Measurement, StopRule
     from llmbench.precision import DeviceInfo
@@ -31,4 +31,4 @@ def test_torch_peak_memory_is_not_recorded_for_work_in_another_process(monkeypat
         ctx.device = DeviceInfo(kind="cuda", name="fake", cc=(9, 0), memory_gib=80.0)
         ctx.record_monitors(m, torch_memory=in_process)
         assert set(ctx.metrics) & {"peak_memory_gib", "peak_reserved_gib"} == expected
-    assert Engine.in_process is True and VLLMEngine.in_process is False
+    assert InferenceEngine.in_process is True and VLLMEngine.in_process is False

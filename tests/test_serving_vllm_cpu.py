@@ -71,3 +71,25 @@ def test_a_concurrency_sweep_against_vllm_on_the_cpu(vllm_server: tuple[str, Pat
         assert m["ttft_ms"].value < m["e2e_ms"].value
         assert m["output_tokens_per_s"].value > 0
         assert info["peak_in_flight"] == concurrency
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """engine = "vllm" with typed options: the case process builds the served engine, the case starts
+    vLLM's server from the command it builds (preset config dir, dummy weights, offline tokenizer), loads
+    it with exact token counts, and stops it."""
+    _require_vllm()
+    from llmbench.harness.worker import run_case
+
+    monkeypatch.setenv("LLMBENCH_SERVING_LOGS", str(tmp_path / "logs"))
+    params = {"engine": "vllm", "preset": "tiny-llama", "engine_options": {"max_model_len": 512},
+              "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "ready_timeout_s": 600, "input_len": 32,
+              "output_len": OUTPUT_LEN, "concurrency": 2, "num_requests": 4}
+    out = run_case({"scenario": "serving", "params": params, "device": "cpu"})
+    assert out["status"] == "ok", out.get("reason")
+    assert out["metrics"]["failed_requests"]["value"] == 0
+    assert [r.output_tokens for r in from_columns(out["info"]["requests"])] == [OUTPUT_LEN] * 4
+    command = out["info"]["server_command"]
+    assert "vllm.entrypoints.openai.api_server" in command and "--no-enable-prefix-caching" in command
+    assert out["info"]["server_exit_code"] is not None

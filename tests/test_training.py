@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from llmbench.engines.base import ENGINES, Capability, ModelRef, TrainOptions
+from llmbench.engines.base import ENGINES, ModelRef, TrainingEngine, TrainOptions
 from llmbench.harness.isolation import ChildOutcome
 from llmbench.harness.max_batch import PROBE_SETTINGS, search_max_batch
 from llmbench.harness.worker import run_case
@@ -38,7 +38,7 @@ def test_progression_data_is_deterministic_and_follows_its_rule() -> None:
 
 def test_loss_falls_on_the_learnable_task() -> None:
     engine = ENGINES.get("hf")()
-    assert Capability.TRAIN in engine.capabilities
+    assert isinstance(engine, TrainingEngine)
     s = engine.load_for_training(ModelRef(model="tiny-llama"),
                                  TrainOptions(method="full", dtype="fp32", layers=1, lr=3e-3), CPU)
     data = [progression_batch(s.vocab_size, 8, 16, step=i) for i in range(40)]

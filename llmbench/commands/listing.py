@@ -38,7 +38,7 @@ def list_(
         "suites": lambda: [suite_row(s) for s in available_suites(suites or []).values()],
         "scenarios": lambda: [(n, c.description) for n, c in SCENARIOS],
         "precisions": lambda: [(p.name, p.description) for p in PRECISIONS.values()],
-        "engines": lambda: [(n, c.description + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))
+        "engines": lambda: [(n, c.summary() + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))
                             for n, c in ENGINES],
         "metrics": lambda: [(m.name, f"{m.unit}, {m.better} is better: {m.description}"
                              if m.better != "neither" else f"{m.unit}: {m.description}") for m in METRICS.values()],

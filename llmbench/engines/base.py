@@ -1,7 +1,14 @@
-"""The engine interface. A scenario receives an engine (as optimum-benchmark hands its backend to a
-scenario) and asks it for what it declares it can do; it never looks at the engine's name or probes
-it with hasattr. A new engine is one module here: a subclass of `Engine` registered with
-`@ENGINES.register("name")`, whose session classes implement the abilities it declares.
+"""The engine interfaces. The case process builds the engine a case names and hands it to the scenario
+(as optimum-benchmark hands its backend to a scenario); the scenario asks it for what it declares it
+can do and never looks at its name or probes it with hasattr. Three interfaces, one per kind of work:
+
+- `InferenceEngine`: load(model, LoadOptions) -> GenerationSession (generate);
+- `TrainingEngine`: load_for_training(model, TrainOptions) -> TrainingSession (qlora, fp8_train);
+- `ServedEngine` (llmbench.engines.served): a server it starts from typed options, asks for health,
+  and stops, at a URL (serving).
+
+An engine may implement several (hf is an inference and a training engine). A new engine is one module
+here: a subclass of the interfaces it implements, registered with `@ENGINES.register("name")`.
 
 An engine that is not installed makes its cases `skipped` with the install command in the reason.
 Modules here import no heavy package at import time: the CLI imports them to validate suites.
@@ -14,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from llmbench import precision as prec
 from llmbench.precision import DeviceInfo
@@ -33,7 +40,6 @@ class Capability(str, Enum):
     LOGITS = "logits"  # full-sequence logits of a forward pass (the accuracy check)
     CONVERT = "convert"  # converts loaded bf16 weights to another precision in place (same weights)
     PARTIAL_GENERATE = "partial_generate"  # generate(tokens=n) runs a shorter generation (kernel profile)
-    TRAIN = "train"  # a training session: one optimizer step at a time
     BUILD = "build"  # builds an artifact (a compiled engine) before it can run; the build is timed
 
 
@@ -48,9 +54,21 @@ class ModelRef:
 
 
 @dataclass(frozen=True)
+class CaseSize:
+    """What a case will ask of a loaded model, for engines that size themselves to it (vLLM's batch
+    slots and max_model_len, its CUDA-graph sizes; TensorRT-LLM's build limits); others ignore it.
+    None: not known (the engine picks its default)."""
+
+    max_batch: int | None = None  # sequences generated at once
+    max_model_len: int | None = None  # prompt + output tokens of one sequence
+    output_len: int | None = None  # tokens generated per sequence
+    max_positions: int | None = None  # the architecture's position limit (a preset's), an upper bound
+
+
+@dataclass(frozen=True)
 class LoadOptions:
-    """How to load: the precision the weights are stored in, the engine's mode, parallelism, and
-    engine-specific settings (recorded with the case by the scenario that passes them)."""
+    """How to load: the precision the weights are stored in, the engine's mode, parallelism, and the
+    case's size (recorded with the case by the scenario that passes them)."""
 
     precision: str = "bf16"
     mode: str = "eager"
@@ -58,7 +76,7 @@ class LoadOptions:
     # engines that fuse same-input projections in their fast mode (hf compiled) may be told not to:
     # the fused and unfused layouts are two code paths of one case
     fuse_projections: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    size: CaseSize = field(default_factory=CaseSize)
 
 
 @dataclass(frozen=True)
@@ -196,17 +214,13 @@ class TrainingSession(ABC):
 
 
 class Engine(ABC):
-    """An inference or training engine. Subclasses declare what they can do and load sessions."""
+    """What every engine has, whatever its kind: a name, a description, and the packages it needs."""
 
     name: ClassVar[str]
+    kind: ClassVar[str] = "engine"  # what the interface is called in messages ("inference engine", ...)
     description: ClassVar[str] = ""
     packages: ClassVar[tuple[str, ...]] = ()  # import names it needs
     install: ClassVar[str] = ""  # e.g. "pip install 'llmbench[vllm]'"
-    capabilities: ClassVar[frozenset[Capability]] = frozenset()
-    modes: ClassVar[tuple[str, ...]] = ("eager",)
-    precisions: ClassVar[frozenset[str]] = frozenset({"bf16"})  # names of llmbench.precision it can apply
-    max_tensor_parallel: ClassVar[int] = 1
-    in_process: ClassVar[bool] = True  # the model runs in this process (torch's memory counters see it)
 
     @classmethod
     def missing_reason(cls) -> str | None:
@@ -215,6 +229,28 @@ class Engine(ABC):
         if missing:
             return f"engine {cls.name!r} needs {', '.join(missing)}, which is not installed: {cls.install}"
         return None
+
+    @classmethod
+    def kinds(cls) -> list[str]:
+        """The interfaces this engine implements, by their `kind` ("inference engine", ...), for listings."""
+        return [k.kind for k in cls.__mro__ if "kind" in vars(k) and k is not Engine and issubclass(k, Engine)]
+
+    @classmethod
+    def summary(cls) -> str:
+        """Its kinds and description in one line: "(inference, served) vLLM: ..."."""
+        return f"({', '.join(k.removesuffix(' engine') for k in cls.kinds())}) {cls.description}"
+
+
+class InferenceEngine(Engine):
+    """An engine that loads a model in this case process and generates with it. Subclasses declare
+    what they can do and load sessions."""
+
+    kind = "inference engine"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    modes: ClassVar[tuple[str, ...]] = ("eager",)
+    precisions: ClassVar[frozenset[str]] = frozenset({"bf16"})  # names of llmbench.precision it can apply
+    max_tensor_parallel: ClassVar[int] = 1
+    in_process: ClassVar[bool] = True  # the model runs in this process (torch's memory counters see it)
 
     @classmethod
     def lacks(cls, needed: frozenset[Capability] | set[Capability]) -> str | None:
@@ -253,9 +289,28 @@ class Engine(ABC):
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> GenerationSession:
         """Load (or build) the model on `device` as `options` say."""
 
+
+class TrainingEngine(Engine):
+    """An engine that builds a model with its optimizer for training, stepped one batch at a time."""
+
+    kind = "training engine"
+
+    @abstractmethod
     def load_for_training(self, model: ModelRef, options: TrainOptions, device: DeviceInfo) -> TrainingSession:
-        """A training session (Capability.TRAIN)."""
-        raise NotImplementedError
+        """A training session of `model` on `device` as `options` say."""
 
 
 ENGINES: Registry[Engine] = Registry("engine", "llmbench.engines")
+
+E = TypeVar("E", bound=Engine)
+
+
+def engine_class(name: str, interface: type[E]) -> type[E]:
+    """The registered engine `name`, which must implement `interface`; a ValueError naming the valid
+    engines of that kind otherwise (a suite's params validators turn it into one clear line)."""
+    cls = ENGINES.get(name) if name in ENGINES else None
+    if cls is not None and issubclass(cls, interface):
+        return cls
+    valid = ", ".join(n for n, c in ENGINES if issubclass(c, interface))
+    what = f"unknown engine {name!r}" if cls is None else f"engine {name!r} is no {interface.kind}"
+    raise ValueError(f"{what}; valid {interface.kind}s: {valid}")

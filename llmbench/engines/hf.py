@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from llmbench.engines.base import (
     ENGINES,
     Capability,
-    Engine,
     Generation,
     GenerationSession,
+    InferenceEngine,
     LoadOptions,
     ModelRef,
+    TrainingEngine,
     TrainingSession,
     TrainOptions,
 )
@@ -62,14 +63,13 @@ def gpu_compile_options(batch: int, precision: str = "bf16") -> dict[str, Any]:
 
 
 @ENGINES.register("hf")
-class HFEngine(Engine):
+class HFEngine(InferenceEngine, TrainingEngine):
     description = "Hugging Face transformers generate(): eager (dynamic cache) or compiled (static cache)"
     packages = ("transformers", "accelerate")
     install = "pip install 'llmbench[hf]'"
     modes = MODES
     capabilities = frozenset({
         Capability.TOKEN_TIMESTAMPS, Capability.LOGITS, Capability.CONVERT, Capability.PARTIAL_GENERATE,
-        Capability.TRAIN,
     })
     precisions = frozenset(PRECISIONS)  # every precision of the axis, through torchao and bitsandbytes
 

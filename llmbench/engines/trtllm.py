@@ -34,9 +34,9 @@ from llmbench import precision as prec
 from llmbench.engines.base import (
     ENGINES,
     Capability,
-    Engine,
     Generation,
     GenerationSession,
+    InferenceEngine,
     LoadOptions,
     ModelRef,
     RequestTiming,
@@ -61,9 +61,9 @@ def engine_cache_dir() -> Path:
 def build_settings(options: LoadOptions) -> dict[str, Any]:
     """The BuildConfig and quantization of an engine for a case: sized for the case (batch, prompt
     and sequence length), so a build is as small and quick as the case allows."""
-    max_seq = int(options.extra.get("max_model_len", 4096))
-    batch = int(options.extra.get("max_batch", 1))
-    output = int(options.extra.get("output_len", 0)) or max_seq // 2
+    max_seq = options.size.max_model_len or 4096
+    batch = options.size.max_batch or 1
+    output = options.size.output_len or max_seq // 2
     build = {
         "max_batch_size": batch,
         "max_input_len": max(1, max_seq - output),
@@ -171,7 +171,7 @@ def parse_bench_report(report: dict[str, Any]) -> tuple[dict[str, float], dict[s
 
 
 @ENGINES.register("trtllm")
-class TRTLLMEngine(Engine):
+class TRTLLMEngine(InferenceEngine):
     description = ("NVIDIA TensorRT-LLM: builds a TensorRT engine per GPU model (cached), request-level "
                    "TTFT/E2E; written from its documentation, not yet run by llmbench")
     packages = ("tensorrt_llm",)

@@ -1,5 +1,7 @@
-"""vLLM's offline engine (`vllm.LLM`) behind the engine interface, so the unchanged `generate`
-scenario measures it: the same synthetic token ids, exactly output_len greedy tokens per sequence
+"""vLLM as an inference engine and as a served engine. Served (`engine = "vllm"` in a serving case):
+vLLM's OpenAI-compatible server, its command line built from typed options (VLLMServeOptions;
+`server_command`). Offline: vLLM's `vllm.LLM` behind the inference interface, so the unchanged
+`generate` scenario measures it: the same synthetic token ids, exactly output_len greedy tokens per sequence
 (EOS ignored), per-token timestamps.
 
 Timing: generate() drives `llm.llm_engine` one `step()` at a time (all sequences of the batch added
@@ -12,8 +14,7 @@ vLLM user sees.
 Precision: bf16 and fp16 set the model dtype; fp8 is vLLM's `quantization="fp8"` (weights in fp8
 per tensor, activation scales computed per batch; the model dtype stays bf16), the same recipe as
 llmbench's own fp8. The KV cache stays in the model dtype, as in the transformers engine's fp8, so
-the two engines' fp8 cases measure the same thing; `LoadOptions.extra["kv_cache_dtype"] = "fp8"`
-asks vLLM for an fp8 KV cache too (recorded in the case's info).
+the two engines' fp8 cases measure the same thing.
 
 Mode "eager" is `enforce_eager=True`; "compiled" is vLLM's default (torch.compile and CUDA graphs).
 Each case is a new process and so a new vLLM start; to keep that short the batch slots, max_model_len
@@ -28,10 +29,21 @@ import gc
 import os
 import tempfile
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
 
 from llmbench import precision as prec
-from llmbench.engines.base import ENGINES, Capability, Engine, Generation, GenerationSession, LoadOptions, ModelRef
+from llmbench.engines.base import (
+    ENGINES,
+    Capability,
+    Generation,
+    GenerationSession,
+    InferenceEngine,
+    LoadOptions,
+    ModelRef,
+)
+from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
 from llmbench.precision import DeviceInfo
 
 if TYPE_CHECKING:
@@ -55,7 +67,7 @@ def _bucket(n: int, buckets: tuple[int, ...]) -> int:
 def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model_dir: str) -> dict[str, Any]:
     """The keyword arguments of `vllm.LLM` for a case: what it loads, at which precision, how it runs.
     Kept separate from load() so that they are tested without vLLM and recorded with the case."""
-    extra = dict(options.extra)
+    size = options.size
     args: dict[str, Any] = {
         "model": model_dir,
         "load_format": "auto" if model.weights == "pretrained" else "dummy",
@@ -70,16 +82,13 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
     }
     if options.precision == "fp8":
         args["quantization"] = "fp8"
-    if "kv_cache_dtype" in extra:
-        args["kv_cache_dtype"] = extra.pop("kv_cache_dtype")
-    if "max_model_len" in extra:
-        args["max_model_len"] = _bucket(int(extra.pop("max_model_len")), MODEL_LEN_BUCKETS)
-        if "max_positions" in extra:
-            args["max_model_len"] = min(args["max_model_len"], int(extra.pop("max_positions")))
+    if size.max_model_len is not None:
+        args["max_model_len"] = _bucket(size.max_model_len, MODEL_LEN_BUCKETS)
+        if size.max_positions is not None:
+            args["max_model_len"] = min(args["max_model_len"], size.max_positions)
         args["max_num_batched_tokens"] = max(8192, args["max_model_len"])
-    batch = extra.pop("max_batch", None)
-    if batch is not None:
-        slots = _bucket(int(batch), BATCH_BUCKETS)
+    if size.max_batch is not None:
+        slots = _bucket(size.max_batch, BATCH_BUCKETS)
         args["max_num_seqs"] = slots
         if options.mode == "compiled" and device.is_cuda:
             args["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, *range(8, slots + 1, 8)]}
@@ -87,13 +96,52 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
         args["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
     else:
         args["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
-    args.update(extra.get("engine_args", {}))  # anything else asked of vLLM, as vLLM names it
     return args
 
 
+class VLLMServeOptions(ServeOptions):
+    """vLLM server settings a suite may give (`engine_options`), beside the case's precision and GPUs."""
+
+    prefix_caching: bool = Field(False, description="vLLM's automatic prefix caching; off: every load point "
+                                 "sends prompts of the same seed, so a cache would turn prefills into hits")
+    max_num_seqs: int | None = Field(None, ge=1, description="sequences in flight at most; None: vLLM's default")
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="None: vLLM's default")
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    enforce_eager: bool = Field(False, description="no torch.compile or CUDA graphs")
+
+
+def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
+    """The command line of vLLM's OpenAI-compatible server for a case: a preset's config dir with dummy
+    weights (or a checkpoint by name), the case's precision (fp8: vLLM's fp8 weights, as offline), the
+    offline tokenizer, and the options given."""
+    dummy = site.model_dir is not None
+    cmd = [site.python, "-m", "vllm.entrypoints.openai.api_server", "--model", site.model_dir or site.model,
+           "--tokenizer", site.tokenizer_dir, "--load-format", "dummy" if dummy else "auto",
+           "--served-model-name", site.model, "--host", site.host, "--port", str(site.port),
+           "--dtype", DTYPES[options.precision]]
+    if options.max_model_len is not None:
+        cmd += ["--max-model-len", str(options.max_model_len)]
+    if not options.prefix_caching:
+        cmd.append("--no-enable-prefix-caching")
+    if options.precision == "fp8":
+        cmd += ["--quantization", "fp8"]
+    if options.tensor_parallel > 1:
+        cmd += ["--tensor-parallel-size", str(options.tensor_parallel)]
+    if options.max_num_seqs is not None:
+        cmd += ["--max-num-seqs", str(options.max_num_seqs)]
+    if options.gpu_memory_utilization is not None:
+        cmd += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
+    if options.kv_cache_dtype != "auto":
+        cmd += ["--kv-cache-dtype", options.kv_cache_dtype]
+    if options.enforce_eager:
+        cmd.append("--enforce-eager")
+    return cmd
+
+
 @ENGINES.register("vllm")
-class VLLMEngine(Engine):
-    description = "vLLM offline engine (paged attention; compiled: torch.compile + CUDA graphs), per-token host times"
+class VLLMEngine(InferenceEngine, ServedEngine):
+    description = ("vLLM: offline engine for generate (paged attention; compiled: torch.compile + CUDA graphs), "
+                   "per-token host times; its OpenAI server for serving")
     packages = ("vllm",)
     install = INSTALL
     capabilities = frozenset({Capability.TOKEN_TIMESTAMPS})
@@ -101,6 +149,11 @@ class VLLMEngine(Engine):
     precisions = frozenset(DTYPES)
     in_process = False  # the model runs in vLLM's engine-core process
     max_tensor_parallel = 8  # checked against the GPUs this case process sees, in unsupported_reason
+    Options: ClassVar[type[ServeOptions]] = VLLMServeOptions
+
+    def command(self, site: ServerSite) -> list[str]:
+        assert isinstance(self.options, VLLMServeOptions)
+        return server_command(self.options, site)
 
     @classmethod
     def unsupported_reason(cls, options: LoadOptions, device: DeviceInfo) -> str | None:

@@ -48,7 +48,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     reason = scenario.skip_reason(params, device)
     if reason:
         return {**out, "status": "skipped", "reason": reason}
-    ctx = CaseContext(device, rule)
+    ctx = CaseContext(device, rule, engine=scenario.build_engine(params))  # the engine the case names
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case

@@ -5,11 +5,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from llmbench import precision as prec
+from llmbench.engines.base import Engine, engine_class
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import params_text
@@ -46,12 +47,18 @@ class Skip(Exception):
     """Raised inside a case that cannot run here; the message is the reason shown to the user."""
 
 
-class CaseContext:
-    """What a running case can use: its device, the stop rule, a timer, monitors, and a place to put
-    metrics. Timing code lives here once, not in each scenario."""
+E = TypeVar("E", bound=Engine)
 
-    def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True) -> None:
+
+class CaseContext:
+    """What a running case can use: its device, the stop rule, a timer, monitors, a place to put
+    metrics, and the engine the case names (built by the case process, see Scenario.engine_slot).
+    Timing code lives here once, not in each scenario."""
+
+    def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True,
+                 engine: Engine | None = None) -> None:
         self.device = device
+        self._engine = engine
         self.rule = rule
         self.timer = timer_for(device.kind)
         self.metrics: dict[str, MetricResult] = {}
@@ -60,6 +67,13 @@ class CaseContext:
         # measurements of different code rather than of different machines
         self.code_path: dict[str, Any] = {}
         self._emit = emit_progress
+
+    def engine(self, interface: type[E]) -> E:
+        """The engine handed to this case, as the interface the scenario declared it needs."""
+        if not isinstance(self._engine, interface):
+            raise RuntimeError(f"this case was handed no {interface.kind} (it has {self._engine!r}): "
+                               "the scenario declares one with engine_slot")
+        return self._engine
 
     # -- progress -----------------------------------------------------------------------------
     def progress(self, fraction: float, text: str = "") -> None:
@@ -152,6 +166,16 @@ class WorkerSettings:
     power_limit_w: float | None = None  # the GPU's power limit (needs root); None: left as it is
 
 
+@dataclass(frozen=True)
+class EngineSlot:
+    """A scenario whose cases run on an engine: the interface it needs (InferenceEngine,
+    TrainingEngine, ServedEngine) and the param that names it. The case process builds that engine and
+    hands it over in the CaseContext; a case whose param is None gets none."""
+
+    interface: type[Engine]
+    param: str = "engine"
+
+
 SweepPoint = tuple[int, float, float | None]  # (batch, speed, GPU busy fraction or None)
 
 
@@ -174,7 +198,8 @@ class Scenario(ABC):
 
     What the harness and the report do for some scenarios only, a scenario declares here and they read
     generically (never a scenario's name or its params' names): `gpus_needed`, `max_batch_search`,
-    `worker_settings`, `server_scope`, `bottleneck_sweep`, `family`."""
+    `worker_settings`, `server_scope`, `bottleneck_sweep`, `family`, and the engine a case runs on
+    (`engine_slot`, built by `build_engine` and handed over in the CaseContext)."""
 
     name: ClassVar[str]
     Params: ClassVar[type[ScenarioParams]]
@@ -188,6 +213,14 @@ class Scenario(ABC):
     families: ClassVar[dict[str, str]] = {}
     max_batch_search: ClassVar[BatchSearch | None] = None  # the runner's largest-batch search, where offered
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
+    engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
+
+    def build_engine(self, params: Any) -> Engine | None:
+        """The engine this case names, built for the case process to hand to run() (ctx.engine); None
+        where the scenario declares no engine_slot or the case names none."""
+        slot = self.engine_slot
+        name = getattr(params, slot.param) if slot is not None else None
+        return engine_class(name, slot.interface)() if slot is not None and name is not None else None
 
     def gpus_needed(self, params: Any) -> int:
         """The GPUs a case takes (slots under --parallel): one, unless the scenario spans several."""

@@ -16,13 +16,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from llmbench.engines.base import ModelRef, TrainOptions
+from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import Measurement, StopRule
 from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
 
 RECIPES = ("bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current")
 
@@ -37,6 +37,7 @@ class FP8TrainParams(ScenarioParams):
     lr: float = Field(1e-4, gt=0)
 
     _known_model = field_validator("model")(known_preset)
+    _known_engine = field_validator("engine")(tr.known_training_engine)
 
 
 @SCENARIOS.register("fp8_train")
@@ -45,6 +46,7 @@ class FP8Train(Scenario):
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    engine_slot = EngineSlot(TrainingEngine)
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         from llmbench.engines.hf_train import fp8_reason
@@ -84,8 +86,7 @@ class FP8Train(Scenario):
     def _train(self, params: Any, ctx: CaseContext, rule: StopRule,
                fp8: str) -> tuple[Measurement, list[float], dict[str, Any]]:
         opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
-        engine = tr.training_engine(params.engine)
-        session = engine.load_for_training(ModelRef(model=params.model), opts, ctx.device)
+        session = ctx.engine(TrainingEngine).load_for_training(ModelRef(model=params.model), opts, ctx.device)
         saved = ctx.rule
         ctx.rule = rule
         try:

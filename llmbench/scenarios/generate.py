@@ -19,7 +19,16 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from llmbench import precision as prec
-from llmbench.engines.base import ENGINES, Capability, Engine, GenerationSession, LoadOptions, ModelRef, RequestTiming
+from llmbench.engines.base import (
+    Capability,
+    CaseSize,
+    GenerationSession,
+    InferenceEngine,
+    LoadOptions,
+    ModelRef,
+    RequestTiming,
+    engine_class,
+)
 from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
@@ -31,7 +40,7 @@ from llmbench.models.shape import ModelShape
 from llmbench.precision import DeviceInfo
 from llmbench.results import MetricResult
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams, Skip
 
 REFERENCE = "bf16"
 PROBE_SHAPE = (2, 64)  # the fixed batch the accuracy metrics are computed on
@@ -76,8 +85,7 @@ class GenerateParams(ScenarioParams):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        if v not in ENGINES:
-            raise ValueError(f"unknown engine {v!r}; valid: {', '.join(ENGINES.names())}")
+        engine_class(v, InferenceEngine)
         return v
 
     @model_validator(mode="after")
@@ -187,6 +195,7 @@ class TokenClock:
 class GenerateScenario(Scenario):
     Params = GenerateParams
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
+    engine_slot = EngineSlot(InferenceEngine)
 
     def gpus_needed(self, params: Any) -> int:
         return int(params.tensor_parallel)
@@ -213,7 +222,7 @@ class GenerateScenario(Scenario):
     description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
 
     def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
-        engine = ENGINES.get(params.engine)
+        engine = engine_class(params.engine, InferenceEngine)
         why = engine.unsupported_reason(_load_options(params), device)
         if why:
             return why
@@ -258,7 +267,7 @@ class GenerateScenario(Scenario):
         return build + compile_s + (rule.warmup_iters + 1) * per_iter + timed
 
     def run(self, params: GenerateParams, ctx: CaseContext) -> None:
-        engine = ENGINES.get(params.engine)()
+        engine = ctx.engine(InferenceEngine)
         # an engine that converts in place is loaded in bf16 first, for reference logits of the same weights
         convert_here = params.precision != REFERENCE and {Capability.LOGITS, Capability.CONVERT} <= engine.capabilities
         options = _load_options(params, REFERENCE if convert_here else params.precision)
@@ -272,7 +281,8 @@ class GenerateScenario(Scenario):
             session.close()
 
     def _run_session(
-        self, params: GenerateParams, ctx: CaseContext, engine: Engine, session: GenerationSession, convert_here: bool
+        self, params: GenerateParams, ctx: CaseContext, engine: InferenceEngine, session: GenerationSession,
+        convert_here: bool,
     ) -> None:
         dev = ctx.device
         limit = session.max_positions()
@@ -471,14 +481,13 @@ TIMING = frozenset({Capability.TOKEN_TIMESTAMPS, Capability.REQUEST_METRICS})  #
 
 
 def _load_options(params: GenerateParams, precision: str | None = None) -> LoadOptions:
-    """The load options of a case. `extra` tells engines that size themselves (vLLM's max_model_len
+    """The load options of a case. Its size tells engines that size themselves (vLLM's max_model_len
     and batch slots, CUDA-graph sizes) what the case needs; engines that do not, ignore it."""
-    extra: dict[str, Any] = {"max_model_len": params.input_len + params.output_len,
-                             "max_batch": params.batch_size, "output_len": params.output_len}
-    if params.model is not None:
-        extra["max_positions"] = PRESETS[params.model].max_positions
+    size = CaseSize(max_batch=params.batch_size, max_model_len=params.input_len + params.output_len,
+                    output_len=params.output_len,
+                    max_positions=PRESETS[params.model].max_positions if params.model is not None else None)
     return LoadOptions(precision=precision or params.precision, mode=params.mode,
-                       tensor_parallel=params.tensor_parallel, fuse_projections=params.fuse, extra=extra)
+                       tensor_parallel=params.tensor_parallel, fuse_projections=params.fuse, size=size)
 
 
 def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:

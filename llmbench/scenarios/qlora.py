@@ -14,13 +14,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from llmbench.engines.base import ModelRef, TrainOptions
+from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, EngineSlot, Scenario, ScenarioParams
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BNB_INSTALL = "pip install 'llmbench[quant]'  (bitsandbytes)"
@@ -44,6 +44,7 @@ class QLoRAParams(ScenarioParams):
     max_batch: bool = Field(False, description="the runner searches the largest batch_size that fits")
 
     _known_model = field_validator("model")(known_preset)
+    _known_engine = field_validator("engine")(tr.known_training_engine)
 
 
 def train_options(p: Any) -> TrainOptions:
@@ -61,6 +62,7 @@ class QLoRA(Scenario):
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     families: ClassVar[dict[str, str]] = {"train_tokens_per_s": "qlora"}
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
+    engine_slot = EngineSlot(TrainingEngine)
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         reason = tr.engine_reason(params.engine)
@@ -83,7 +85,7 @@ class QLoRA(Scenario):
         ctx.info["config"] = params.model_dump(mode="json")
         with tr.oom_as_result(ctx):
             ctx.progress(0.0, f"building {params.model} for {params.method}")
-            session = tr.training_engine(params.engine).load_for_training(
+            session = ctx.engine(TrainingEngine).load_for_training(
                 ModelRef(model=params.model), train_options(params), ctx.device)
             ctx.info.update(session.info())
             m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len)

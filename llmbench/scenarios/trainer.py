@@ -41,6 +41,7 @@ class TrainerParams(ScenarioParams):
     lr: float = Field(5e-5, gt=0)
 
     _known_model = field_validator("model")(known_preset)
+    _known_engine = field_validator("engine")(tr.known_training_engine)
 
     @model_validator(mode="after")
     def _one_model(self) -> TrainerParams:

@@ -164,7 +164,8 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """Whether a server at `url` answers 200 on one of READY_PATHS now."""
     for path in READY_PATHS:
         with contextlib.suppress(OSError, urllib.error.URLError), urllib.request.urlopen(url + path, timeout=2) as r:
             if r.status == 200:
@@ -196,7 +197,7 @@ def shared_server(folder: Path, key: str, start: ServerProcess, url: str, ready_
     slot = re.sub(r"[^\w.-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all")) or "all"
     record = folder / f"server-{slot}.json"
     old = json.loads(record.read_text()) if record.is_file() else None
-    if old and old["key"] == key and _answers(old["url"]):
+    if old and old["key"] == key and answers(old["url"]):
         return old["url"], {"server_reused": True, "server_log": old["log"]}
     if old:
         _stop_group(int(old["pid"]))

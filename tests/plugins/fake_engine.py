@@ -11,9 +11,9 @@ from typing import Any
 from llmbench.engines.base import (
     ENGINES,
     Capability,
-    Engine,
     Generation,
     GenerationSession,
+    InferenceEngine,
     LoadOptions,
     ModelRef,
     RequestTiming,
@@ -57,7 +57,7 @@ class FakeSession(GenerationSession):
 
 
 @ENGINES.register("fake-requests")
-class FakeRequestEngine(Engine):
+class FakeRequestEngine(InferenceEngine):
     description = "test-only: request-level timing, loads at its precision, no logits"
     capabilities = frozenset({Capability.REQUEST_METRICS})
     precisions = frozenset({"bf16", "fp8"})

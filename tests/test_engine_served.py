@@ -1,0 +1,112 @@
+"""Served engines: vLLM's server command built from typed options (it rebuilds the packaged sweep's
+command lines), the serving params that name an engine (errors name the valid choices; earlier case
+ids unchanged), and a served engine's lifecycle (start, health, URL, stop) through a serving case."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from llmbench.engines.served import CommandServer, ServerSite
+from llmbench.engines.vllm import VLLMEngine, VLLMServeOptions, server_command
+from llmbench.harness.worker import run_case
+from llmbench.ids import case_id
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.serving import ServingParams, ServingScenario
+from llmbench.serving.server import free_port
+from llmbench.suite import load_suite
+from tests.plugins.fake_served import FakeServedEngine, FakeServeOptions  # registers "fake-served"
+
+SITE = ServerSite(host="127.0.0.1", port=8123, model="llama-3-8b", tokenizer_dir="/tok", model_dir="/m",
+                  python="/py")
+BASE: dict[str, Any] = {"preset": "tiny-llama", "concurrency": 1}
+
+
+def test_vllm_typed_options_rebuild_the_packaged_sweeps_command_lines() -> None:
+    """serving-sweep.toml's raw commands (bf16, fp8) are what engine = "vllm" with max_model_len 4096 builds."""
+    suite = load_suite("serving-sweep")
+    for precision in ("bf16", "fp8"):
+        case = next(c for c in suite.cases if c.params.precision == precision)
+        raw = CommandServer(case.params.server).command(SITE)
+        options = VLLMServeOptions(precision=precision, max_model_len=4096)
+        assert server_command(options, SITE) == raw
+
+
+def test_vllm_options_reach_the_command() -> None:
+    cmd = server_command(VLLMServeOptions(tensor_parallel=2, prefix_caching=True, max_num_seqs=64,
+                                          gpu_memory_utilization=0.9, kv_cache_dtype="fp8", enforce_eager=True), SITE)
+    text = " ".join(cmd)
+    assert "--no-enable-prefix-caching" not in cmd and "--max-model-len" not in cmd
+    for part in ("--tensor-parallel-size 2", "--max-num-seqs 64", "--gpu-memory-utilization 0.9",
+                 "--kv-cache-dtype fp8", "--enforce-eager", "--load-format dummy"):
+        assert part in text
+    hub = server_command(VLLMServeOptions(), ServerSite("h", 1, "org/model", "/tok"))
+    assert hub[hub.index("--model") + 1] == "org/model" and hub[hub.index("--load-format") + 1] == "auto"
+
+
+def error(**params: Any) -> str:
+    with pytest.raises(ValidationError) as e:
+        ServingParams(**{**BASE, **params})
+    return str(e.value)
+
+
+def test_serving_params_name_a_served_engine_with_typed_options() -> None:
+    p = ServingParams(**BASE, engine="vllm", precision="fp8", n_gpus=2, engine_options={"max_model_len": 512})
+    engine = ServingScenario().build_engine(p)
+    assert isinstance(engine, VLLMEngine)
+    assert engine.options == VLLMServeOptions(precision="fp8", tensor_parallel=2, max_model_len=512)
+    assert ServingScenario().gpus_needed(p) == 2
+    assert ServingParams(**BASE, engine="vllm").precision == "bf16"  # the label says what the server runs
+    assert "valid served engines: " in error(engine="hf") and "vllm" in error(engine="hf")
+    assert "valid: max_model_len, prefix_caching" in error(engine="vllm", engine_options={"max_len": 5})
+    assert "are the case's" in error(engine="vllm", engine_options={"precision": "fp8"})
+    assert "give one of url" in error(engine="vllm", url="http://x")
+    assert "give engine too" in error(url="http://x", engine_options={"max_model_len": 5})
+
+
+def test_cases_without_an_engine_keep_their_ids() -> None:
+    params = ServingParams(**BASE, url="http://127.0.0.1:8000")
+    assert "engine" not in params.model_dump() and "engine_options" not in params.model_dump()
+    named = ServingParams(**BASE, engine="vllm").model_dump(mode="json")
+    assert named["engine"] == "vllm" and case_id("serving", named) != case_id("serving", params.model_dump(mode="json"))
+
+
+def test_a_missing_served_engine_is_skipped_with_its_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "vllm" else object())
+    why = ServingScenario().skip_reason(ServingParams(**BASE, engine="vllm"), DeviceInfo("cpu", "CPU test"))
+    assert why is not None and "llmbench[vllm]" in why
+
+
+@pytest.mark.slow
+def test_a_served_engine_is_started_loaded_and_stopped_by_its_case(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A serving case naming a served engine: the case process builds it, the scenario starts it at a
+    free port, waits for its health, loads it, and stops it; the engine's typed option reached the server."""
+    monkeypatch.setenv("LLMBENCH_SERVING_LOGS", str(tmp_path / "logs"))
+    params = {**BASE, "engine": "fake-served", "engine_options": {"itl_ms": 5.0}, "input_len": 8, "output_len": 4,
+              "num_requests": 3}
+    out = run_case({"scenario": "serving", "params": params, "device": "cpu"})
+    assert out["status"] == "ok", out.get("traceback")
+    assert out["metrics"]["failed_requests"]["value"] == 0
+    assert out["metrics"]["tpot_ms"]["value"] >= 4.0  # the fake's 5 ms between tokens
+    assert out["info"]["server_exit_code"] is not None and out["info"]["url"].startswith("http://127.0.0.1:")
+    assert out["info"]["server_command"][-2:] == ["--itl-ms", "5.0"]  # the typed option, in the recorded command
+    log = next((tmp_path / "logs").glob("*.log")).read_text()
+    assert "Traceback" not in log
+
+
+@pytest.mark.slow
+def test_served_engine_lifecycle(tmp_path: Path) -> None:
+    engine = FakeServedEngine(FakeServeOptions())
+    site = ServerSite("127.0.0.1", free_port(), "fake", "/unused", python=sys.executable)
+    engine.start(site, tmp_path / "server.log")
+    try:
+        assert engine.wait_ready(60) >= 0
+        assert engine.url == site.url and engine.health()
+    finally:
+        engine.stop()
+    assert not engine.health()
