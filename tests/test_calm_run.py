@@ -14,6 +14,7 @@ import pytest
 from llmbench.hardware.fingerprint import cpu_native_matmul
 from llmbench.harness import runner
 from llmbench.harness.isolation import sweep_stale_tmp
+from llmbench.harness.launch import IsolatedProcess
 from llmbench.harness.runner import RunOptions, parent_device, run_suite
 from llmbench.report.terminal import flag_summary, flags_of
 from llmbench.results import CaseResult, MetricResult, ResultSet, load
@@ -25,8 +26,9 @@ A100 = {"gpu": {"name": "NVIDIA A100-SXM4-80GB", "slug": "a100-sxm-80gb", "count
 CPU = {"gpu": {"name": "none (CPU)", "slug": "cpu-x86_64", "count": 0}, "cpu": {"model": "test CPU"}}
 
 
-def _no_process(*args: Any, **kwargs: Any) -> Any:
-    raise AssertionError("a case process was started for a case the runner can skip")
+class _NoProcess(IsolatedProcess):
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a case process was started for a case the runner can skip")
 
 
 @pytest.mark.parametrize(("fp", "device", "filters"), [
@@ -38,11 +40,10 @@ def test_cases_that_cannot_run_here_are_skipped_without_a_process(
     fp: dict[str, Any], device: str, filters: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(runner, "fingerprint", lambda env: {k: dict(v) for k, v in fp.items()})
-    monkeypatch.setattr(runner, "run_case_process", _no_process)
     monkeypatch.setattr(runner, "foreign_gpu_processes", lambda gpus: [])
     suite = load_suite("quickstart")
     cases = filter_cases(suite.cases, filters)
-    rs = load(run_suite(suite, cases, RunOptions(out_dir=tmp_path, device=device)))
+    rs = load(run_suite(suite, cases, RunOptions(out_dir=tmp_path, device=device, launcher=_NoProcess())))
     assert [c.status for c in rs.cases] == ["skipped"] * len(cases)
     assert all(c.reason and c.info["skipped_by"] == "runner" for c in rs.cases)
 

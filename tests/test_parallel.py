@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from llmbench.errors import UserError
-from llmbench.harness.runner import RunOptions, check_parallel, run_suite, slots_needed
+from llmbench.harness.launch import check_parallel, slots_needed
+from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.results import load
 from llmbench.suite import load_suite
 from tests.conftest import write

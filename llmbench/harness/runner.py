@@ -1,5 +1,7 @@
 """Runs a suite: fingerprint, then each case in its own process, writing the result set after every
 case (atomically), so an interrupted run loses nothing that finished and `--resume` picks it up.
+How a case runs and which GPUs it holds is the launcher layer's (harness/launch.py: a `Launcher`,
+the `GpuSlots` owner); the runner decides what runs when, and is the only writer of the result set.
 
 With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: case processes run
 concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
@@ -19,24 +21,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
-from llmbench.harness.isolation import (
-    ChildOutcome,
-    child_env,
-    fingerprint,
-    kill_running,
-    run_case_process,
-    sweep_stale_tmp,
-)
+from llmbench.harness.isolation import ChildOutcome, fingerprint, sweep_stale_tmp
+from llmbench.harness.launch import GpuSlots, IsolatedProcess, Launcher, Placement, ProgressFn, slots_needed
+from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
 from llmbench.harness.max_batch import (
     INFO_KEY,
     MEASUREMENT_RETRIES,
@@ -86,22 +82,7 @@ class RunOptions:
     parallel: bool = False  # one case process per --gpus entry at a time, concurrently
     resume_from: Path | None = None  # with resume: this result set, not the newest one under out_dir
     reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
-
-
-def gpu_slots(gpus: str | None) -> list[str]:
-    """The --gpus entries, each a slot a case process can be pinned to."""
-    return [g for g in (gpus or "").replace(" ", "").split(",") if g]
-
-
-def slots_needed(case: CaseSpec) -> int:
-    """How many GPUs a case takes: its scenario's `gpus_needed` (one unless the scenario spans several)."""
-    return max(1, case.scenario_obj().gpus_needed(case.params))
-
-
-def check_parallel(gpus: str | None, parallel: bool) -> None:
-    """--parallel needs several slots to run cases side by side."""
-    if parallel and len(gpu_slots(gpus)) < 2:
-        raise UserError(f"--parallel needs several GPUs in --gpus (e.g. --gpus 0,1 or MIG UUIDs), got {gpus!r}")
+    launcher: Launcher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launch.py)
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
@@ -141,8 +122,9 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     sweep_stale_tmp()
     for line in startup_restore():  # a power limit a killed run left changed goes back first
         ui.warn(line)
-    env = child_env(opts.gpus, opts.extra_env)
-    fp = fingerprint(env)
+    slots = GpuSlots(opts.gpus, opts.extra_env)
+    whole = slots.whole()
+    fp = fingerprint(whole.env)
     code = llmbench_info()
     commit, modified = code.get("git_commit"), code.get("git_dirty")  # modified: None = unknown (pinned)
     if opts.device == "cpu":
@@ -172,16 +154,15 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         measured = {**opts.reference_times, **own}
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    state = _Run(rs, path, opts, ui, device, env, measured, commit, modified)
+    state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
     if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
         if any(suite_scoped_server(c) for c in todo):
             ui.warn(PARALLEL_SERVER_NOTE)
         _run_parallel(todo, state)
     else:
         shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
-        state.env = {**env, SHARED_ENV: str(shared)}
         try:
-            _run_serial(todo, state)
+            _run_serial(todo, state, replace(whole, env={**whole.env, SHARED_ENV: str(shared)}))
         finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
             stop_shared_servers(shared)
             shutil.rmtree(shared, ignore_errors=True)
@@ -201,7 +182,7 @@ class _Run:
     opts: RunOptions
     ui: RunUI
     device: DeviceInfo
-    env: dict[str, str]
+    slots: GpuSlots  # the launcher layer's slot owner: which GPUs each running case holds
     measured: dict[str, MeasuredCase]
     commit: str | None
     modified: bool | None
@@ -267,25 +248,25 @@ def batch_search(case: CaseSpec) -> BatchSearch | None:
     return search if search is not None and search.wanted(case.params_dict) else None
 
 
-def _run_serial(todo: list[CaseSpec], run: _Run) -> None:
-    """One case after another, each with every --gpus entry visible."""
+def _run_serial(todo: list[CaseSpec], run: _Run, where: Placement) -> None:
+    """One case after another, each placed on every --gpus entry (`where`)."""
     for i, case in enumerate(todo):
         reason = skip_reason(case, run.device)  # a skip costs no time: never left for the budget
         if reason:
             run.ui.case_start(case, i)
-            run.record(case, skipped_result(case, reason), run.opts.gpus, [])
+            run.record(case, skipped_result(case, reason), where.visible, [])
             continue
         if run.defer_if_over_budget(case):
             continue
-        others = run.others_on(case, run.opts.gpus)
+        others = run.others_on(case, where.visible)
         run.ui.case_start(case, i)
         on_probe = partial(run.ui.case_probe, case)
-        result = run_one(case, run.env, run.opts.device, run.ui.case_progress, log=run.probe_log(case),
-                         fresh=run.opts.force, on_probe=on_probe)
-        run.record(case, result, run.opts.gpus, others)
+        result = run_one(case, where.env, run.opts.device, run.ui.case_progress, log=run.probe_log(case),
+                         fresh=run.opts.force, on_probe=on_probe, launcher=run.opts.launcher)
+        run.record(case, result, where.visible, others)
 
 
-Finished = tuple[CaseSpec, list[str], "CaseResult | BaseException", list[dict[str, Any]]]
+Finished = tuple[CaseSpec, Placement, "CaseResult | BaseException", list[dict[str, Any]]]
 
 
 def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
@@ -295,9 +276,8 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
     the run. Case processes get no shared-server folder (SHARED_ENV): a suite-scoped server kept
     between cases would sit on its slot's GPUs, idle but holding their memory, while other cases run
     there (a multi-GPU case over that slot and the next would start its own server beside it); so each
-    serving case starts and stops its own server, as with server_scope = "case"."""
-    slots = gpu_slots(run.opts.gpus)
-    free = list(slots)
+    serving case starts and stops its own server, as with server_scope = "case". The slots each case
+    holds are the launcher layer's (`GpuSlots`): taken when it starts, released when its result is in."""
     done: queue.Queue[Finished] = queue.Queue()
     heard: queue.Queue[tuple[CaseSpec, dict[str, Any]]] = queue.Queue()  # max_batch probes, for the UI
     pending = list(enumerate(todo))
@@ -312,23 +292,23 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 return
             run.ui.case_probe(case, probe)
 
-    def work(case: CaseSpec, taken: list[str], env: dict[str, str], others: list[dict[str, Any]]) -> None:
+    def work(case: CaseSpec, where: Placement, others: list[dict[str, Any]]) -> None:
         try:
-            result = run_one(case, env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force,
-                             on_probe=partial(lambda c, p: heard.put((c, p)), case))
-            done.put((case, taken, result, others))
+            result = run_one(case, where.env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force,
+                             on_probe=partial(lambda c, p: heard.put((c, p)), case), launcher=run.opts.launcher)
+            done.put((case, where, result, others))
         except BaseException as e:  # handed to the main thread, which raises it
-            done.put((case, taken, e, others))
+            done.put((case, where, e, others))
 
     try:
         while pending or running:
             while pending:
                 i, case = pending[0]
                 need = slots_needed(case)
-                if need > len(slots):
+                too_many = run.slots.too_many(need)
+                if too_many:
                     pending.pop(0)
-                    run.record(case, skipped_result(case, f"the case needs {need} GPUs; --gpus gives {len(slots)}"),
-                               None, [])
+                    run.record(case, skipped_result(case, too_many), None, [])
                     continue
                 reason = skip_reason(case, run.device)
                 if reason:
@@ -339,31 +319,30 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 if run.defer_if_over_budget(case):
                     pending.pop(0)
                     continue
-                if need > len(free):
+                where = run.slots.take(need)
+                if where is None:
                     break  # in order: the next case waits for its slots
                 pending.pop(0)
-                taken, free = free[:need], free[need:]
-                visible = ",".join(taken)
+                visible = where.visible or ""
                 # a MIG slot shares its GPU with the other slots (our own cases): no foreign-process check there
                 others = run.others_on(case, visible) if not visible.startswith(("MIG", "GPU")) else []
                 run.ui.case_start(case, i)
-                env = child_env(visible, run.opts.extra_env)
-                threading.Thread(target=work, args=(case, taken, env, others), daemon=True).start()
+                threading.Thread(target=work, args=(case, where, others), daemon=True).start()
                 running += 1
             if not running:
                 break
-            case, taken, result, others = _next(done, tell)
+            case, where, result, others = _next(done, tell)
             tell()  # probes before the result they led to
             running -= 1
-            free = [s for s in slots if s in free or s in taken]  # back in --gpus order
+            run.slots.release(where)
             if isinstance(result, BaseException):
                 raise result
-            run.record(case, result, ",".join(taken), others)
+            run.record(case, result, where.visible, others)
     except BaseException:
         try:  # cases that finished before the interrupt, still in the queue, are recorded first
             _drain(done, run)
         finally:  # then the ones still running are stopped (their outcomes are the kill's: not recorded)
-            kill_running()
+            run.opts.launcher.stop_all()
         raise
 
 
@@ -372,11 +351,11 @@ def _drain(done: queue.Queue[Finished], run: _Run) -> None:
     while the main thread is not reading it), without waiting for the ones still running."""
     while True:
         try:
-            case, taken, result, others = done.get_nowait()
+            case, where, result, others = done.get_nowait()
         except queue.Empty:
             return
         if not isinstance(result, BaseException):
-            run.record(case, result, ",".join(taken), others)
+            run.record(case, result, where.visible, others)
 
 
 def _next(done: queue.Queue[Finished], between: Callable[[], None] = lambda: None) -> Finished:
@@ -396,12 +375,13 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
                       info={"skipped_by": "runner"})
 
 
-def run_one(case: CaseSpec, env: dict[str, str], device: str,
-            on_progress: Callable[[float, str], None] | None = None, *, log: ProbeLog | None = None,
-            fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None) -> CaseResult:
-    """Run one case in its own process. A case that asks for a max-batch search searches its batch first,
-    its probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is
-    measured ok."""
+def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: ProgressFn | None = None, *,
+            log: ProbeLog | None = None, fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None,
+            launcher: Launcher | None = None) -> CaseResult:
+    """Run one case through `launcher` (its own process by default) with its placement's `env`. A case
+    that asks for a max-batch search searches its batch first, each probe run by the same launcher, its
+    probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""
+    launcher = launcher or IsolatedProcess()
     spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
             "settings": case.settings.model_dump(), "device": device}
     started = utc_now()
@@ -409,15 +389,15 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str,
     search = None
     axis = batch_search(case)
     if axis is not None:  # the largest batch that fits, then the case measured there
-        search = search_max_batch(spec, env, case.settings.timeout_s, log=log, fresh=fresh, on_probe=on_probe,
-                                  axis=axis)
+        search = search_max_batch(spec, env, case.settings.timeout_s, run=launcher.run, log=log, fresh=fresh,
+                                  on_probe=on_probe, axis=axis)
         if search.best is not None:
             spec = {**spec, "params": axis.at(spec["params"], search.best)}
     if search is not None and search.best is None:
         first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
         out = ChildOutcome(str(first["status"]), first["reason"])
     else:
-        out = run_case_process(spec, env, case.settings.timeout_s, on_progress)
+        out = launcher.run(spec, env, case.settings.timeout_s, on_progress)
         retries = 0
         while search is not None and out.status == "oom" and retries < MEASUREMENT_RETRIES:
             lower = search.measurement_oom(out.reason)  # its probe fit, the longer measurement did not
@@ -425,7 +405,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str,
                 break
             retries += 1
             spec = {**spec, "params": search.axis.at(spec["params"], lower)}
-            out = run_case_process(spec, env, case.settings.timeout_s, on_progress)
+            out = launcher.run(spec, env, case.settings.timeout_s, on_progress)
     payload = out.payload
     if search is not None:
         payload.setdefault("info", {})[INFO_KEY] = search.info()

@@ -1,0 +1,106 @@
+"""The launcher layer: how a case runs and which GPUs it holds while it does. The runner decides what
+runs and writes the result set; it asks this layer where a case goes and to run it there.
+
+- `GpuSlots` owns the --gpus entries (slots): which running case holds which, handed out in --gpus
+  order, given back when the case ends; a case gets its slots as CUDA_VISIBLE_DEVICES
+  (`Placement.env`), set before torch is imported in its process.
+- A `Launcher` runs one case (or one probe of its max-batch search) at a placement and turns whatever
+  happened into a `ChildOutcome`. `IsolatedProcess` is the kind every run uses: a fresh
+  `python -m llmbench.harness.worker` process per case, killed with its process group at the case's
+  timeout. In-process there is only `worker.run_case(spec)`, which tests call directly; no run of a
+  suite takes that path (a crash would end the run), so it is not offered as a launcher.
+- Inside the case process, a scenario that declares a `rank_entry` gets a multi-process launcher
+  (`launch_ranks.Torchrun`) on its context: N rank processes over the case's GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from llmbench.errors import UserError
+from llmbench.harness.isolation import ChildOutcome, child_env, kill_running, run_case_process
+from llmbench.suite import CaseSpec
+
+ProgressFn = Callable[[float, str], None]
+
+
+class Launcher(Protocol):
+    """Runs a case spec (worker's JSON: scenario, params, settings, device) with `env` (its placement's)
+    under a timeout; a crash, a kill or a timeout comes back as an outcome, never as an exception."""
+
+    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
+            on_progress: ProgressFn | None = None) -> ChildOutcome: ...
+
+    def stop_all(self) -> None:
+        """Stop every case still running (an interrupt of a parallel run, whose waits are in threads)."""
+
+
+class IsolatedProcess:
+    """One fresh case process per case (harness/isolation.py): GPU memory clean for every case, and a
+    crash, an out-of-memory or a hang is that case's status while the suite goes on."""
+
+    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
+            on_progress: ProgressFn | None = None) -> ChildOutcome:
+        return run_case_process(spec, env, timeout_s, on_progress)
+
+    def stop_all(self) -> None:
+        kill_running()
+
+
+def gpu_slots(gpus: str | None) -> list[str]:
+    """The --gpus entries, each a slot a case process can be pinned to."""
+    return [g for g in (gpus or "").replace(" ", "").split(",") if g]
+
+
+def slots_needed(case: CaseSpec) -> int:
+    """How many GPUs a case takes: its scenario's `gpus_needed` (one unless the scenario spans several)."""
+    return max(1, case.scenario_obj().gpus_needed(case.params))
+
+
+def check_parallel(gpus: str | None, parallel: bool) -> None:
+    """--parallel needs several slots to run cases side by side."""
+    if parallel and len(gpu_slots(gpus)) < 2:
+        raise UserError(f"--parallel needs several GPUs in --gpus (e.g. --gpus 0,1 or MIG UUIDs), got {gpus!r}")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one case runs: the slots it holds, its CUDA_VISIBLE_DEVICES (None: the machine's own, no
+    --gpus) and the environment of its process."""
+
+    slots: tuple[str, ...]
+    visible: str | None
+    env: dict[str, str]
+
+
+class GpuSlots:
+    """The --gpus entries of a run and which of them the running cases hold. A serial run places each
+    case on all of them (`whole`); a parallel one hands each case the first free slots it needs
+    (`take`, in --gpus order) and gets them back when it ends (`release`)."""
+
+    def __init__(self, gpus: str | None, extra_env: dict[str, str] | None = None) -> None:
+        self.gpus = gpus
+        self.slots = gpu_slots(gpus)
+        self.extra_env = dict(extra_env or {})
+        self._free = list(self.slots)
+
+    def whole(self) -> Placement:
+        """Every --gpus entry (or the machine's GPUs when none is given): a serial run's cases, the fingerprint."""
+        return Placement(tuple(self.slots), self.gpus, child_env(self.gpus, self.extra_env))
+
+    def too_many(self, need: int) -> str | None:
+        """Why a case needing `need` slots can never run in this run (a skip reason); None when it can."""
+        return f"the case needs {need} GPUs; --gpus gives {len(self.slots)}" if need > len(self.slots) else None
+
+    def take(self, need: int) -> Placement | None:
+        """The first `need` free slots, now held; None while fewer are free (cases wait in order)."""
+        if need > len(self._free):
+            return None
+        taken, self._free = self._free[:need], self._free[need:]
+        visible = ",".join(taken)
+        return Placement(tuple(taken), visible, child_env(visible, self.extra_env))
+
+    def release(self, placement: Placement) -> None:
+        """A case ended: its slots are free again, back in --gpus order."""
+        self._free = [s for s in self.slots if s in self._free or s in placement.slots]
