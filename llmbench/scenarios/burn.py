@@ -8,6 +8,7 @@ Compare with the published gpu-burn sets in results/published/ through `llmbench
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -62,8 +63,7 @@ class Burn(Scenario):
         for _ in range(3):
             mm()
         ctx.sync()
-        per_call = sorted(ctx.timer.time(mm, 5))[2]  # median of 5
-        calls = max(1, int(params.interval_s / max(per_call, 1e-9)))
+        calls = _calls_per_interval(ctx, mm, params.interval_s)
         h = _handle(ctx)
         table = nvml.reason_table() if h is not None else {}
         tl: dict[str, list[Any]] = {k: [] for k in ("t_s", "tflops", "sm_clock_mhz", "power_w", "temp_c", "reasons")}
@@ -73,6 +73,8 @@ class Burn(Scenario):
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < params.duration_s:
             s = ctx.timer.time(mm, 1, calls)[0]  # seconds per call over one interval of `calls` products
+            if s * calls > 2 * params.interval_s:  # the rate fell (or was misjudged): re-aim at the interval
+                calls = max(1, int(params.interval_s / s))
             tl["t_s"].append(round(time.perf_counter() - t0, 3))
             tl["tflops"].append(flops / s / 1e12)
             if h is not None:
@@ -96,6 +98,18 @@ class Burn(Scenario):
             timeline={k: ([round(x, 4) for x in v] if k != "reasons" else v) for k, v in tl.items() if v},
             throttled=bool(flags), throttle_flags=flags, calls_per_interval=calls, flops_per_call=flops,
         )
+
+
+def _calls_per_interval(ctx: CaseContext, mm: Callable[[], None], interval_s: float) -> int:
+    """How many products fill one interval, timed over batches that double until one takes a quarter
+    of it: a few single calls misjudge a product of microseconds (timer and launch overhead), and an
+    interval that runs for the whole duration leaves a one-point timeline."""
+    calls = 1
+    while True:
+        per_call = ctx.timer.time(mm, 1, calls)[0]
+        if per_call * calls >= interval_s / 4 or calls >= 1 << 24:
+            return max(1, int(interval_s / max(per_call, 1e-12)))
+        calls *= 2
 
 
 def _handle(ctx: CaseContext) -> Any | None:
