@@ -48,7 +48,9 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     reason = scenario.skip_reason(params, device)
     if reason:
         return {**out, "status": "skipped", "reason": reason}
-    ctx = CaseContext(device, rule)
+    from llmbench.harness.launch_ranks import rank_launcher
+
+    ctx = CaseContext(device, rule, ranks=rank_launcher(scenario, rule.timeout_s))  # ranks: a multi-process case
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case
