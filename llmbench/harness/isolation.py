@@ -26,7 +26,8 @@ from llmbench.measure import compile_cache, progress
 
 STDERR_TAIL = 4000
 COMPILE_TMP = "compile"  # the run's compile-cache folder kind
-TMP_KINDS = ("case", "env", COMPILE_TMP)  # the temporary folders a run makes (llmbench-<kind>-<pid>-...)
+RANKS_TMP = "ranks"  # a case's rank launch folder kind (harness/launch_ranks.py; the pid is the case process's)
+TMP_KINDS = ("case", "env", COMPILE_TMP, RANKS_TMP)  # the temporary folders a run makes (llmbench-<kind>-<pid>-...)
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _LIVE: set[subprocess.Popen[str]] = set()  # case processes now running (several in a parallel run)
 _LIVE_LOCK = threading.Lock()
@@ -70,6 +71,11 @@ def check_gpu_count(gpus: str | None, cpu: bool, count: int) -> None:
 def _tmp_prefix(kind: str = "case") -> str:
     """Temporary folders carry the runner's pid, so a later run can remove those of a killed one."""
     return f"llmbench-{kind}-{os.getpid()}-"
+
+
+def rank_tmp_prefix() -> str:
+    """The folder prefix of a case's rank launch (spec and rank files), swept like the others."""
+    return _tmp_prefix(RANKS_TMP)
 
 
 def sweep_stale_tmp(root: str | None = None) -> int:

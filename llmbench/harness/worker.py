@@ -48,7 +48,10 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     reason = scenario.skip_reason(params, device)
     if reason:
         return {**out, "status": "skipped", "reason": reason}
-    ctx = CaseContext(device, rule, engine=scenario.build_engine(params))  # the engine the case names
+    from llmbench.harness.launch_ranks import rank_launcher
+
+    ctx = CaseContext(device, rule, engine=scenario.build_engine(params),  # the engine the case names
+                      ranks=rank_launcher(scenario, rule.timeout_s))  # ranks: a multi-process case
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
@@ -50,16 +50,24 @@ class Skip(Exception):
 E = TypeVar("E", bound=Engine)
 
 
+class RankLauncher(Protocol):
+    """Runs a case's ranks as `nproc` processes (the harness's torchrun launcher, harness/launch_ranks.py)."""
+
+    def run(self, spec: dict[str, Any], nproc: int) -> list[dict[str, Any]]: ...
+
+
 class CaseContext:
     """What a running case can use: its device, the stop rule, a timer, monitors, a place to put
-    metrics, and the engine the case names (built by the case process, see Scenario.engine_slot).
-    Timing code lives here once, not in each scenario."""
+    metrics, the engine the case names (built by the case process, see Scenario.engine_slot) and, for
+    a scenario that declares a `rank_entry`, a launcher for its ranks. Timing code lives here once, not
+    in each scenario."""
 
     def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True,
-                 engine: Engine | None = None) -> None:
+                 engine: Engine | None = None, ranks: RankLauncher | None = None) -> None:
         self.device = device
         self._engine = engine
         self.rule = rule
+        self.ranks = ranks
         self.timer = timer_for(device.kind)
         self.metrics: dict[str, MetricResult] = {}
         self.info: dict[str, Any] = {}
@@ -80,6 +88,14 @@ class CaseContext:
         """Tell the parent how far this case is (0..1); it drives the per-case progress bar."""
         if self._emit:
             progress.emit(fraction, text)
+
+    # -- ranks --------------------------------------------------------------------------------
+    def run_ranks(self, spec: dict[str, Any], nproc: int) -> list[dict[str, Any]]:
+        """Run the scenario's rank entry as `nproc` processes on this case's GPUs; their outputs, rank 0
+        first. A failed rank raises (out of memory as torch.OutOfMemoryError)."""
+        if self.ranks is None:
+            raise RuntimeError("this case has no rank launcher: its scenario declares no rank_entry")
+        return self.ranks.run(spec, nproc)
 
     # -- timing -------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -160,6 +176,16 @@ class BatchSearch:
 
 
 @dataclass(frozen=True)
+class RankEntry:
+    """A scenario whose case runs its work as several processes, one per GPU: the harness starts them
+    with torchrun (harness/launch_ranks.py) when the case calls `ctx.run_ranks(spec, nproc)`, and each
+    rank calls `module.function(spec)`, returning a JSON-able dict (its output to the case)."""
+
+    module: str
+    function: str
+
+
+@dataclass(frozen=True)
 class WorkerSettings:
     """What the case process sets around a case and restores after it, whatever its end."""
 
@@ -197,9 +223,9 @@ class Scenario(ABC):
     (capability, missing package); `estimate_s` feeds `--dry-run`'s time estimate.
 
     What the harness and the report do for some scenarios only, a scenario declares here and they read
-    generically (never a scenario's name or its params' names): `gpus_needed`, `max_batch_search`,
-    `worker_settings`, `server_scope`, `bottleneck_sweep`, `family`, and the engine a case runs on
-    (`engine_slot`, built by `build_engine` and handed over in the CaseContext)."""
+    generically (never a scenario's name or its params' names): `gpus_needed`, `rank_entry`,
+    `max_batch_search`, `worker_settings`, `server_scope`, `bottleneck_sweep`, `family`, and the engine
+    a case runs on (`engine_slot`, built by `build_engine` and handed over in the CaseContext)."""
 
     name: ClassVar[str]
     Params: ClassVar[type[ScenarioParams]]
@@ -212,6 +238,7 @@ class Scenario(ABC):
     # its errors by family and the H100-vs-A100 answer takes each workload's error band from its family.
     families: ClassVar[dict[str, str]] = {}
     max_batch_search: ClassVar[BatchSearch | None] = None  # the runner's largest-batch search, where offered
+    rank_entry: ClassVar[RankEntry | None] = None  # a case run as torchrun ranks (ctx.run_ranks), where it is
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
     engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
 

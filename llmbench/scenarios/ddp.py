@@ -1,18 +1,15 @@
-"""ddp: data-parallel training over several GPUs of one host, one process per GPU through torchrun
-(torch.distributed.run): DDP or FSDP2 (fully_shard). Each case also runs the same per-GPU batch on
-one GPU, so it reports samples/s on 1 and N GPUs and the scaling efficiency
-(samples/s on N) / (N x samples/s on 1). The case stays one case: rank 0's step times are its
-metrics, every rank's are in the info. A case asking for more GPUs than are visible is skipped. On a
-CPU the ranks are CPU processes over gloo (the launcher path, tested with two)."""
+"""ddp: data-parallel training over several GPUs of one host, one process per GPU: DDP or FSDP2
+(fully_shard). The scenario declares its rank entry (ddp_rank.train_rank) and the GPUs it needs; the
+harness's launcher layer starts the ranks with torchrun and hands back their outputs
+(harness/launch_ranks.py). Each case also runs the same per-GPU batch on one GPU, so it reports
+samples/s on 1 and N GPUs and the scaling efficiency (samples/s on N) / (N x samples/s on 1). The case
+stays one case: rank 0's step times are its metrics, every rank's are in the info. A case asking for
+more GPUs than are visible is skipped. On a CPU the ranks are CPU processes over gloo (the launcher
+path, tested with two)."""
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -22,7 +19,7 @@ from llmbench.measure.timing import StopRule
 from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, RankEntry, Scenario, ScenarioParams
 
 
 class DDPParams(ScenarioParams):
@@ -43,6 +40,7 @@ class DDP(Scenario):
     description = "data-parallel training through torchrun (DDP, FSDP2): samples/s on 1 and N GPUs, scaling"
     headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    rank_entry = RankEntry("llmbench.scenarios.ddp_rank", "train_rank")
 
     def gpus_needed(self, params: Any) -> int:
         return int(params.gpus)
@@ -84,22 +82,8 @@ class DDP(Scenario):
             ctx.info["one_gpu_step_ms"] = [s * 1e3 for s in one["step_s"]]
 
     def _launch(self, params: Any, ctx: CaseContext, nproc: int) -> list[dict[str, Any]]:
-        """torchrun with `nproc` processes; the ranks' JSON outputs, rank 0 first."""
+        """The case's ranks over `nproc` processes; their outputs, rank 0 first."""
         spec = {"model": params.model, "layers": params.layers, "parallel": params.parallel,
                 "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
                 "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
-        with tempfile.TemporaryDirectory(prefix="llmbench-ddp-") as tmp:
-            spec_path = Path(tmp, "spec.json")
-            spec_path.write_text(json.dumps(spec))
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-                   "-m", "llmbench.scenarios.ddp_rank", str(spec_path), tmp]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ctx.rule.timeout_s)
-            files = sorted(Path(tmp).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
-            if proc.returncode != 0 or len(files) != nproc:
-                tail = (proc.stderr or proc.stdout)[-3000:]
-                if "out of memory" in tail.lower():
-                    import torch
-
-                    raise torch.OutOfMemoryError(f"a rank ran out of memory ({nproc} processes):\n{tail}")
-                raise RuntimeError(f"torchrun with {nproc} processes exited with code {proc.returncode}:\n{tail}")
-            return [json.loads(p.read_text()) for p in files]
+        return ctx.run_ranks(spec, nproc)

@@ -1,20 +1,18 @@
-"""One rank of the `ddp` scenario, started by torchrun (`python -m torch.distributed.run ... -m
-llmbench.scenarios.ddp_rank SPEC OUTDIR`): builds the model on its device, wraps it in DDP or FSDP2
-(fully_shard), trains warm-up + timed steps on the learnable task and writes its step times and
-losses to OUTDIR/rank<r>.json. Nothing runs at import (the scenario registry imports this module)."""
+"""One rank of the `ddp` scenario (its declared `rank_entry`), started by the harness's torchrun
+launcher (harness/launch_ranks.py): builds the model on its device, wraps it in DDP or FSDP2
+(fully_shard), trains warm-up + timed steps on the learnable task and returns its step times and
+losses, which the launcher hands to the case. Nothing runs at import (the scenario registry imports
+this module)."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 
-def train_rank(spec: dict[str, Any], out_dir: Path) -> None:
+def train_rank(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
     from transformers import AutoModelForCausalLM
@@ -83,10 +81,6 @@ def train_rank(spec: dict[str, Any], out_dir: Path) -> None:
         peak = None
     out = {"rank": rank, "world": world, "step_s": step_s, "losses": [float(x) for x in losses],
            "peak_memory_gib": peak}
-    (out_dir / f"rank{rank}.json").write_text(json.dumps(out))
     dist.barrier()
     dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    train_rank(json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]))
+    return out
