@@ -65,15 +65,7 @@ class Mamf(Scenario):
     headline = ("tflops",)
     description = "Maximum achievable matmul TFLOP/s per precision: the best of a shape search (MAMF)"
     bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
-    families: ClassVar[dict[str, str]] = {"tflops": "matmul"}
-    MATMUL_BOUND_FROM = 4096  # the smallest dimension from which a matmul is compute-bound (1024^3 is not)
-
-    def family(self, params: dict[str, Any], metric: str) -> str | None:
-        shape = params.get("shape")
-        if shape is not None and min(int(d) for d in shape) < self.MATMUL_BOUND_FROM:
-            return None
-        return super().family(params, metric)
-
+    families: ClassVar[dict[str, str]] = {"tflops": "matmul"}  # the best of a search: large shapes
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         """The gemm gate of the precision, checked on the search's first shape and on every shape's
