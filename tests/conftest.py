@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,18 @@ def write(tmp_path: Path, text: str, name: str = "suite.toml") -> Path:
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def wait_gone(pids: list[int], seconds: float = 10.0) -> bool:
+    """Whether every process of `pids` has exited within `seconds` (polled)."""
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(alive(p) for p in pids)

@@ -16,20 +16,9 @@ from llmbench.harness.doctor import Check
 from llmbench.results import CaseResult, save
 from llmbench.suite import CaseSpec
 from tests.conftest import write
+from tests.test_oneshot import SUITE as ONESHOT_SUITE
 
-SUITE = """
-name = "tiny-api"
-[defaults]
-min_iters = 1
-min_seconds = 0.0
-[[case]]
-scenario = "fault"
-matrix.kind = ["ok", "env"]
-[[case]]
-scenario = "fault"
-kind = "ok"
-seconds = 3000.0
-"""
+SUITE = ONESHOT_SUITE  # three fault cases: ok, env (fails), and one quoted far over any budget
 
 
 def test_run_suite_returns_the_result_set_and_prints_nothing(

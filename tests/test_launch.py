@@ -17,6 +17,7 @@ from llmbench.harness.launch_ranks import Torchrun, rank_launcher
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, RankEntry
+from tests.conftest import wait_gone
 
 
 def echo_rank(spec: dict[str, Any]) -> dict[str, Any]:
@@ -93,14 +94,4 @@ def test_a_hung_launch_is_stopped_at_its_timeout_with_its_ranks(tmp_path: Any) -
     pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
     assert len(pids) == 2
 
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-    deadline = time.monotonic() + 10
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(p) for p in pids)
+    assert wait_gone(pids)

@@ -14,7 +14,7 @@ from llmbench.harness.launch import check_parallel, slots_needed
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.results import load
 from llmbench.suite import load_suite
-from tests.conftest import write
+from tests.conftest import wait_gone, write
 
 pytestmark = pytest.mark.slow
 
@@ -138,17 +138,7 @@ matrix.seconds = [60.0, 61.0]
     proc.communicate(timeout=60)
     assert proc.returncode == 130
 
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-    deadline = time.time() + 10
-    while any(alive(p) for p in running) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(p) for p in running)
+    assert wait_gone(running)
     rs = load(next((tmp_path / "out").glob("*/two-slow-*.json")))
     assert rs.cases == [] and rs.finished_at is None
 

@@ -33,20 +33,19 @@ from llmbench.analysis.a100_data import (
     projected_value,
 )
 from llmbench.analysis.compare import orient
+from llmbench.analysis.project import scenario_of
 from llmbench.metrics import METRICS, Better
 from llmbench.references.published_ratios import PublishedRatio
 from llmbench.references.workloads import SIXTEEN_BIT, WORKLOADS, Workload, claim_covers
 from llmbench.results import CaseResult
-from llmbench.scenarios.base import SCENARIOS
 
 BAND_QUALITIES = ("measured", "close", "loose")
 
 
 def family_of(case: CaseResult, metric: str) -> str | None:
     """The family a case's metric informs, as its scenario declares (None: none, or outside its regime)."""
-    if case.scenario not in SCENARIOS:
-        return None
-    return SCENARIOS.get(case.scenario)().family(case.params, metric)
+    scenario = scenario_of(case)
+    return scenario.family(case.params, metric) if scenario is not None else None
 
 
 @dataclass

@@ -86,14 +86,14 @@ class Scales:
         return e * s + (1.0 - e)
 
 
-def _scenario(case: CaseResult) -> Scenario | None:
+def scenario_of(case: CaseResult) -> Scenario | None:
     """The scenario that measured the case; None for one this llmbench does not know (nothing of it
     is projected then)."""
     return SCENARIOS.get(case.scenario)() if case.scenario in SCENARIOS else None
 
 
 def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
-    scenario = _scenario(case)
+    scenario = scenario_of(case)
     compute_prec = (scenario.compute_precision(case.params) if scenario
                     else str(case.params.get("precision", "bf16")))
     p_src, p_dst = src.peak(compute_prec), dst.peak(compute_prec)
@@ -105,7 +105,7 @@ def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
 
 
 def _bound(case: CaseResult, metric: str, src: GpuSpec) -> Bound | None:
-    scenario = _scenario(case)
+    scenario = scenario_of(case)
     return scenario.bound(case.params, metric, src) if scenario else None
 
 
@@ -144,7 +144,7 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
     if case.status != "ok":
         reason = f"not projected: {case.status} on {src.slug}" + (f" ({case.reason})" if case.reason else "")
         return CaseResult(**base, status="skipped", reason=reason)
-    scenario = _scenario(case)
+    scenario = scenario_of(case)
     why = (scenario.projection_skip(case.params) if scenario else None) or memory_reason(case, src, dst)
     if why:
         return CaseResult(**base, status="skipped", reason=f"projection: {why}")

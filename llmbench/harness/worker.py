@@ -37,6 +37,7 @@ def _is_oom(e: BaseException) -> bool:
 
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+    from llmbench.harness.launch_ranks import rank_launcher
     from llmbench.measure.timing import StopRule
     from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
 
@@ -48,8 +49,6 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     reason = scenario.skip_reason(params, device)
     if reason:
         return {**out, "status": "skipped", "reason": reason}
-    from llmbench.harness.launch_ranks import rank_launcher
-
     ctx = CaseContext(device, rule, engine=scenario.build_engine(params),  # the engine the case names
                       ranks=rank_launcher(scenario, rule.timeout_s))  # ranks: a multi-process case
     from llmbench.hardware.power import PowerLimitError, case_power_limit

@@ -85,16 +85,15 @@ class Bandwidth(Scenario):
             raise RuntimeError("copy check failed: destination differs from source")
         meas = ctx.measure(fn)
         if params.kind in ("d2d", "host"):
-            moved = 2 * n_bytes  # bytes read + bytes written
+            moved, counted = 2 * n_bytes, "bytes read + written"
         else:
-            moved = n_bytes  # bytes across the link
+            moved, counted = n_bytes, "bytes across the link"
         if params.kind == "d2d":
             ctx.record("tb_per_s", [moved / t / 1e12 for t in meas.samples_s])
         else:
             ctx.record("gb_per_s", [moved / t / 1e9 for t in meas.samples_s])
         ctx.record_monitors(meas)
         ctx.info["bytes_counted_per_iter"] = moved
-        counted = "bytes read + written" if params.kind in ("d2d", "host") else "bytes across the link"
         ctx.code_path.update(call=f"Tensor.copy_(non_blocking={non_blocking})", counted=counted)
         if params.pinned is not None:
             ctx.code_path["pinned_host"] = pin
