@@ -123,6 +123,10 @@ def test_qlora_session_builds_nf4_and_trains_its_adapters() -> None:
         s.step(progression_batch(s.vocab_size, 2, 8, step=i))
     assert len(s.loss_history()) == 2 and not lora.lora_B["default"].weight.equal(before)
     assert 0 < s.trainable_params < s.frozen_params and s.info()["nf4_double_quant"] is True
+    path = s.code_path()  # read from the built model: nf4 under peft's LoRA layer, recomputation on
+    assert path["frozen_base"].startswith("nf4 weights") and path["frozen_base"].endswith("double quant True")
+    assert path["linears"]["bitsandbytes.Linear4bit"] == path["linears"]["peft.Linear4bit"] == 7
+    assert path["gradient_checkpointing"] is True and path["optimizer"] == "AdamW"
 
 
 def test_train_flops_formula() -> None:
@@ -144,8 +148,19 @@ def test_qlora_scenario_lora_and_full_run_nf4_is_skipped() -> None:
     assert info["trainable_params"] > 0 and info["flops_per_step"] < info["hardware_flops_per_step"]
     lora = run_case(spec("qlora", {**base, "method": "lora"}))["info"]
     assert 0 < lora["trainable_params"] < info["trainable_params"] and lora["frozen_params"] > 0
+    assert lora_path(run_case(spec("qlora", {**base, "method": "lora"}))) == {"peft.Linear": 7, "torch.Linear": 1}
+    full = run_case(spec("qlora", {**base, "method": "full", "gradient_checkpointing": False}))["code_path"]
+    assert full["linears"] == {"torch.Linear": 8} and full["gradient_checkpointing"] is False
+    assert "frozen_base" not in full
     skipped = run_case(spec("qlora", {**base, "method": "qlora"}))
     assert skipped["status"] == "skipped" and "bitsandbytes" in skipped["reason"] and "GPU" in skipped["reason"]
+
+
+def lora_path(out: dict[str, Any]) -> dict[str, int]:
+    """The LoRA case's linears: the 7 adapted projections (each wraps its base and adapters), and lm_head."""
+    assert out["status"] == "ok", out
+    assert out["code_path"]["gradient_checkpointing"] is True and "frozen_base" not in out["code_path"]
+    return out["code_path"]["linears"]
 
 
 def test_out_of_memory_is_a_result_with_its_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,6 +217,7 @@ def test_fp8_train_bf16_runs_and_fp8_recipes_skip_with_reasons() -> None:
     out = run_case(spec("fp8_train", {"model": "tiny-llama", "layers": 1, "recipe": "bf16", "seq_len": 16}))
     assert out["status"] == "ok", out
     assert "speedup_vs_bf16" not in out["metrics"] and len(out["info"]["bf16_loss_curve"]) == 4
+    assert out["code_path"]["linears"] == {"torch.Linear": 8} and "fp8" not in out["code_path"]
     for recipe in ("torchao-tensorwise", "te-delayed"):
         skipped = run_case(spec("fp8_train", {"model": "tiny-llama", "recipe": recipe}))
         assert skipped["status"] == "skipped" and "compute capability 8.9" in skipped["reason"]

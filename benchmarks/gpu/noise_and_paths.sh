@@ -5,9 +5,11 @@
 #      independent check: step `check`) and the fp8-linear-modes suite (step `modes`);
 #   2. MAMF (bf16, fp8): the best sustained matmul rate beside the search's burst;
 #   3. decode-fusion: bf16 compiled decode at batch 1 and 8, fused and unfused (code path recorded);
-#   4. the headline's noise-floor cases, 3 passes of fresh processes (`run --repeat 3`): gemm bf16/fp8,
-#      device copy, bf16 and fp8 compiled decode at batch 1 and 8, TTFT at 2048 (eager), one QLoRA step,
-#      one linear_fp8 case.
+#   4. the headline's noise-floor cases, 3 passes of fresh processes (`run --repeat 3`; NOISE_REPEAT):
+#      gemm bf16/fp8, device copy, bf16 and fp8 compiled decode at batch 1 and 8, TTFT at 2048 (eager),
+#      one QLoRA step, one linear_fp8 case.
+# A step may name its cases: `modes:ID,ID` runs those fp8-linear-modes cases, `noise:ID,ID` one pass of
+# those headline cases (to complete the passes of an earlier lease).
 # All runs of the job share one torch.compile cache (LLMBENCH_COMPILE_CACHE), so a model and precision
 # compiles once; each case records whether its compile was warm.
 #
@@ -27,6 +29,7 @@ cmd=${1:-start}
 if [ "$cmd" = start ]; then
   mkdir -p "$WORK/res"
   steps=${2:-check modes mamf fusion noise}
+  NOISE_IDS=gemm/fb0173adb9ac,gemm/bfd808afeea7,gemm/cd2acda1afa4,gemm/f8ae838730d8,bandwidth/47fa88f5e794,generate/fc8a70147524,generate/a116c5185493,generate/a9040064628c,generate/700e5b959973,generate/500f16d47f32,qlora/f76c4f602102,linear_fp8/b8704e182946
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "wheel install failed"; exit 1; }
   cat >"$WORK/job.sh" <<JOB
@@ -36,13 +39,14 @@ cd $PWD
 step() { echo "== \$(date -u +%T) \$1"; }
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu --format=csv >$WORK/gpu-before.txt 2>&1
 for s in $steps; do
-  case \$s in
+  ids=\${s#*:}; [ "\$ids" = "\$s" ] && ids=""
+  case \${s%%:*} in
   check)
     step "fp8 plain-torch check"
     python3 benchmarks/fp8_linear_check.py --json $WORK/fp8_check.json >$WORK/fp8_check.log 2>&1 ;;
   modes)
     step "fp8-linear-modes"
-    python3 -m llmbench run fp8-linear-modes --out $WORK/res -y >$WORK/fp8-linear-modes.log 2>&1 ;;
+    python3 -m llmbench run fp8-linear-modes --out $WORK/res -y \${ids:+-k id=\$ids} >>$WORK/fp8-linear-modes.log 2>&1 ;;
   mamf)
     step "mamf bf16, fp8"
     python3 -m llmbench run mamf -k precision=bf16,fp8 --out $WORK/res -y >$WORK/mamf.log 2>&1 ;;
@@ -50,10 +54,9 @@ for s in $steps; do
     step "decode-fusion"
     python3 -m llmbench run decode-fusion --out $WORK/res -y >$WORK/decode-fusion.log 2>&1 ;;
   noise)
-    step "headline noise-floor cases x3"
-    python3 -m llmbench run headline --repeat 3 -y --out $WORK/res \
-      -k id=gemm/fb0173adb9ac,gemm/bfd808afeea7,gemm/cd2acda1afa4,gemm/f8ae838730d8,bandwidth/47fa88f5e794,generate/fc8a70147524,generate/a116c5185493,generate/a9040064628c,generate/700e5b959973,generate/500f16d47f32,qlora/f76c4f602102,linear_fp8/b8704e182946 \
-      >$WORK/noise.log 2>&1 ;;
+    if [ -n "\$ids" ]; then repeat=1; else repeat=\${NOISE_REPEAT:-3}; ids=$NOISE_IDS; fi
+    step "headline noise-floor cases x\$repeat: \$ids"
+    python3 -m llmbench run headline --repeat \$repeat -y --out $WORK/res -k id=\$ids >>$WORK/noise.log 2>&1 ;;
   esac
 done
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu --format=csv >$WORK/gpu-after.txt 2>&1

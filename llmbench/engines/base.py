@@ -209,6 +209,11 @@ class TrainingSession(ABC):
         """Facts about the session (what was quantized, adapter sizes, optimizer), kept in the case's info."""
         return {}
 
+    def code_path(self) -> dict[str, Any]:
+        """What a training step actually runs, as plain values (the case's `code_path`): the linear
+        layers' kinds, how the frozen base is stored, the optimizer, recomputation, attention."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release the session's resources."""
 

@@ -8,6 +8,7 @@ kept on the device and read by loss_history() after the timed window.
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +78,7 @@ def load_for_training(model: ModelRef, options: TrainOptions, device: DeviceInfo
             m = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
         conv1d_to_linear(m)
     m.config.use_cache = False
-    if options.gradient_checkpointing:
-        m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    _checkpointing_on(m, options.gradient_checkpointing)
     if options.method == "full":
         m.requires_grad_(True)
     else:
@@ -171,6 +171,25 @@ def _apply_fp8(model: Any, recipe: str) -> tuple[Any, dict[str, Any]]:
     return autocast, {"fp8_linears": n, "te_recipe": type(fp8_recipe).__name__}
 
 
+def _checkpointing_on(model: Any, on: bool) -> None:
+    """Activation checkpointing by the name this transformers has (v5 renamed gradient checkpointing)."""
+    if not on:
+        return
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def _recomputes(model: Any) -> bool:
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):  # peft forwards either
+        try:
+            return bool(getattr(model, name))
+        except AttributeError:
+            continue
+    return False
+
+
 class HFTrainingSession(TrainingSession):
     """A transformers causal LM in training mode with its optimizer."""
 
@@ -218,6 +237,36 @@ class HFTrainingSession(TrainingSession):
 
     def info(self) -> dict[str, Any]:
         return {**self._info, "trainable_params": self._trainable, "frozen_params": self._frozen}
+
+    def code_path(self) -> dict[str, Any]:
+        """Read from the built model, not from the options: the layer classes that run (bitsandbytes'
+        Linear4bit under peft's LoRA layer, torchao's Float8Linear, TE's Linear, torch's Linear)."""
+        linears: Counter[str] = Counter()
+        outer: list[str] = []  # a LoRA layer's own base and adapter linears are part of it
+        for name, m in self.model.named_modules():
+            kind = type(m).__name__
+            if (kind.endswith("Linear") or kind in ("Linear4bit", "Linear8bitLt")) and not any(
+                    name.startswith(o + ".") for o in outer):
+                linears[f"{type(m).__module__.split('.')[0]}.{kind}"] += 1
+                outer.append(name)
+        path: dict[str, Any] = {
+            "engine": "hf", "step": "forward + backward + optimizer.step (no host sync)",
+            "linears": dict(sorted(linears.items())),
+            "optimizer": type(self.optimizer).__name__ + (" (fused)" if self.optimizer.defaults.get("fused") else ""),
+            "gradient_checkpointing": _recomputes(self.model),
+            "attention": getattr(self.model.config, "_attn_implementation", None) or "eager",
+            "dtype": self._info["dtype"],
+        }
+        base4 = next((m for m in self.model.modules() if type(m).__name__ == "Linear4bit"
+                      and type(m).__module__.startswith("bitsandbytes")), None)
+        if base4 is not None:
+            w = base4.weight
+            path["frozen_base"] = (f"{getattr(w, 'quant_type', '4bit')} weights, compute "
+                                   f"{str(getattr(base4, 'compute_dtype', None)).removeprefix('torch.')}, double quant "
+                                   f"{bool(getattr(getattr(w, 'quant_state', None), 'nested', False))}")
+        if self._info.get("fp8", "none") != "none":
+            path["fp8"] = self._info["fp8"] + (f" ({self._info['te_recipe']})" if "te_recipe" in self._info else "")
+        return path
 
     def close(self) -> None:
         self.model = None

@@ -62,15 +62,18 @@ class FP8Train(Scenario):
         rule = ctx.rule.model_copy(update={"min_seconds": 0.0, "max_iters": ctx.rule.min_iters, "min_sample_s": 0.0})
         with tr.oom_as_result(ctx):
             ctx.progress(0.0, "bf16 baseline")
-            base, base_losses, _ = self._train(params, ctx, rule, "none")
+            base, base_losses, _, base_path = self._train(params, ctx, rule, "none")
             session_info: dict[str, Any] = {}
             if params.recipe == "bf16":
-                run, losses = base, base_losses
+                run, losses, path = base, base_losses, base_path
             else:
                 _free(ctx)
                 ctx.progress(0.5, params.recipe)
-                run, losses, session_info = self._train(params, ctx, rule, _fp8(params.recipe))
+                run, losses, session_info, path = self._train(params, ctx, rule, _fp8(params.recipe))
         ctx.info.update(session_info)
+        ctx.code_path.update(path)
+        if path is not base_path:
+            ctx.code_path["baseline_linears"] = base_path["linears"]
         tr.record_step_metrics(ctx, run, batch=params.batch_size, seq=params.seq_len)
         tr.loss_metrics(ctx, losses)
         ctx.info["bf16_loss_curve"] = base_losses
@@ -84,7 +87,7 @@ class FP8Train(Scenario):
             ctx.info["max_step_loss_diff_vs_bf16"] = max(abs(a - b) for a, b in zip(losses, base_losses, strict=False))
 
     def _train(self, params: Any, ctx: CaseContext, rule: StopRule,
-               fp8: str) -> tuple[Measurement, list[float], dict[str, Any]]:
+               fp8: str) -> tuple[Measurement, list[float], dict[str, Any], dict[str, Any]]:
         opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
         session = ctx.engine(TrainingEngine).load_for_training(ModelRef(model=params.model), opts, ctx.device)
         saved = ctx.rule
@@ -93,9 +96,9 @@ class FP8Train(Scenario):
             m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len)
         finally:
             ctx.rule = saved
-        losses, info = session.loss_history(), session.info()
+        losses, info, path = session.loss_history(), session.info(), session.code_path()
         session.close()
-        return m, losses, info
+        return m, losses, info, path
 
 
 def _fp8(recipe: str) -> str:

@@ -88,6 +88,7 @@ class QLoRA(Scenario):
             session = ctx.engine(TrainingEngine).load_for_training(
                 ModelRef(model=params.model), train_options(params), ctx.device)
             ctx.info.update(session.info())
+            ctx.code_path.update(session.code_path())
             m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len)
         flops = tr.step_flops(session.shape(), method=params.method, trainable=session.trainable_params,
                               batch=params.batch_size, seq=params.seq_len)
