@@ -52,6 +52,8 @@ def mode_reason(impl: str, mode: str) -> str | None:
 def code_path(impl: str, pass_: str, mode: str) -> dict[str, Any]:
     """What a linear_fp8 case runs: the impl's kernels, where weights are quantized, activation scaling."""
     path: dict[str, Any] = {"impl": impl, "mode": mode, "baseline": f"bf16 nn.Linear, {mode}"}
+    if mode == "compiled":  # no other shape goes through the timed module (linear_fp8 says why)
+        path["compiled_graph"] = "static: the timed input shape only"
     if impl == "bf16":
         return path
     if impl in TE_RECIPES:
