@@ -4,8 +4,8 @@ the other GPU from the baseline (the projection check).
 
 The noise floor is the spread between separate runs on one GPU, which the within-run intervals do not
 contain. It is read from the comparison rows' `between_run_cv` (one value per set, where several
-result sets of a GPU were pooled); rows without it say "not measured for this pair" instead of a
-number.
+result sets of a GPU were pooled), else their `floor_cv` (the GPU's floor for the case family, measured
+in other runs); rows with neither say "not measured for this pair" instead of a number.
 """
 
 from __future__ import annotations
@@ -68,11 +68,15 @@ def headline_geomeans(cmp: Comparison) -> list[Geomean]:
 
 
 def noise_cv(rows: list[MetricRow], i: int, baseline: int) -> float | None:
-    """The largest between-run CV of either side among `rows` (None where no row carries one)."""
+    """The largest between-run CV of either side among `rows`: a side's own runs where it pooled several,
+    else its GPU's measured floor (None where no row carries either)."""
     cvs: list[float] = []
     for r in rows:
-        per_set = getattr(r, NOISE_FIELD, None) or []
-        cvs += [per_set[k] for k in (i, baseline) if k < len(per_set) and per_set[k] is not None]
+        own, floor = getattr(r, NOISE_FIELD, None) or [], r.floor_cv
+        for k in (i, baseline):
+            got = own[k] if k < len(own) and own[k] is not None else (floor[k] if k < len(floor) else None)
+            if got is not None:
+                cvs.append(got)
     return max(cvs) if cvs else None
 
 

@@ -86,6 +86,8 @@ class MetricRow:
     runs: list[int] = field(default_factory=list)  # runs behind each value (0 where the set lacks it)
     machines: list[int | None] = field(default_factory=list)  # machines behind each value; None: not recorded
     between_run_cv: list[float | None] = field(default_factory=list)  # spread of the runs' medians; None: 1 run
+    # the measured noise floor of each set's GPU for this case family (noisefloor.py); None: not measured
+    floor_cv: list[float | None] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +102,7 @@ class MetricRow:
             "runs": self.runs,
             "machines": self.machines,
             "between_run_cv": self.between_run_cv,
+            "floor_cv": self.floor_cv,
             "ratios": [r.to_dict() if r else None for r in self.ratios],
         }
 
@@ -430,6 +433,8 @@ def _metric_rows(
             [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
             [p.runs if p else 0 for p in pooled], machines,
             [p.between_run_cv if p else None for p in pooled],
+            [f.cv if floor and ms and (f := floor.get(sets[i].rs.gpu_slug, scenario, name)) else None
+             for i, ms in enumerate(got)],
         ))
     return rows
 

@@ -8,10 +8,16 @@ holds the true ratio far less often than 95% once runs differ by a few percent. 
 and case family was measured, a single-run ratio's interval is widened by it (compare.py); where it was
 not, the interval is labelled as within-run only.
 
-The floor of a (GPU, scenario, metric family) pools, over every case of that family measured in a repeat
-group of two runs or more, the variance of the log of the runs' medians: s^2 = sum over cases of
-sum (x - mean)^2 / sum over cases of (runs - 1), with that many degrees of freedom, so a floor from few
-runs carries its own uncertainty into the t quantile of the interval.
+Which runs of a case count as runs of the same thing: those that recorded the same code path (less its
+diagnostic keys), from any lease and any invocation on that GPU model, so the floor includes the spread
+between machines and days, not only between the passes of one `run --repeat`; and for cases that
+recorded no code path (sets written before llmbench recorded it), the passes of one repeat group only
+(other runs of such a case may have run different code, and nothing says whether they did).
+
+The floor of a (GPU, scenario, metric family) pools, over every case of that family with two runs or
+more, the variance of the log of the runs' medians: s^2 = sum over cases of sum (x - mean)^2 / sum over
+cases of (runs - 1), with that many degrees of freedom, so a floor from few runs carries its own
+uncertainty into the t quantile of the interval.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from llmbench.analysis.codepath import compared_path
 from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS
 from llmbench.results import ResultSet
@@ -57,36 +64,37 @@ class NoiseFloor:
 
 
 def floor_of(runs: Iterable[ResultSet]) -> NoiseFloor:
-    """The floor from result sets: every repeat group (by its id) with two runs or more, per GPU."""
-    groups: dict[str, list[ResultSet]] = {}
+    """The floor from result sets, per GPU: the runs of each case that ran the same recorded code path,
+    or, where a case recorded none, the passes of one repeat group (the module docstring says why)."""
+    cells: dict[tuple[str, str, str, str, str], list[float]] = {}  # (slug, case, scenario, metric, path) -> logs
     for rs in runs:
-        group = (rs.repeat_info or {}).get("group")
-        if group and is_measured(rs):
-            groups.setdefault(str(group), []).append(rs)
-    sums: dict[tuple[str, str, str], list[float]] = {}  # key -> [sum of squares, df, cases]
-    for members in groups.values():
-        if len(members) < 2:
+        if not is_measured(rs):
             continue
-        slug = members[0].gpu_slug
-        values: dict[tuple[str, str, str], list[float]] = {}
-        for rs in members:
-            for c in rs.cases:
-                if c.status != "ok":
-                    continue
-                for name, m in c.metrics.items():
-                    mdef = METRICS.get(name)
-                    if mdef is None or mdef.better == "neither" or m.value <= 0:
-                        continue
-                    values.setdefault((c.id, c.scenario, name), []).append(float(np.log(m.value)))
-        for (_cid, scenario, name), logs in values.items():
-            if len(logs) < 2:
+        group = (rs.repeat_info or {}).get("group")
+        for c in rs.cases:
+            if c.status != "ok":
                 continue
-            key = (slug, scenario, METRICS[name].family_name)
-            acc = sums.setdefault(key, [0.0, 0.0, 0.0])
-            x = np.asarray(logs)
-            acc[0] += float(((x - x.mean()) ** 2).sum())
-            acc[1] += len(logs) - 1
-            acc[2] += 1
+            path = compared_path(c)
+            if path is not None:
+                same = "path " + json.dumps(path, sort_keys=True, default=str)
+            elif group:
+                same = f"group {group}"
+            else:
+                continue
+            for name, m in c.metrics.items():
+                mdef = METRICS.get(name)
+                if mdef is None or mdef.better == "neither" or m.value <= 0:
+                    continue
+                cells.setdefault((rs.gpu_slug, c.id, c.scenario, name, same), []).append(float(np.log(m.value)))
+    sums: dict[tuple[str, str, str], list[float]] = {}  # key -> [sum of squares, df, cases]
+    for (slug, _cid, scenario, name, _same), logs in cells.items():
+        if len(logs) < 2:
+            continue
+        acc = sums.setdefault((slug, scenario, METRICS[name].family_name), [0.0, 0.0, 0.0])
+        x = np.asarray(logs)
+        acc[0] += float(((x - x.mean()) ** 2).sum())
+        acc[1] += len(logs) - 1
+        acc[2] += 1
     return NoiseFloor({k: Floor(ss / df, int(df), int(n)) for k, (ss, df, n) in sums.items() if df > 0})
 
 
@@ -104,17 +112,17 @@ def folders_for(set_paths: Iterable[Path]) -> list[Path]:
 
 
 def floor_from_folders(folders: Iterable[Path]) -> NoiseFloor:
-    """The floor of every repeat group in `folders`: their *.json result sets that are passes of
-    `run --repeat` (other files there, a comparison's JSON say, are passed over)."""
-    return floor_of(rs for f in folders for p in sorted(f.glob("*.json")) if (rs := _repeat_pass(p)) is not None)
+    """The floor from the result sets in `folders` (other *.json files there, a comparison's JSON say,
+    are passed over)."""
+    return floor_of(rs for f in folders for p in sorted(f.glob("*.json")) if (rs := _result_set(p)) is not None)
 
 
-def _repeat_pass(path: Path) -> ResultSet | None:
+def _result_set(path: Path) -> ResultSet | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not data.get("repeat") or "cases" not in data:
+    if not isinstance(data, dict) or "cases" not in data:
         return None
     try:
         return ResultSet.model_validate(data)

@@ -30,8 +30,9 @@ PAIR_CAPTION = (
     "(> 1: {other} is faster), with its interval: a 95% interval where it rests on runs (a side pools "
     "several) or on the GPUs' measured noise floor; from one run's samples ('single run') it leaves out the "
     "spread between runs and is no 95% interval of the GPUs' ratio. noise floor: the spread between separate "
-    "runs of one GPU ({no_noise} where a side is a single run); a ratio says more than the noise only where "
-    "it is further from 1 than that."
+    "runs of one GPU (a side's own runs where it pooled several, else the floor measured for that GPU and case "
+    "family in other runs; {no_noise} where neither); a ratio says more than the noise only where it is further "
+    "from 1 than that."
 )
 
 
