@@ -100,6 +100,12 @@ def _load(ref: dict[str, Any], label: str) -> _Case:
     if "cases" not in data:  # a benchmark's JSON (or spread's): `key` is the dotted path to the object
         for part in ref["key"].split("."):
             data = data[part]
+        if isinstance(data, list):  # a list of rows (spread's `rows`): `row` holds the fields that pick one
+            hits = [r for r in data if all(r.get(k) == v for k, v in ref["row"].items())]
+            assert len(hits) == 1, f"{label}: {len(hits)} rows of {path.name}:{ref['key']} match {ref['row']}"
+            data = hits[0]
+        if isinstance(data, int | float):  # a key down to a number (keys with spaces): the expression is `a`
+            return data  # type: ignore[return-value]
         return _Case(data, f"{label}={path.name}:{ref['key']}")
     want = {k: v for k, v in ref.items() if k != "set"}  # params, or `id` (a case whose params hold a default)
     hits = [c for c in data["cases"]
