@@ -39,6 +39,7 @@ from llmbench.analysis.noisefloor import floor_from_folders, folders_for
 from llmbench.analysis.prices import Price, resolve_prices
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.bundle import Bundle, bundle_name, is_bundle, write_bundle
+from llmbench.caseinfo import CaseInfo
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import llmbench_info, local_device, local_slug
@@ -274,10 +275,10 @@ def plan_passes(out: Path, slug: str, suite: str, repeat: int, resume: bool,
     if repeat == 1:
         return [(1, "", resume)]
     newest = latest_result(out, slug, suite) if resume else None
-    info = load(newest).repeat_info if newest is not None else None
-    if info is not None and info.get("of") == repeat and isinstance(info.get("index"), int):
-        start = int(info["index"])
-        return [(i, str(info["group"]), i == start) for i in range(start, repeat + 1)]
+    group_of = load(newest).repeat_info if newest is not None else None  # the set header's, not a case's
+    if group_of is not None and group_of.get("of") == repeat and isinstance(group_of.get("index"), int):
+        start = int(group_of["index"])
+        return [(i, str(group_of["group"]), i == start) for i in range(start, repeat + 1)]
     if resume:
         (ui or SessionUI()).warn(f"no unfinished --repeat {repeat} group of {suite!r} on {slug}: starting a new one")
     group = f"{suite}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
@@ -731,7 +732,8 @@ class _Logged(_Forward):
     def case_done(self, case: CaseSpec, result: CaseResult) -> None:
         super().case_done(case, result)
         self.done.add(case.id)
-        gpus = f" [gpus {result.info['gpus']}]" if result.info.get("gpus") else ""
+        given = CaseInfo.of(result.info).gpus
+        gpus = f" [gpus {given}]" if given else ""
         _log(self.log, f"{result.status:8} {case.id} {case.label} ({result.duration_s or 0:.0f} s){gpus}"
              + (f": {result.reason}" if result.reason else "") + f" [{self.clock_now()}]")
         self._tick(False)

@@ -166,9 +166,9 @@ def test_committed_published_references_join_committed_cases_and_name_real_workl
     figs = published_figures(RESULTS)
     assert figs
     for f in figs:
-        assert f.match["quality"] in MATCH_QUALITIES and f.match["workload"] in keys and f.match["quote"]
-        assert set(f.match["conditions"]) >= {"model", "precision", "batch", "engine", "form_factor", "power_limit"}
-        if f.match["quality"] != "own workload":  # it stands for an llmbench case: its id joins a committed one
+        assert f.match.quality in MATCH_QUALITIES and f.match.workload in keys and f.match.quote
+        assert set(f.match.conditions) >= {"model", "precision", "batch", "engine", "form_factor", "power_limit"}
+        if f.match.quality != "own workload":  # it stands for an llmbench case: its id joins a committed one
             assert f.case.id in h100.cases or f.case.id in h200.cases, (f.source, f.case.id)
     assert load_ratios(RESULTS / "published") == list(CLAIMS)
     claims = published_claims(RESULTS)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from llmbench.caseinfo import INFO_VERSION
 from llmbench.harness.runner import RunOptions, latest_result, run_suite
 from llmbench.results import history_of, load
 from llmbench.suite import load_suite
@@ -152,6 +153,7 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
     assert rs2.finished_at is not None
     assert all(c.info["llmbench_commit"] == rs2.llmbench["git_commit"] for c in rs2.cases)
     assert all(c.info["llmbench_tree_modified"] == rs2.llmbench["git_dirty"] for c in rs2.cases)
+    assert all(c.info["info_version"] == INFO_VERSION for c in rs2.cases)
 
     # --force re-measures the selected cases in place; the others stay as they were
     proc = _runner(suite, out, "--resume", "--force", "--filter", "seconds=0.1")

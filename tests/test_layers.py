@@ -87,8 +87,6 @@ HARNESS_ALLOWED = {
     "format, read by the report), not the scenario's flag param",
     ("llmbench/harness/max_batch.py", "batch_size"): "BATCH: a probe record's batch field (result-set format), "
     "whatever the declared axis",
-    ("llmbench/harness/runner.py", "gpus"): "info['gpus']: the CUDA_VISIBLE_DEVICES the case process was given "
-    "(result-set format), not a param",
     ("llmbench/harness/runner.py", "model"): "the fingerprint's CPU model name (parent_device)",
     ("llmbench/harness/worker.py", "model"): "the CPU model name from hardware.fingerprint.cpu_info",
     ("llmbench/harness/isolation.py", "compile"): "COMPILE_TMP: the run's compile-cache folder kind",

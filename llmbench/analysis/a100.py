@@ -231,7 +231,7 @@ def _published_pairs(w: Workload, figs: list[PublishedFigure], fp8: bool, a100: 
     """A source's own H100 and A100 figures, per source and pair of GPUs (several cases: their
     geometric mean, the interval their range)."""
     groups: dict[tuple[str, str, str], list[tuple[PublishedFigure, PublishedFigure, str]]] = {}
-    mine = [f for f in figs if f.match.get("workload") == w.key]
+    mine = [f for f in figs if f.match.workload == w.key]
     for h in (f for f in mine if f.slug in H100_SLUGS):
         for a in (f for f in mine if is_a100(f.slug) and f.source == h.source):
             rest = [{k: v for k, v in f.case.params.items() if k != "precision"} for f in (h, a)]
@@ -249,7 +249,7 @@ def _published_pairs(w: Workload, figs: list[PublishedFigure], fp8: bool, a100: 
         rs = [float(orient(h.case.metrics[m].value, a.case.metrics[m].value, METRICS[m].better))
               for h, a, m in members]
         h0, a0, m0 = members[0]
-        quality = max((f.match.get("quality", "own workload") for h, a, _ in members for f in (h, a)),
+        quality = max(((f.match.quality or "own workload") for h, a, _ in members for f in (h, a)),
                       key=("close", "loose", "own workload").index)
         n = len(members)
         out.append(Evidence(
@@ -272,7 +272,7 @@ def _published_a100(w: Workload, h: CaseResult, figs: list[PublishedFigure], a10
         out.append(Evidence(
             "published", f"{f.source}: published {short(f.slug)} figure against llmbench's H100 measurement",
             float(orient(hv, m.value, w.better)), None, "", f"H100 SXM (llmbench) vs {short(f.slug)} ({f.source})",
-            f"{h.params.get('precision', '-')} vs {f.precision or '-'}", f.match.get("quality", "?"), hv, m.value,
+            f"{h.params.get('precision', '-')} vs {f.precision or '-'}", (f.match.quality or "?"), hv, m.value,
             m.unit, f.source, False))
     return out
 

@@ -151,7 +151,7 @@ def _basis(cid: str, h100: CaseIndex, h200: CaseIndex) -> tuple[CaseResult, str]
 
 def _quality(*figs: PublishedFigure) -> str:
     order = ("close", "loose", "own workload")
-    return max((f.match.get("quality", "own workload") for f in figs), key=order.index)
+    return max(((f.match.quality or "own workload") for f in figs), key=order.index)
 
 
 def _workload_case(w: Workload, h100: CaseIndex, fp8: bool = False) -> CaseResult | None:
@@ -168,7 +168,7 @@ def direct_checks(figs: list[PublishedFigure], h100: CaseIndex, h200: CaseIndex)
             continue
         basis = _basis(f.case.id, h100, h200)
         quality = _quality(f)
-        w = workloads.get(f.match.get("workload", ""))
+        w = workloads.get(f.match.workload or "")
         if basis is None and w is not None and w.metric in f.case.metrics and f.precision in SIXTEEN_BIT:
             c = _workload_case(w, h100)
             basis, quality = ((c, H100), "loose") if c is not None else (None, quality)
@@ -210,7 +210,7 @@ def pair_checks(figs: list[PublishedFigure], h100: CaseIndex, h200: CaseIndex) -
     workloads = {w.key: w for w in WORKLOADS}
     for h, a in _pairs(figs):
         same = same_precision(h, a)
-        w = workloads.get(h.match.get("workload", ""))
+        w = workloads.get(h.match.workload or "")
         if same:
             basis = _basis(h.case.id, h100, h200)
             if basis is None and w is not None and h.precision in SIXTEEN_BIT:

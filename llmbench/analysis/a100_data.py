@@ -16,6 +16,7 @@ from typing import Any
 from llmbench.analysis.inputs import load_checked
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.project import project_case
+from llmbench.caseinfo import PublishedInfo, PublishedMatch
 from llmbench.hardware.specs import GpuSpec, lookup
 from llmbench.references.published_ratios import PublishedRatio, load_ratios
 from llmbench.results import CaseResult, ResultSet
@@ -94,8 +95,8 @@ class PublishedFigure:
     rs: ResultSet
 
     @property
-    def match(self) -> dict[str, Any]:
-        return dict(self.case.info.get("match") or {})
+    def match(self) -> PublishedMatch:
+        return PublishedInfo.of(self.case.info).match or PublishedMatch()
 
     @property
     def source(self) -> str:
@@ -114,7 +115,7 @@ def published_figures(results_dir: Path) -> list[PublishedFigure]:
         for path in sorted(sub.glob("*.json")):
             rs = load_checked(path)
             out += [PublishedFigure(c, rs.gpu_slug, rs) for c in rs.cases
-                    if c.status == "ok" and (c.info.get("match") or {}).get("workload")]
+                    if c.status == "ok" and (PublishedInfo.of(c.info).match or PublishedMatch()).workload]
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmbench.caseinfo import CaseInfo
 from llmbench.ids import fmt_param, params_text
 from llmbench.results import CaseResult
 
@@ -27,8 +28,8 @@ def case_labels(cases: list[CaseResult]) -> dict[str, str]:
 
 def searched_batch(case: CaseResult) -> int | None:
     """The batch a `max_batch` case was measured at (its params keep the search's starting batch)."""
-    found = (case.info.get("max_batch") or {}).get("batch_size") if isinstance(case.info, dict) else None
-    return int(found) if isinstance(found, int) else None
+    search = CaseInfo.of(case.info).max_batch
+    return search.batch_size if search else None
 
 
 def with_searched_batch(label: str, case: CaseResult) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmbench.caseinfo import CaseInfo
 from llmbench.results import ResultSet
 
 # Dotted paths into ResultSet.env, in the order shown; every package in env.packages is checked too.
@@ -39,7 +40,7 @@ COMMIT_KEY = "llmbench commit"
 def llmbench_commits(rs: ResultSet) -> str | None:
     """The llmbench commits that measured a set's cases (a resumed set can span several), short,
     in order of first use; None when nothing recorded one (published figures)."""
-    commits = [c.info.get("llmbench_commit") for c in rs.cases]
+    commits: list[str | None] = [CaseInfo.of(c.info).llmbench_commit for c in rs.cases]
     commits.append(rs.llmbench.get("git_commit"))
     short = list(dict.fromkeys(str(c)[:7] for c in commits if c))
     return ", ".join(short) or None
@@ -52,7 +53,8 @@ def tree_modified(rs: ResultSet) -> str | None:
     """'yes' when any case ran from a tree whose tracked files differed from its commit, 'no' when
     every case says it did not, 'unknown' when some did not know (a pinned LLMBENCH_GIT_COMMIT); None
     when no case recorded it (sets older than this record, published figures)."""
-    got = [c.info["llmbench_tree_modified"] for c in rs.cases if "llmbench_tree_modified" in c.info]
+    infos = [CaseInfo.of(c.info) for c in rs.cases]
+    got = [i.llmbench_tree_modified for i in infos if "llmbench_tree_modified" in i.model_fields_set]
     if not got:
         return None
     if any(v is True for v in got):

@@ -83,9 +83,9 @@ def fleet_cmd(
     state, out = _state(gpus, bucket, spot, budget, out, resume, task_file)
     _check_prices(price, prices_file)  # before anything is rented
     launcher = LAUNCHER()
-    info = llmbench_info()
-    envs = {"LLMBENCH_GIT_COMMIT": info["git_commit"] or ""}
-    if info.get("git_dirty"):
+    checkout = llmbench_info()  # the set header's llmbench record, not a case's info
+    envs = {"LLMBENCH_GIT_COMMIT": checkout["git_commit"] or ""}
+    if checkout.get("git_dirty"):
         err_console.print("note: the checkout has uncommitted changes; the jobs run them, "
                           "the result sets name the commit")
     run_fleet(launcher, state, task_file, out, envs, say=lambda m: err_console.print(m, highlight=False))

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from llmbench import __version__
+from llmbench.caseinfo import RequestRateInfo
 from llmbench.commands.common import check_out_dir
 from llmbench.errors import UserError
 from llmbench.report.tables import MISSING, Table, fmt_num
@@ -88,11 +89,11 @@ COLUMNS = ("point", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTF
 
 
 def _row(case: CaseResult) -> list[str]:
-    p, m, info = case.params, case.metrics, case.info
+    p, m = case.params, case.metrics
     point = f"rate {p['rate']}" if p.get("rate") is not None else f"concurrency {p.get('concurrency')}"
     if case.status != "ok":  # the point as a whole failed: why, on one line (the result set keeps it all)
         return [point, *([MISSING] * (len(COLUMNS) - 2)), f"{case.status}: {one_line(case.reason or case.status)}"]
-    asked = info.get("asked_request_rate_per_s")
+    asked = RequestRateInfo.of(case.info).asked_request_rate_per_s
     cells = [
         fmt_num(asked) if isinstance(asked, (int, float)) else str(asked or MISSING),
         fmt_num(_value(m, "achieved_request_rate_per_s")),

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
+from llmbench.caseinfo import INFO_VERSION, CaseInfo
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
@@ -220,13 +221,11 @@ class _Run:
 
     def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]]) -> None:
         """Add a finished case to the result set and write it (atomically)."""
-        result.info["llmbench_commit"] = self.commit  # a resumed result set can span commits
-        result.info["llmbench_tree_modified"] = self.modified  # tracked files differ from that commit
-        if gpus is not None:
-            result.info["gpus"] = gpus  # the CUDA_VISIBLE_DEVICES the case process was given
-        if others:
-            result.info["other_gpu_processes"] = others
-        not_reused = (result.info.get(INFO_KEY) or {}).get("not_reused")
+        noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
+                         llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None)
+        result.info.update(noted.model_dump(exclude_none=True))
+        search = CaseInfo.of(result.info).max_batch
+        not_reused = search.not_reused if search else None
         if not_reused:  # a recorded search of another llmbench or GPU: searched afresh, said out loud
             self.ui.warn(f"case {case.id}: max_batch probes {not_reused}")
         self.rs.upsert(result)

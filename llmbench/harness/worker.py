@@ -13,6 +13,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from llmbench.precision import DeviceInfo
 from llmbench.results import write_atomic
 
@@ -65,6 +67,11 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
         return {**out, "status": status, "reason": f"{type(e).__name__}: {first}"[:500],
                 "traceback": traceback.format_exc()[-TRACEBACK_TAIL:], "info": ctx.info,
                 "code_path": ctx.code_path, "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
+    try:  # what others read back from the info is typed: a wrong type fails here, not in a report
+        scenario.Info.of(ctx.info)
+    except ValidationError as e:
+        return {**out, "status": "failed", "reason": f"the case's info does not fit {type(scenario).__name__}.Info "
+                f"({scenario.Info.__name__}): {_first_error(e)}", "info": ctx.info}
     return {**out, "status": "ok", "timer": ctx.timer.name, "info": ctx.info, "code_path": ctx.code_path,
             "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
 
@@ -91,3 +98,8 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def _first_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    return f"info.{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r:.80})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from llmbench.analysis.caselabels import case_labels
 from llmbench.analysis.inputs import SetRef
+from llmbench.caseinfo import PublishedInfo
 from llmbench.report.tables import Table
 
 
@@ -16,14 +17,13 @@ def match_table(sets: list[SetRef]) -> Table | None:
     for i, s in enumerate(sets):
         others = set().union(*(ids[:i] + ids[i + 1:]))
         for c in s.cases():
-            match = c.info.get("match")
+            match = PublishedInfo.of(c.info).match
             if s.kind != "published" or not match or c.id not in others:
                 continue
             cases.append(c)
-            cond = match.get("conditions") or {}
-            rows.append([s.label, c.id, match.get("quality", "?"),
-                         "; ".join(f"{k}: {v}" for k, v in cond.items()),
-                         "; ".join(match.get("differences") or []) or "-", match.get("quote", "")])
+            rows.append([s.label, c.id, match.quality or "?",
+                         "; ".join(f"{k}: {v}" for k, v in match.conditions.items()),
+                         "; ".join(str(d) for d in match.differences) or "-", match.quote or ""])
     if not rows:
         return None
     labels = case_labels(cases)

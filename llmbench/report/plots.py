@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import matplotlib
 
+from llmbench.caseinfo import TimelineInfo
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
@@ -71,25 +73,24 @@ TIMELINE_PANELS = (("tflops", "TFLOP/s"), ("sm_clock_mhz", "SM clock (MHz)"), ("
 def timeline_charts(sets: list[SetRef]) -> list[Chart]:
     """Sustained-load timelines (the `burn` scenario's info.timeline): throughput, SM clock, power and
     temperature against time, one line per GPU, so throttling shows as a falling curve."""
-    runs = [(i, s, c) for i, s in enumerate(sets) for c in s.rs.cases
-            if c.status == "ok" and isinstance(c.info.get("timeline"), dict) and c.info["timeline"].get("t_s")]
+    runs = [(i, s, c, tl) for i, s in enumerate(sets) for c in s.rs.cases
+            if c.status == "ok" and (tl := TimelineInfo.of(c.info).timeline) is not None and tl.t_s]
     if not runs:
         return []
-    labels = case_labels(list({c.id: c for _, _, c in runs}.values()))  # a case of every set once
+    labels = case_labels(list({c.id: c for _, _, c, _ in runs}.values()))  # a case of every set once
     fig, axes = plt.subplots(2, 2, figsize=(FIG_WIDTH_IN, 6.4), layout="constrained")
     for ax, (key, title) in zip(axes.flat, TIMELINE_PANELS, strict=True):
-        for k, (i, s, c) in enumerate(runs):
-            tl = c.info["timeline"]
-            ys = tl.get(key) or []
-            if ys and len(ys) == len(tl["t_s"]):
-                ax.plot(tl["t_s"], ys, color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
+        for k, (i, s, c, tl) in enumerate(runs):
+            ys = getattr(tl, key)
+            if ys and len(ys) == len(tl.t_s):
+                ax.plot(tl.t_s, ys, color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
                         label=s.label if len(runs) == 1 else f"{s.label} {labels[c.id]}")
         ax.set_title(title)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
     handles, names = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncol=1, frameon=False)
-    throttled = any(c.info.get("throttled") for _, _, c in runs)
+    throttled = any(TimelineInfo.of(c.info).throttled for _, _, c, _ in runs)
     title = "sustained load over time" + (" (throttling flagged)" if throttled else "")
     fig.suptitle(title)
     return [Chart(title, to_svg(fig))]

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from llmbench import precision as prec
+from llmbench.caseinfo import CaseInfo
 from llmbench.engines.base import Engine, engine_class
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
@@ -241,6 +242,7 @@ class Scenario(ABC):
     rank_entry: ClassVar[RankEntry | None] = None  # a case run as torchrun ranks (ctx.run_ranks), where it is
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
     engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
+    Info: ClassVar[type[CaseInfo]] = CaseInfo  # the typed part of its cases' info (caseinfo.py), checked on write
 
     def build_engine(self, params: Any) -> Engine | None:
         """The engine this case names, built for the case process to hand to run() (ctx.engine); None

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from llmbench.caseinfo import TimelineInfo
 from llmbench.hardware import nvml
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.monitors import open_sampler
@@ -32,6 +33,7 @@ class BurnParams(ScenarioParams):
 
 @SCENARIOS.register("burn")
 class Burn(Scenario):
+    Info = TimelineInfo
     Params = BurnParams
     headline = ("tflops", "last_vs_first_tflops")
     description = ("Sustained matmul load (gpu-burn style): TFLOP/s, clock, power, temperature over time;"

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_serializer, model_validator
 
+from llmbench.caseinfo import RequestRateInfo
 from llmbench.engines.base import engine_class
 from llmbench.engines.served import CommandServer, ServedEngine, ServeOptions, ServerSite
 from llmbench.errors import UserError
@@ -154,6 +155,7 @@ def served_engine(params: ServingParams) -> ServedEngine | None:
 
 @SCENARIOS.register("serving")
 class ServingScenario(Scenario):
+    Info = RequestRateInfo
     Params = ServingParams
     headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")
     description = "load on an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput"

@@ -1,0 +1,95 @@
+"""The typed part of a case's `info`: the entries that code other than their writer reads.
+
+A case's info holds what its scenario and the harness noted while it ran (a config echo, compile times,
+timelines, a search's probes). Most of it is for a reader of the JSON. The entries that llmbench itself
+reads back (the commit a case ran, a sustained-load timeline, a published figure's match) are declared
+here, once, as pydantic models: the writer's values are checked when the case is recorded, and a
+reader gets typed fields, not strings into a dict. Each scenario names its model (`Scenario.Info`);
+every model is a `CaseInfo`, whose fields the harness writes for every case.
+
+Versioned: `info_version` is written with every case (INFO_VERSION); sets written before it read as
+version 0 and load through the same models (every field optional, unknown entries kept), which a test
+checks on every committed result set. A change that cannot read old sets that way raises the version
+and converts in `CaseInfo.of`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Self
+
+INFO_VERSION = 1
+
+
+class InfoModel(BaseModel):
+    """An info model: unknown entries are kept (the info is also for people), declared ones are typed."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    @classmethod
+    def of(cls, info: dict[str, Any] | None) -> Self:
+        """The typed view of a case's info (of any version)."""
+        return cls.model_validate(info or {})
+
+
+class MaxBatchInfo(InfoModel):
+    """The harness's search for the largest batch that fits (harness/max_batch.py)."""
+
+    batch_size: int | None = None  # the largest batch that ran ok
+    probes: list[dict[str, Any]] = Field(default_factory=list)  # each probe: its batch and status
+    stopped: str | None = None  # why the search stopped early, where it did
+    resumed: int | None = None  # probes replayed from an earlier run's log
+    not_reused: list[Any] | None = None
+
+
+class CaseInfo(InfoModel):
+    """What the harness notes in every case (harness/runner.py)."""
+
+    info_version: int = 0  # 0: written before info was typed
+    llmbench_commit: str | None = None  # the commit the case ran (a resumed set can span commits)
+    llmbench_tree_modified: bool | None = None  # tracked files differed from that commit
+    gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
+    other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
+    max_batch: MaxBatchInfo | None = None
+
+
+class Timeline(InfoModel):
+    """Per-interval readings of a sustained load, equal lengths (t_s: each interval's end)."""
+
+    t_s: list[float] = Field(default_factory=list)
+    tflops: list[float] = Field(default_factory=list)
+    sm_clock_mhz: list[float] = Field(default_factory=list)
+    power_w: list[float] = Field(default_factory=list)
+    temp_c: list[float] = Field(default_factory=list)
+    reasons: list[Any] = Field(default_factory=list)  # NVML's clock-event reasons per interval
+
+
+class TimelineInfo(CaseInfo):
+    """A case that runs a load for a while and records it over time."""
+
+    timeline: Timeline | None = None
+    throttled: bool | None = None  # a throttle reason or a falling clock was seen
+
+
+class RequestRateInfo(CaseInfo):
+    """A load point of a serving benchmark: the rate asked for (a number, or 'inf' for all at once)."""
+
+    asked_request_rate_per_s: float | str | None = None
+
+
+class PublishedMatch(InfoModel):
+    """How a published figure matches an llmbench case (references/)."""
+
+    workload: str | None = None  # the headline workload it informs
+    quality: str | None = None
+    quote: str | None = None  # the source's own words or cell
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    differences: list[Any] = Field(default_factory=list)
+
+
+class PublishedInfo(CaseInfo):
+    """A case of a published reference set."""
+
+    match: PublishedMatch | None = None
