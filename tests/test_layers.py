@@ -181,11 +181,36 @@ def test_the_split_check_sees_a_banned_import(tmp_path: Path, monkeypatch: pytes
         "llmbench/report/bad.py imports numpy.linalg", "llmbench/report/bad.py imports statistics"]
 
 
+# Report and analysis read params only through what scenarios declare (sweep_axes, metric_axes,
+# power_limit_param, bottleneck_sweep, engine_slot), with these exceptions: two axes every figure has,
+# and words that are keys of llmbench's own records or tables, not the params of the same name.
+AXES_ALLOWED = {
+    "precision": "the precision axis (llmbench.precision, layer 0): every figure's precision",
+    "engine": "the engine axis (engines/): publish's engines-side-by-side section",
+}
+RECORD_WORDS = {
+    "n": "the sample count of a metric row or table column",
+    "kind": "a table column (what kind of source)",
+    "url": "a table column (a source's address)",
+    "threshold": "the gate's JSON key",
+    "batch": "the key of a bottleneck answer (BottleneckSweep.answer)",
+}
+
+
+@pytest.mark.parametrize("folder", ["llmbench/report", "llmbench/analysis"])
+def test_report_and_analysis_name_no_scenario_only_param(folder: str) -> None:
+    found = named(folder, scenario_only_params())
+    bad = sorted(f"{f}:{lines} {w!r}" for (f, w), lines in found.items() if w not in AXES_ALLOWED | RECORD_WORDS)
+    assert bad == [], "declare it on the scenario (scenarios.base) and read the declaration:\n" + "\n".join(bad)
+
+
 def test_the_allow_lists_hold_only_what_is_still_there() -> None:
     found = named("llmbench/harness", scenario_names() | scenario_only_params())
     assert set(HARNESS_ALLOWED) <= set(found), "an allowed literal is gone: drop it from HARNESS_ALLOWED"
     report = {f for f, _ in named("llmbench/report", scenario_names())}
     assert set(REPORT_NAMES_ALLOWED) <= report, "a file no longer names scenarios: drop it from REPORT_NAMES_ALLOWED"
+    words = {w for folder in ("llmbench/report", "llmbench/analysis") for _, w in named(folder, scenario_only_params())}
+    assert set(AXES_ALLOWED) | set(RECORD_WORDS) <= words, "an allowed word is gone: drop it"
 
 
 def module_imports(folder: str) -> list[tuple[str, str]]:

@@ -40,8 +40,8 @@ from llmbench.report.styles import Style, gpu_color, nth_style, series_style
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
 
-# Params that make a numeric x axis, most telling first; others split panels or series.
-X_PARAMS = ("batch_size", "concurrency", "request_rate", "rate", "tokens", "shape", "size_mib", "seq_len")
+# The x axes are what each scenario declares (Scenario.sweep_axes, metric_axes); other varying params
+# split panels, and the precision axis (llmbench.precision, every scenario's) splits series.
 SERIES_PARAM = "precision"
 MAX_PANELS = 6
 MAX_BARS = 40
@@ -96,17 +96,19 @@ def _varying(cases: list[CaseResult]) -> list[str]:
     return [k for k in keys if len({repr(c.params.get(k)) for c in cases}) > 1]
 
 
-def x_param(cases: list[CaseResult]) -> str | None:
-    """The first of X_PARAMS that varies and is numeric in every case that has it."""
+def x_param(cases: list[CaseResult], scenario: str) -> str | None:
+    """The first of the scenario's sweep axes that varies and is numeric in every case that has it."""
     varying = _varying(cases)
-    for key in X_PARAMS:
+    for key in (SCENARIOS.get(scenario).sweep_axes if scenario in SCENARIOS else ()):
         if key in varying and all(_x(c.params[key]) is not None for c in cases if key in c.params):
             return key
     return None
 
 
-def _xlabel(key: str) -> str:
-    return "shape (geometric mean of its sides)" if key == "shape" else key
+def _xlabel(key: str, cases: list[CaseResult]) -> str:
+    """The axis label: a list-valued param (a GEMM's shape) is placed at the geometric mean of its sides."""
+    listed = any(isinstance(c.params.get(key), (list, tuple)) for c in cases)
+    return f"{key} (geometric mean of its sides)" if listed else key
 
 
 def _headline(scenario: str) -> tuple[str, ...]:
@@ -266,7 +268,7 @@ def throughput_chart(sets: list[SetRef], scenario: str) -> Chart | None:
     """The scenario's headline rate against its x param (batch size first), per GPU and precision; a
     case that lacks the first rate (a host copy reports GB/s, a device copy TB/s) shows its next one."""
     cases = [c for _, c in _ok(sets, scenario)]
-    xkey, metrics = x_param(cases), _rate_metrics(scenario, cases)
+    xkey, metrics = x_param(cases, scenario), _rate_metrics(scenario, cases)
     if xkey is None or not metrics:
         return None
     panels = _panels(sets, scenario, xkey, _metric_value(*metrics))
@@ -276,19 +278,23 @@ def throughput_chart(sets: list[SetRef], scenario: str) -> Chart | None:
     better = {METRICS[m].better if m in METRICS else "neither" for m in shown}
     hints = {"higher": " (higher is better)", "lower": " (lower is better)"}
     hint = hints.get(better.pop(), "") if len(better) == 1 else ""
-    return line_chart(f"{scenario}: {', '.join(shown)} against {xkey}{hint}", _xlabel(xkey), sets, panels)
+    return line_chart(f"{scenario}: {', '.join(shown)} against {xkey}{hint}", _xlabel(xkey, cases), sets, panels)
 
 
-def ttft_chart(sets: list[SetRef], scenario: str) -> Chart | None:
-    """Time to first token against the input length, where the input length varies."""
-    cases = [c for _, c in _ok(sets, scenario) if "ttft_ms" in c.metrics]
-    if "input_len" not in _varying(cases):
-        return None
-    panels = _panels(sets, scenario, "input_len", _metric_value("ttft_ms"))
-    if panels is None:
-        return None
-    return line_chart(f"{scenario}: time to first token against input length (lower is better)",
-                      "input_len (tokens)", sets, panels)
+def metric_axis_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
+    """Each metric the scenario charts against a param of its own (`Scenario.metric_axes`, e.g. time to
+    first token against the input length), where that param varies."""
+    axes = SCENARIOS.get(scenario).metric_axes if scenario in SCENARIOS else {}
+    charts = []
+    for name, axis in axes.items():
+        cases = [c for _, c in _ok(sets, scenario) if name in c.metrics]
+        panels = _panels(sets, scenario, axis, _metric_value(name)) if axis in _varying(cases) else None
+        if panels is not None:
+            mdef = METRICS.get(name)
+            what = mdef.description.split(":")[0] if mdef else name
+            hint = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(mdef.better if mdef else "", "")
+            charts.append(line_chart(f"{scenario}: {what} against {axis}{hint}", axis, sets, panels))
+    return charts
 
 
 def _spec(ref: SetRef) -> GpuSpec | None:
@@ -314,7 +320,7 @@ def achieved_share(ref: SetRef, case: CaseResult) -> float | None:
 def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
     """Achieved share of the roofline (1.0 = at the bound) against the scenario's x param."""
     cases = [c for _, c in _ok(sets, scenario)]
-    xkey = x_param(cases)
+    xkey = x_param(cases, scenario)
     if xkey is None:
         return None
 
@@ -326,7 +332,7 @@ def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
     if panels is None:
         return None
     return line_chart(f"{scenario}: achieved share of the roofline against {xkey} (1.0 = at the bound)",
-                      _xlabel(xkey), sets, panels, hline=1.0, share=True)
+                      _xlabel(xkey, cases), sets, panels, hline=1.0, share=True)
 
 
 BAR_LABEL_CHARS = 34  # a bar's case label is wrapped at this width ...
@@ -503,7 +509,7 @@ def bottleneck_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
 
 def scenario_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
     """The charts that answer the scenario's questions; bars per case only where no line can be drawn."""
-    lines = [c for c in (throughput_chart(sets, scenario), ttft_chart(sets, scenario),
+    lines = [c for c in (throughput_chart(sets, scenario), *metric_axis_charts(sets, scenario),
                          roofline_chart(sets, scenario), power_chart(sets, scenario)) if c]
     lines += bottleneck_charts(sets, scenario)
     return lines or value_bars(sets, scenario)

@@ -39,6 +39,7 @@ class BandwidthParams(ScenarioParams):
 
 @SCENARIOS.register("bandwidth")
 class Bandwidth(Scenario):
+    sweep_axes = ("size_mib",)
     Params = BandwidthParams
     headline = ("tb_per_s", "gb_per_s")
     bounds: ClassVar[dict[str, Bound]] = {"*": "memory"}

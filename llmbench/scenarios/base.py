@@ -243,6 +243,11 @@ class Scenario(ABC):
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
     engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
     Info: ClassVar[type[CaseInfo]] = CaseInfo  # the typed part of its cases' info (caseinfo.py), checked on write
+    # the charts' axes: params that make a numeric x axis, most telling first (report/charts.py), and
+    # metrics charted against a param of their own (generate: ttft_ms against input_len)
+    sweep_axes: ClassVar[tuple[str, ...]] = ()
+    metric_axes: ClassVar[dict[str, str]] = {}
+    power_limit_param: ClassVar[str | None] = None  # the param a power-limit sweep varies (analysis/power.py)
 
     def build_engine(self, params: Any) -> Engine | None:
         """The engine this case names, built for the case process to hand to run() (ctx.engine); None

@@ -36,6 +36,7 @@ class DDPParams(ScenarioParams):
 
 @SCENARIOS.register("ddp")
 class DDP(Scenario):
+    sweep_axes = ("batch_size", "seq_len")
     Params = DDPParams
     description = "data-parallel training through torchrun (DDP, FSDP2): samples/s on 1 and N GPUs, scaling"
     headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")

@@ -42,6 +42,7 @@ class FP8TrainParams(ScenarioParams):
 
 @SCENARIOS.register("fp8_train")
 class FP8Train(Scenario):
+    sweep_axes = ("batch_size", "seq_len")
     Params = FP8TrainParams
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16")

@@ -66,6 +66,7 @@ class GemmParams(ScenarioParams):
 
 @SCENARIOS.register("gemm")
 class Gemm(Scenario):
+    sweep_axes = ("shape",)
     Params = GemmParams
     headline = ("tflops",)
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}

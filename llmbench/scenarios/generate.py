@@ -193,6 +193,8 @@ class TokenClock:
 
 @SCENARIOS.register("generate")
 class GenerateScenario(Scenario):
+    sweep_axes = ("batch_size",)
+    metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
     Params = GenerateParams
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
     engine_slot = EngineSlot(InferenceEngine)

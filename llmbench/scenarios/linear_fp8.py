@@ -126,6 +126,7 @@ def ratio_ci(base_s: list[float], impl_s: list[float]) -> tuple[float, float, fl
 
 @SCENARIOS.register("linear_fp8")
 class LinearFp8(Scenario):
+    sweep_axes = ("tokens", "shape")
     Params = LinearFp8Params
     headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32", "gemm_only_speedup_vs_bf16")
     description = ("A linear layer or Llama MLP at real models' GEMM shapes: fp8 (Transformer Engine, torchao, "

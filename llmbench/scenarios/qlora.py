@@ -56,6 +56,7 @@ def train_options(p: Any) -> TrainOptions:
 
 @SCENARIOS.register("qlora")
 class QLoRA(Scenario):
+    sweep_axes = ("batch_size", "seq_len")
     Params = QLoRAParams
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")

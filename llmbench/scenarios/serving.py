@@ -155,6 +155,8 @@ def served_engine(params: ServingParams) -> ServedEngine | None:
 
 @SCENARIOS.register("serving")
 class ServingScenario(Scenario):
+    sweep_axes = ("concurrency", "request_rate", "rate")  # request_rate: published serving figures
+    metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
     Info = RequestRateInfo
     Params = ServingParams
     headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")

@@ -53,6 +53,7 @@ class TrainerParams(ScenarioParams):
 
 @SCENARIOS.register("trainer")
 class TrainerScenario(Scenario):
+    sweep_axes = ("batch_size", "seq_len")
     Params = TrainerParams
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
     headline = ("train_samples_per_s", "step_ms", "peak_memory_gib")

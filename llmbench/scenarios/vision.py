@@ -38,6 +38,7 @@ class VisionParams(ScenarioParams):
 
 @SCENARIOS.register("vision")
 class Vision(Scenario):
+    power_limit_param = "power_limit_w"
     Params = VisionParams
     headline = ("train_samples_per_s", "infer_samples_per_s", "samples_per_j")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
