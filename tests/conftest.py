@@ -32,15 +32,17 @@ def write(tmp_path: Path, text: str, name: str = "suite.toml") -> Path:
     return p
 
 
+def alive(pid: int) -> bool:
+    """Whether a process of this id exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def wait_gone(pids: list[int], seconds: float = 10.0) -> bool:
     """Whether every process of `pids` has exited within `seconds` (polled)."""
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
     deadline = time.monotonic() + seconds
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)

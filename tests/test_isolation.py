@@ -17,7 +17,7 @@ from llmbench.caseinfo import INFO_VERSION
 from llmbench.harness.runner import RunOptions, latest_result, run_suite
 from llmbench.results import history_of, load
 from llmbench.suite import load_suite
-from tests.conftest import ROOT, write
+from tests.conftest import ROOT, alive, write
 
 pytestmark = pytest.mark.slow
 
@@ -85,12 +85,6 @@ def _runner(suite: Path, out: Path, *extra: str, env: dict[str, str] | None = No
     )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_sigterm_stops_the_run_kills_the_case_and_keeps_finished_cases(tmp_path: Path, fault_plugin: str) -> None:
@@ -104,7 +98,7 @@ def test_sigterm_stops_the_run_kills_the_case_and_keeps_finished_cases(tmp_path:
     while time.time() < deadline and long_case is None:  # wait until the 60 s case is running
         long_case = next((int(f.stem) for f in pids.glob("*.pid") if f.read_text() == "60.0"), None)
         time.sleep(0.1)
-    assert long_case is not None and _alive(long_case)
+    assert long_case is not None and alive(long_case)
     t0 = time.time()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
@@ -112,9 +106,9 @@ def test_sigterm_stops_the_run_kills_the_case_and_keeps_finished_cases(tmp_path:
     assert time.time() - t0 < 15
     assert "--resume" in err.decode()
     deadline = time.time() + 10
-    while _alive(long_case) and time.time() < deadline:
+    while alive(long_case) and time.time() < deadline:
         time.sleep(0.1)
-    assert not _alive(long_case)  # the case process went with the runner
+    assert not alive(long_case)  # the case process went with the runner
     rs = load(next(out.glob("*/slow-*.json")))
     assert [c.params["seconds"] for c in rs.cases] == [0.1, 0.2, 0.3]
     assert rs.finished_at is None

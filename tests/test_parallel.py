@@ -14,7 +14,7 @@ from llmbench.harness.launch import check_parallel, slots_needed
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.results import load
 from llmbench.suite import load_suite
-from tests.conftest import wait_gone, write
+from tests.conftest import alive, wait_gone, write
 
 pytestmark = pytest.mark.slow
 
@@ -150,7 +150,6 @@ def test_an_interrupt_records_the_cases_that_had_finished_before_it_stops_the_ru
     main thread is busy with the first finished case (in `case_done`) and the other short one has
     finished too, its result waiting in the queue: that result is recorded, the 60 s case is stopped
     and not recorded."""
-    import os
     import time
 
     from llmbench.harness.runner import RunUI
@@ -159,11 +158,7 @@ def test_an_interrupt_records_the_cases_that_had_finished_before_it_stops_the_ru
     pids.mkdir()
 
     def finished(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
+        return not alive(pid)
 
     def pid_of(seconds: str) -> int | None:
         return next((int(f.stem) for f in pids.glob("*.pid") if f.read_text() == seconds), None)

@@ -3,7 +3,6 @@ and stopping the whole process group."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from llmbench.errors import UserError
 from llmbench.serving.server import ServerProcess, fill, free_port
+from tests.conftest import alive
 
 
 def test_placeholders_are_filled_and_json_braces_left_alone() -> None:
@@ -21,12 +21,6 @@ def test_placeholders_are_filled_and_json_braces_left_alone() -> None:
         fill(["{prot}"], {"python": "py", "port": "8"})
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.slow
@@ -62,9 +56,9 @@ def test_a_server_that_never_answers_times_out_and_its_whole_group_is_stopped(tm
         server.wait_ready("http://127.0.0.1:9", timeout_s=1)
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
+    assert not alive(child)
 
 
 @pytest.mark.slow
