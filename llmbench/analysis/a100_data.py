@@ -93,10 +93,7 @@ class PublishedFigure:
     case: CaseResult
     slug: str
     rs: ResultSet
-
-    @property
-    def match(self) -> PublishedMatch:
-        return PublishedInfo.of(self.case.info).match or PublishedMatch()
+    match: PublishedMatch  # the case's info.match, read once
 
     @property
     def source(self) -> str:
@@ -114,8 +111,10 @@ def published_figures(results_dir: Path) -> list[PublishedFigure]:
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
         for path in sorted(sub.glob("*.json")):
             rs = load_checked(path)
-            out += [PublishedFigure(c, rs.gpu_slug, rs) for c in rs.cases
-                    if c.status == "ok" and (PublishedInfo.of(c.info).match or PublishedMatch()).workload]
+            for c in rs.cases:
+                match = PublishedInfo.of(c.info).match
+                if c.status == "ok" and match is not None and match.workload:
+                    out.append(PublishedFigure(c, rs.gpu_slug, rs, match))
     return out
 
 

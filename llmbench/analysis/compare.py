@@ -422,9 +422,10 @@ def _metric_rows(
         got = [[m[name] for c in side if name in (m := case_metrics(c))] for side in runs]
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
+        floors = [floor.get(s.rs.gpu_slug, scenario, name) if floor else None for s in sets]  # each side's GPU
         ratios = [
             None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name,
-                                                   _floors(floor, [sets[baseline], sets[i]], scenario, name))
+                                                   [f for f in (floors[baseline], floors[i]) if f is not None])
             for i, ms in enumerate(got)
         ]
         machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
@@ -433,17 +434,9 @@ def _metric_rows(
             [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
             [p.runs if p else 0 for p in pooled], machines,
             [p.between_run_cv if p else None for p in pooled],
-            [f.cv if floor and ms and (f := floor.get(sets[i].rs.gpu_slug, scenario, name)) else None
-             for i, ms in enumerate(got)],
+            [f.cv if f is not None and ms else None for f, ms in zip(floors, got, strict=True)],
         ))
     return rows
-
-
-def _floors(floor: NoiseFloor | None, sides: list[SetRef], scenario: str, name: str) -> list[Floor]:
-    """The measured noise floors of the sides' GPUs for this case family (none, one or both)."""
-    if not floor:
-        return []
-    return [f for s in sides if (f := floor.get(s.rs.gpu_slug, scenario, name)) is not None]
 
 
 def case_metrics(c: CaseResult) -> dict[str, MetricResult]:

@@ -73,14 +73,15 @@ TIMELINE_PANELS = (("tflops", "TFLOP/s"), ("sm_clock_mhz", "SM clock (MHz)"), ("
 def timeline_charts(sets: list[SetRef]) -> list[Chart]:
     """Sustained-load timelines (the `burn` scenario's info.timeline): throughput, SM clock, power and
     temperature against time, one line per GPU, so throttling shows as a falling curve."""
-    runs = [(i, s, c, tl) for i, s in enumerate(sets) for c in s.rs.cases
-            if c.status == "ok" and (tl := TimelineInfo.of(c.info).timeline) is not None and tl.t_s]
+    infos = [(i, s, c, TimelineInfo.of(c.info)) for i, s in enumerate(sets) for c in s.rs.cases if c.status == "ok"]
+    runs = [(i, s, c, info.timeline, bool(info.throttled)) for i, s, c, info in infos
+            if info.timeline is not None and info.timeline.t_s]
     if not runs:
         return []
-    labels = case_labels(list({c.id: c for _, _, c, _ in runs}.values()))  # a case of every set once
+    labels = case_labels(list({c.id: c for _, _, c, _, _ in runs}.values()))  # a case of every set once
     fig, axes = plt.subplots(2, 2, figsize=(FIG_WIDTH_IN, 6.4), layout="constrained")
     for ax, (key, title) in zip(axes.flat, TIMELINE_PANELS, strict=True):
-        for k, (i, s, c, tl) in enumerate(runs):
+        for k, (i, s, c, tl, _) in enumerate(runs):
             ys = getattr(tl, key)
             if ys and len(ys) == len(tl.t_s):
                 ax.plot(tl.t_s, ys, color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
@@ -90,7 +91,7 @@ def timeline_charts(sets: list[SetRef]) -> list[Chart]:
         ax.grid(True, alpha=0.3)
     handles, names = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncol=1, frameon=False)
-    throttled = any(TimelineInfo.of(c.info).throttled for _, _, c, _ in runs)
+    throttled = any(flagged for *_, flagged in runs)
     title = "sustained load over time" + (" (throttling flagged)" if throttled else "")
     fig.suptitle(title)
     return [Chart(title, to_svg(fig))]
