@@ -45,9 +45,18 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import llmbench_info, local_device, local_slug
 from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
-from llmbench.harness.plan import CaseTime, case_time, measured_cases, ok_case_times, reference_times
+from llmbench.harness.plan import (
+    CaseTime,
+    MeasuredCase,
+    measured_cases,
+    ok_case_times,
+    quote_units,
+    reference_times,
+    share_groups,
+)
 from llmbench.harness.runner import DONE_STATUSES, RunOptions, RunUI, check_parallel, foreign_gpu_processes
 from llmbench.harness.runner import run_suite as run_cases
+from llmbench.precision import DeviceInfo
 from llmbench.report.terminal import status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
@@ -224,7 +233,20 @@ def plan_run(selection: Selection, out: Path = Path("results"), gpus: str | None
     slug = local_slug(gpus, cpu)
     measured, source = measured_cases(out, slug, selection.suite.name)
     device = local_device(gpus, cpu)
-    return Plan(selection.cases, [case_time(c, measured, device) for c in selection.cases], slug, source)
+    cases, times = quoted_run_order(selection.suite, selection.cases, measured, device, parallel=False)
+    return Plan(cases, times, slug, source)
+
+
+def quoted_run_order(suite: Suite, cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
+                     parallel: bool) -> tuple[list[CaseSpec], list[CaseTime]]:
+    """The cases in the order a run takes them (a share group where its first case stands, unless the
+    suite does not share engines or the run is parallel) and their quotes (a shared case's without the
+    load its group's first case pays)."""
+    share = suite.share_engines and not parallel
+    units = share_groups(cases, device) if share else [[c] for c in cases]
+    quotes = quote_units(units, measured, device)
+    ordered = [c for unit in units for c in unit]
+    return ordered, [quotes[c.id] for c in ordered]
 
 
 def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("results"), filters: Sequence[str] = (),
@@ -532,6 +554,7 @@ class _Session:
     suites: list[Suite]
     previous: Bundle | None
     case_env: dict[str, str]
+    parallel: bool = False
 
 
 def _oneshot_session(suites: Sequence[str | Path], out: Path, resume: Path | None, gpus: str | None,
@@ -551,7 +574,7 @@ def _oneshot_session(suites: Sequence[str | Path], out: Path, resume: Path | Non
         loaded = [load_suite(str(n), list(suite_dirs)) for n in suites or DEFAULT_ONESHOT_SUITES]
     else:
         loaded = bundled_suites(previous, out)
-    return _Session(slug, loaded, previous, case_env)
+    return _Session(slug, loaded, previous, case_env, parallel)
 
 
 def plan_oneshot(suites: Sequence[str | Path] = (), *, out: Path = Path("oneshot"), resume: Path | None = None,
@@ -572,8 +595,14 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     for _, rs in session.previous.result_sets if session.previous else []:
         measured.update(ok_case_times(rs))
         done |= {c.id for c in rs.cases if c.status in DONE_STATUSES}
-    cases = [c for s in session.suites for c in s.cases if c.id not in done]
-    return Plan(cases, [case_time(c, measured, device) for c in cases], session.slug, done_before=len(done))
+    cases: list[CaseSpec] = []
+    times: list[CaseTime] = []
+    for s in session.suites:
+        run_cases, quotes = quoted_run_order(s, [c for c in s.cases if c.id not in done], measured, device,
+                                             session.parallel)
+        cases += run_cases
+        times += quotes
+    return Plan(cases, times, session.slug, done_before=len(done))
 
 
 def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None, out: Path = Path("oneshot"),

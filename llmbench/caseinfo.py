@@ -44,6 +44,17 @@ class MaxBatchInfo(InfoModel):
     not_reused: list[Any] | None = None
 
 
+class ShareGroupInfo(InfoModel):
+    """A case of a share group: cases that run on one loaded engine session in one process (a suite's
+    `share_engines`, harness/runner.py). `index` 0 started the process and loaded the session; the
+    others' times leave that out. A case that ran alone because the group stopped before it says why."""
+
+    cases: list[str] = Field(default_factory=list)  # the group's case ids, in the order they were to run
+    index: int = 0  # this case's place among them
+    ran: str = "in group"  # "in group", or "alone" (after the group stopped)
+    stopped: str | None = None  # alone: which case of the group ended how
+
+
 class CaseInfo(InfoModel):
     """What the harness notes in every case (harness/runner.py)."""
 
@@ -53,6 +64,7 @@ class CaseInfo(InfoModel):
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
+    share_group: ShareGroupInfo | None = None
 
 
 class Timeline(InfoModel):

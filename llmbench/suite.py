@@ -32,7 +32,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-SUITE_KEYS = {"name", "description", "defaults", "case"}
+SUITE_KEYS = {"name", "description", "defaults", "case", "share_engines"}
 CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params and StopRule settings
 SETTING_KEYS = set(StopRule.model_fields)
 SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the shipped suites (package data)
@@ -78,6 +78,9 @@ class Suite:
     cases: list[CaseSpec] = field(default_factory=list)
     origin: str = ""  # where it was found: "packaged", "--suites", LLMBENCH_SUITES, "./suites", or "" for a path
     replaces: tuple[Path, ...] = ()  # suite files of the same name it was found before (a shipped one, ...)
+    # cases that load the same engine session (one engine, model, precision and mode; only batch or
+    # lengths differ) run in one case process, one after another, each still its own case (runner.py)
+    share_engines: bool = False
 
     def where(self) -> str:
         """One line on where a suite found by name came from, for a run's first lines; "" for a shipped
@@ -188,7 +191,11 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
         if c.id in seen:
             raise SuiteError(fname, f"{c.origin} repeats {seen[c.id]} (same scenario and params)", key="case")
         seen[c.id] = c.origin
-    return Suite(name=name, description=str(data.get("description", "")), path=path or Path(fname), cases=cases)
+    share = data.get("share_engines", False)
+    if not isinstance(share, bool):
+        raise SuiteError(fname, "must be true or false", key="share_engines", value=share, choices=["true", "false"])
+    return Suite(name=name, description=str(data.get("description", "")), path=path or Path(fname), cases=cases,
+                 share_engines=share)
 
 
 def _expand_case(

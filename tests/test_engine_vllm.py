@@ -125,3 +125,35 @@ def test_generate_runs_on_real_vllm_through_the_harness(tmp_path: Path, monkeypa
         # one gap between consecutive tokens per token after the first, in every timed generate()
         assert len(m["itl_ms"].samples or []) == (case.params["output_len"] - 1) * len(m["ttft_ms"].samples or [])
         assert "logits_rel_error" not in m
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_shared_and_isolated_vllm_cases_run_the_same_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vllm-tiny shares one started engine between its two cases (share_engines); run again with a
+    process and an engine per case, each case has the same engine arguments and code path, and the
+    same metrics, each from its own samples."""
+    need_vllm()
+    from llmbench.harness.runner import RunOptions, run_suite
+    from llmbench.results import load
+    from llmbench.suite import load_suite
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
+    s = load_suite("vllm-tiny")
+    assert s.share_engines
+    runs = {}
+    for share in (True, False):
+        rs = load(run_suite(s, s.cases, RunOptions(out_dir=tmp_path / str(share), device="cpu", share_engines=share)))
+        assert [c.status for c in rs.cases] == ["ok"] * len(s.cases), [c.reason or c.traceback for c in rs.cases]
+        runs[share] = {c.id: c for c in rs.cases}
+    first, second = (runs[True][c.id] for c in s.cases)
+    assert "build_s" in first.info and "build_s" not in second.info
+    assert second.info["session"].startswith(f"shared: loaded by case {first.id}")
+    assert second.info["share_group"]["index"] == 1
+    for c in s.cases:
+        grouped, alone = runs[True][c.id], runs[False][c.id]
+        assert grouped.info["vllm_engine_args"] == alone.info["vllm_engine_args"]
+        assert grouped.code_path == alone.code_path
+        assert grouped.metrics.keys() == alone.metrics.keys()
+        assert len(grouped.metrics["ttft_ms"].samples or []) >= 3

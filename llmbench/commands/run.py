@@ -178,10 +178,11 @@ def _numbers(ns: list[int]) -> str:
 
 
 def _quote_source(t: CaseTime) -> str:
+    shared = "; on a shared engine" if t.shared else ""  # its share group's first case loads it
     if t.source in ("skipped", "estimate"):
-        return "" if t.source == "skipped" else "estimate"
+        return "" if t.source == "skipped" else "estimate" + shared
     gpus = ", ".join(gpu_display_name(g) for g in t.gpu.split(", ") if g) or "?"
-    return f"{'measured' if t.source == 'measured' else 'similar'}, {gpus}"
+    return f"{'measured' if t.source == 'measured' else 'similar'}, {gpus}{shared}"
 
 
 QUOTE_ORDER = ("measured", "similar", "other", "other similar", "estimate", "skipped")

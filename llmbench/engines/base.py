@@ -294,6 +294,15 @@ class InferenceEngine(Engine):
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> GenerationSession:
         """Load (or build) the model on `device` as `options` say."""
 
+    @classmethod
+    def session_key(cls, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
+        """What a session loaded for these options is, as text: cases whose keys are equal may run on
+        one loaded session, one after another in one process (a suite's `share_engines`), because the
+        session each would load is the same (the same engine arguments: its size options included).
+        None, the default: each case loads its own (its session depends on the case, e.g. on the batch
+        size that picks its compile options)."""
+        return None
+
 
 class TrainingEngine(Engine):
     """An engine that builds a model with its optimizer for training, stepped one batch at a time."""

@@ -85,6 +85,19 @@ class HFEngine(InferenceEngine, TrainingEngine):
             session.convert(options.precision)
         return session
 
+    @classmethod
+    def session_key(cls, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
+        """Eager sessions serve any batch and length (generate() with a dynamic cache): the model and
+        its precision are the session. A compiled session is not shared: its compile options and
+        graphs follow the first batch it runs (gpu_compile_options), and a second batch size in one
+        process would make torch.compile recompile with a dynamic batch, another code path."""
+        if options.mode != "eager":
+            return None
+        import json
+
+        return json.dumps({"model": [model.model, model.pretrained, model.weights, model.seed],
+                           "precision": options.precision, "mode": options.mode}, sort_keys=True)
+
     def load_for_training(self, model: ModelRef, options: TrainOptions, device: DeviceInfo) -> TrainingSession:
         """A training session: full, LoRA or QLoRA fine-tuning, optionally in fp8 (llmbench.engines.hf_train)."""
         from llmbench.engines.hf_train import load_for_training

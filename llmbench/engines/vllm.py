@@ -20,7 +20,8 @@ Mode "eager" is `enforce_eager=True`; "compiled" is vLLM's default (torch.compil
 Each case is a new process and so a new vLLM start; to keep that short the batch slots, max_model_len
 and CUDA-graph sizes are what the case needs rounded up to a few buckets (BATCH_BUCKETS,
 MODEL_LEN_BUCKETS), so that the cases of a suite share one entry of vLLM's compile cache per precision
-and capture a handful of CUDA graphs instead of vLLM's 67.
+and capture a handful of CUDA graphs instead of vLLM's 67. The same buckets make the engines of such
+cases identical: in a suite with `share_engines`, they run on one started engine (`session_key`).
 """
 
 from __future__ import annotations
@@ -171,6 +172,16 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         """vLLM brings its own kernels: only the device matters (not torchao or bitsandbytes)."""
         return prec.device_reason(precision, device)
 
+    @classmethod
+    def session_key(cls, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
+        """The engine arguments themselves: the batch slots, max_model_len and CUDA-graph sizes are
+        bucketed (engine_args), so cases of one precision that differ in batch or lengths below a
+        bucket's edge load the same engine and may share it."""
+        import json
+
+        return json.dumps({"model": [model.model, model.pretrained, model.weights, model.seed],
+                           "args": engine_args(model, options, device, "")}, sort_keys=True)
+
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> VLLMSession:
         import vllm
 
@@ -183,8 +194,11 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         else:
             model_dir = str(model.pretrained)
         args = engine_args(model, options, device, model_dir)
+        from llmbench.measure import compile_cache
+
+        cache = compile_cache.vllm_state()
         llm = vllm.LLM(**args)
-        return VLLMSession(llm, model, args, tmp, device)
+        return VLLMSession(llm, model, args, tmp, device, cache)
 
 
 def _visible_gpus() -> int:
@@ -196,8 +210,10 @@ def _visible_gpus() -> int:
 class VLLMSession(GenerationSession):
     token_clock = "host"
 
-    def __init__(self, llm: Any, model: ModelRef, args: dict[str, Any], tmp: Any, device: DeviceInfo) -> None:
+    def __init__(self, llm: Any, model: ModelRef, args: dict[str, Any], tmp: Any, device: DeviceInfo,
+                 compile_cache: str | None = None) -> None:
         self.llm = llm
+        self.compile_cache = compile_cache  # vLLM's compile cache when it started: "cold" or "warm"
         self.model = model
         self.args = args
         self._tmp = tmp
@@ -267,7 +283,8 @@ class VLLMSession(GenerationSession):
         import vllm
 
         args = {k: v for k, v in self.args.items() if k != "model"}
-        return {"vllm_version": vllm.__version__, "vllm_engine_args": args,
+        cache = {"vllm_compile_cache": self.compile_cache} if self.compile_cache else {}
+        return {"vllm_version": vllm.__version__, "vllm_engine_args": args, **cache,
                 "token_times": "host clock: when each engine step's tokens reach this process from vLLM's engine core",
                 "vllm_model": "preset config dir" if self.model.model else self.args["model"]}
 

@@ -109,7 +109,7 @@ def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str
     env.setdefault("PYTHONUNBUFFERED", "1")
     shared = run_compile_cache()
     if shared and compile_cache.ENV_DIR not in env:  # a user's own inductor cache folder is kept as it is
-        env.update(compile_cache.cache_env(shared))
+        env.update(compile_cache.cache_env(shared, env))
     env.update(extra or {})
     return env
 
@@ -140,14 +140,20 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+WAIT_STEP_S = 0.5  # how often a wait with `on_wait` looks at what the child wrote
+
+
 def run_child(
     args: list[str],
     env: dict[str, str],
     timeout_s: float,
     on_progress: Callable[[float, str], None] | None = None,
+    on_wait: Callable[[], bool] | None = None,
 ) -> tuple[int | None, str, float]:
     """Run `python -m llmbench.harness.worker *args` in its own process group. Returns the exit code
-    (None on timeout), the stderr tail, and the wall time. Progress lines on stdout are forwarded."""
+    (None on timeout, or where `on_wait` asked for the kill), the stderr tail, and the wall time.
+    Progress lines on stdout are forwarded. `on_wait` is called every WAIT_STEP_S from this thread
+    while the child runs; it returns True to have the child killed."""
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
@@ -161,9 +167,7 @@ def run_child(
         reader = threading.Thread(target=_read_stdout, args=(proc, on_progress, other_lines), daemon=True)
         reader.start()
         try:
-            code: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            code = None
+            code: int | None = _wait(proc, timeout_s, on_wait)
         except BaseException:
             _kill_group(proc)
             raise
@@ -179,6 +183,22 @@ def run_child(
     if other_lines:
         tail = ("[stdout]\n" + "\n".join(other_lines) + "\n[stderr]\n" + tail)[-STDERR_TAIL:]
     return code, tail, elapsed
+
+
+def _wait(proc: subprocess.Popen[str], timeout_s: float, on_wait: Callable[[], bool] | None) -> int | None:
+    """The child's exit code; None when the timeout passed or `on_wait` asked to stop it."""
+    if on_wait is None:
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        try:
+            return proc.wait(timeout=max(0.0, min(WAIT_STEP_S, deadline - time.perf_counter())))
+        except subprocess.TimeoutExpired:
+            if on_wait() or time.perf_counter() >= deadline:
+                return None
 
 
 def _read_stdout(proc: subprocess.Popen[str], on_progress: Any, other: deque[str]) -> None:
@@ -235,8 +255,77 @@ def run_case_process(
         return ChildOutcome("timeout", f"the case did not finish within its timeout of {timeout_s:g}s and was killed",
                             traceback=tail or None, duration_s=elapsed)
     if payload is not None:
-        return ChildOutcome(payload.pop("status"), payload.pop("reason", None), payload,
-                            payload.pop("traceback", None), elapsed)
+        return _payload_outcome(payload, elapsed)
+    return _exit_outcome(code, tail, elapsed)
+
+
+def _payload_outcome(payload: dict[str, Any], elapsed: float) -> ChildOutcome:
+    return ChildOutcome(payload.pop("status"), payload.pop("reason", None), payload, payload.pop("traceback", None),
+                        elapsed)
+
+
+def run_group_process(
+    specs: list[dict[str, Any]],
+    env: dict[str, str],
+    on_outcome: Callable[[int, ChildOutcome], None],
+    on_progress: Callable[[float, str], None] | None = None,
+) -> list[ChildOutcome]:
+    """Run a share group's cases in one fresh process (worker `group`), one after another. Each case's
+    outcome is handed to `on_outcome(i, outcome)` from this thread as soon as its file appears, with
+    the wall time since the previous one's (the first's includes the process start and the load). A
+    case that runs past its own `settings.timeout_s` is killed with the process. Returns the outcomes
+    in order, up to the first that did not end ok or skipped; where the process ended before writing
+    a case's outcome (a crash, a kill, a timeout), that case's outcome says how, as a lone case's
+    would, and the cases after it have none (the runner runs them alone)."""
+    outcomes: list[ChildOutcome] = []
+    timeouts = [float(sp.get("settings", {}).get("timeout_s") or 600.0) for sp in specs]
+    with tempfile.TemporaryDirectory(prefix=_tmp_prefix("case")) as tmp:
+        specs_path, out_dir = Path(tmp, "specs.json"), Path(tmp, "out")
+        out_dir.mkdir()
+        specs_path.write_text(json.dumps(specs))
+        mark = time.time()  # wall clock: the case process stamps each case's end on it (same machine)
+        killed_at: list[int] = []
+
+        def collect() -> bool:
+            nonlocal mark
+            while len(outcomes) < len(specs):
+                path = out_dir / f"{len(outcomes)}.json"
+                if not path.exists():
+                    break
+                payload = json.loads(path.read_text())
+                ended = float(payload.pop("ended_unix", time.time()))
+                outcome = _payload_outcome(payload, max(ended - mark, 0.0))
+                mark = ended
+                outcomes.append(outcome)
+                on_outcome(len(outcomes) - 1, outcome)
+                if outcome.status not in ("ok", "skipped"):
+                    return False
+            i = len(outcomes)
+            if i < len(specs) and time.time() - mark > timeouts[i]:
+                killed_at.append(i)
+                return True
+            return False
+
+        code, tail, _ = run_child(["group", str(specs_path), str(out_dir)], env, sum(timeouts) + 60.0, on_progress,
+                                  on_wait=collect)
+        collect()  # what the process wrote as it ended
+    i = len(outcomes)
+    if i == len(specs) or (outcomes and outcomes[-1].status not in ("ok", "skipped")):
+        return outcomes
+    elapsed = time.time() - mark
+    if code is None:
+        limit = timeouts[i] if killed_at else sum(timeouts) + 60.0
+        lost = ChildOutcome("timeout", f"the case did not finish within its timeout of {limit:g}s and was killed "
+                            "(with its share group's process)", traceback=tail or None, duration_s=elapsed)
+    else:
+        lost = _exit_outcome(code, tail, elapsed)
+    outcomes.append(lost)
+    on_outcome(i, lost)
+    return outcomes
+
+
+def _exit_outcome(code: int, tail: str, elapsed: float) -> ChildOutcome:
+    """A case process that ended without writing an outcome, from its exit code and stderr tail."""
     if code < 0:
         name = _signal_name(code)
         if name == "SIGKILL":

@@ -7,8 +7,9 @@ runs and writes the result set; it asks this layer where a case goes and to run 
 - A `Launcher` runs one case (or one probe of its max-batch search) at a placement and turns whatever
   happened into a `ChildOutcome`. `IsolatedProcess` is the kind every run uses: a fresh
   `python -m llmbench.harness.worker` process per case, killed with its process group at the case's
-  timeout. In-process there is only `worker.run_case(spec)`, which tests call directly; no run of a
-  suite takes that path (a crash would end the run), so it is not offered as a launcher.
+  timeout; a share group's cases (a suite's `share_engines`) get one such process for the group.
+  In-process there is only `worker.run_case(spec)`, which tests call directly; no run of a suite
+  takes that path (a crash would end the run), so it is not offered as a launcher.
 - Inside the case process, a scenario that declares a `rank_entry` gets a multi-process launcher
   (`launch_ranks.Torchrun`) on its context: N rank processes over the case's GPUs."""
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from llmbench.errors import UserError
-from llmbench.harness.isolation import ChildOutcome, child_env, kill_running, run_case_process
+from llmbench.harness.isolation import ChildOutcome, child_env, kill_running, run_case_process, run_group_process
 from llmbench.suite import CaseSpec
 
 ProgressFn = Callable[[float, str], None]
@@ -32,6 +33,13 @@ class Launcher(Protocol):
     def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
             on_progress: ProgressFn | None = None) -> ChildOutcome: ...
 
+    def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
+                  on_outcome: Callable[[int, ChildOutcome], None],
+                  on_progress: ProgressFn | None = None) -> list[ChildOutcome]:
+        """Run a share group's cases one after another where they share what they load; each outcome
+        goes to `on_outcome` as it ends; the list ends at the first case that did not end ok or
+        skipped (the runner runs the rest alone)."""
+
     def stop_all(self) -> None:
         """Stop every case still running (an interrupt of a parallel run, whose waits are in threads)."""
 
@@ -43,6 +51,12 @@ class IsolatedProcess:
     def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
             on_progress: ProgressFn | None = None) -> ChildOutcome:
         return run_case_process(spec, env, timeout_s, on_progress)
+
+    def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
+                  on_outcome: Callable[[int, ChildOutcome], None],
+                  on_progress: ProgressFn | None = None) -> list[ChildOutcome]:
+        """A share group in one fresh process of its own (the group's cases share it, no other case does)."""
+        return run_group_process(specs, env, on_outcome, on_progress)
 
     def stop_all(self) -> None:
         kill_running()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +36,10 @@ class MeasuredCase:
     params: dict[str, Any]
     seconds: float
     gpu: str = ""  # the slug of the GPU it was measured on ('' where not known)
+    # what of `seconds` a case that runs on a session loaded by an earlier case of its share group does
+    # not spend: the process start and the model's build, where this measurement paid them (0 where it
+    # ran on a shared session itself)
+    load_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class CaseTime:
     source: Literal["measured", "similar", "estimate", "skipped"]
     gpu: str = ""
     reason: str = ""  # why a skipped case is skipped
+    shared: bool = False  # it will run on an engine session an earlier case of its share group loaded
 
 
 def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, MeasuredCase], Path | None]:
@@ -66,8 +71,72 @@ def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, Meas
 def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCase]:
     """The cases of a result set that ran ok, by id, with their wall times (and the GPU they ran on: the
     set's, or `gpu` where its folder names it)."""
-    return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s, gpu or rs.gpu_slug)
+    return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s, gpu or rs.gpu_slug, load_time(c.info))
             for c in rs.cases if c.status == "ok" and c.duration_s}
+
+
+def load_time(info: dict[str, Any]) -> float:
+    """The process start and model build a case's wall time includes (what a later case of a share
+    group skips): its build time and the process start, where it built its model; 0 where it ran on a
+    session shared with it (or built none)."""
+    build = info.get("build_s")
+    return float(build) + PROCESS_OVERHEAD_S if isinstance(build, (int, float)) else 0.0
+
+
+def share_groups(cases: list[CaseSpec], device: DeviceInfo) -> list[list[CaseSpec]]:
+    """The cases in run order as units: a share group (cases whose scenario gives the same `share_key`:
+    they load the same engine session) runs where its first case stands, its others moved up beside it;
+    every other case is a unit of its own. A case that asks for a max-batch search runs alone (its
+    probes are processes of their own)."""
+    units: list[list[CaseSpec]] = []
+    by_key: dict[str, list[CaseSpec]] = {}
+    for case in cases:
+        key = _share_key(case, device)
+        if key is None:
+            units.append([case])
+        elif key in by_key:
+            by_key[key].append(case)
+        else:
+            by_key[key] = [case]
+            units.append(by_key[key])
+    return units
+
+
+def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
+    scenario = case.scenario_obj()
+    search = scenario.max_batch_search
+    if search is not None and search.wanted(case.params_dict):
+        return None
+    try:
+        return scenario.share_key(case.params, device)
+    except Exception:  # a key that cannot be worked out here: the case runs alone
+        return None
+
+
+def shared_time(quote: CaseTime, case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
+    """The quote of a case that will run on a session an earlier case of its share group loaded: its
+    measured time less the load that measurement paid (nothing to take off where it was not measured
+    by id)."""
+    m = measured.get(case.id)
+    if quote.source != "measured" or m is None or not m.load_s:
+        return replace(quote, shared=True)
+    return replace(quote, seconds=max(quote.seconds - m.load_s, 1.0), shared=True)
+
+
+def quote_units(units: list[list[CaseSpec]], measured: dict[str, MeasuredCase],
+                device: DeviceInfo | None = None) -> dict[str, CaseTime]:
+    """Each case's quote by id, run as `units` (share_groups) says: a group's first case at its own
+    time, the others without the load they will not pay (skipped cases neither load nor count)."""
+    out: dict[str, CaseTime] = {}
+    for unit in units:
+        loaded = False
+        for case in unit:
+            quote = case_time(case, measured, device)
+            if quote.source != "skipped":
+                quote = shared_time(quote, case, measured) if loaded else quote
+                loaded = True
+            out[case.id] = quote
+    return out
 
 
 def _differing(a: dict[str, Any], b: dict[str, Any]) -> set[str]:

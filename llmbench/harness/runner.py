@@ -8,6 +8,11 @@ concurrently, one per slot (a multi-GPU case takes as many slots as it needs), e
 CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set. Servers are not
 shared between cases under `parallel` (each case starts its own; `_run_parallel` says why).
 
+A suite with `share_engines = true` runs, in serial runs, the cases that would load the same engine
+session (their scenario's `share_key`: one engine, model, precision and mode, differing in batch or
+lengths) as a share group: one process for the group, each case recorded as it ends with its own
+samples; the first case that fails stops the group and the rest run alone (`_run_group`).
+
 What differs by scenario (the GPUs a case takes, a max-batch search, a server kept for the suite) the
 runner asks the case's scenario (scenarios.base.Scenario's declarations); it names no scenario and no
 scenario's param."""
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.caseinfo import INFO_VERSION, CaseInfo
+from llmbench.caseinfo import INFO_VERSION, CaseInfo, ShareGroupInfo
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
@@ -41,7 +46,16 @@ from llmbench.harness.max_batch import (
     probes_path,
     search_max_batch,
 )
-from llmbench.harness.plan import MeasuredCase, case_time, measured_cases, ok_case_times, skip_reason
+from llmbench.harness.plan import (
+    MeasuredCase,
+    case_time,
+    load_time,
+    measured_cases,
+    ok_case_times,
+    share_groups,
+    shared_time,
+    skip_reason,
+)
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
 from llmbench.scenarios.base import BatchSearch
@@ -49,6 +63,8 @@ from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
 DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
+PARALLEL_SHARE_NOTE = ("under --parallel, share_engines is not used: every case runs in a process of its own "
+                       "(a share group would hold one slot for all its cases)")
 PARALLEL_SERVER_NOTE = (
     'under --parallel, server_scope = "suite" is not used: each serving case starts and stops its own '
     "server (an idle server kept for later cases would hold its GPUs' memory while other cases, a "
@@ -84,6 +100,7 @@ class RunOptions:
     resume_from: Path | None = None  # with resume: this result set, not the newest one under out_dir
     reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
     launcher: Launcher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launch.py)
+    share_engines: bool | None = None  # share groups (one process per loaded engine session); None: as the suite says
 
 
 def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
@@ -156,14 +173,18 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
     state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
+    share = suite.share_engines if opts.share_engines is None else opts.share_engines
     if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
         if any(suite_scoped_server(c) for c in todo):
             ui.warn(PARALLEL_SERVER_NOTE)
+        if share and any(len(u) > 1 for u in share_groups(todo, device)):
+            ui.warn(PARALLEL_SHARE_NOTE)
         _run_parallel(todo, state)
     else:
         shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
+        units = share_groups(todo, device) if share else [[c] for c in todo]
         try:
-            _run_serial(todo, state, replace(whole, env={**whole.env, SHARED_ENV: str(shared)}))
+            _run_serial(units, state, replace(whole, env={**whole.env, SHARED_ENV: str(shared)}))
         finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
             stop_shared_servers(shared)
             shutil.rmtree(shared, ignore_errors=True)
@@ -190,18 +211,24 @@ class _Run:
     deferred: int = 0
     t_start: float = field(default_factory=time.monotonic)
 
-    def defer_if_over_budget(self, case: CaseSpec) -> bool:
+    def defer_if_over_budget(self, case: CaseSpec, ahead_s: float = 0.0, shared: bool = False) -> bool:
         """Leave the case out of the result set (a later --resume runs it) when its quoted time does
-        not fit in what is left of the budget."""
+        not fit in what is left of the budget once `ahead_s` (the quotes of the cases of its share
+        group before it) is spent; `shared`: it will run on a session loaded before it."""
         if self.opts.budget_s is None:
             return False
-        needs = case_time(case, self.measured).seconds
-        left = self.opts.budget_s - (time.monotonic() - self.t_start)
+        needs = self.quote(case, shared)
+        left = self.opts.budget_s - (time.monotonic() - self.t_start) - ahead_s
         if needs <= left:
             return False
         self.ui.case_deferred(case, needs, left)
         self.deferred += 1
         return True
+
+    def quote(self, case: CaseSpec, shared: bool = False) -> float:
+        """The case's quoted time; `shared`: on a session an earlier case of its group loaded."""
+        quote = case_time(case, self.measured)
+        return (shared_time(quote, case, self.measured) if shared else quote).seconds
 
     def probe_log(self, case: CaseSpec) -> ProbeLog | None:
         """Where a max-batch search's probes are kept, beside this result set (None for a case not searched)."""
@@ -219,10 +246,12 @@ class _Run:
             self.ui.warn(msg)
         return others
 
-    def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]]) -> None:
+    def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
+               group: ShareGroupInfo | None = None) -> None:
         """Add a finished case to the result set and write it (atomically)."""
         noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
-                         llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None)
+                         llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None,
+                         share_group=group)
         result.info.update(noted.model_dump(exclude_none=True))
         search = CaseInfo.of(result.info).max_batch
         not_reused = search.not_reused if search else None
@@ -232,7 +261,8 @@ class _Run:
         save(self.rs, self.path)
         self.ui.case_done(case, result)
         if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
-            self.measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s)
+            self.measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s,
+                                                  load_s=load_time(result.info))
 
 
 def suite_scoped_server(case: CaseSpec) -> bool:
@@ -247,22 +277,67 @@ def batch_search(case: CaseSpec) -> BatchSearch | None:
     return search if search is not None and search.wanted(case.params_dict) else None
 
 
-def _run_serial(todo: list[CaseSpec], run: _Run, where: Placement) -> None:
-    """One case after another, each placed on every --gpus entry (`where`)."""
-    for i, case in enumerate(todo):
-        reason = skip_reason(case, run.device)  # a skip costs no time: never left for the budget
-        if reason:
-            run.ui.case_start(case, i)
-            run.record(case, skipped_result(case, reason), where.visible, [])
-            continue
-        if run.defer_if_over_budget(case):
-            continue
-        others = run.others_on(case, where.visible)
-        run.ui.case_start(case, i)
-        on_probe = partial(run.ui.case_probe, case)
-        result = run_one(case, where.env, run.opts.device, run.ui.case_progress, log=run.probe_log(case),
-                         fresh=run.opts.force, on_probe=on_probe, launcher=run.opts.launcher)
-        run.record(case, result, where.visible, others)
+def _run_serial(units: list[list[CaseSpec]], run: _Run, where: Placement) -> None:
+    """One unit after another, each placed on every --gpus entry (`where`): a case alone in its own
+    process, or a share group's cases one after another in one process (`_run_group`)."""
+    index = {c.id: i for i, c in enumerate(c for unit in units for c in unit)}
+    for unit in units:
+        ready: list[CaseSpec] = []
+        ahead = 0.0
+        for case in unit:
+            reason = skip_reason(case, run.device)  # a skip costs no time: never left for the budget
+            if reason:
+                run.ui.case_start(case, index[case.id])
+                run.record(case, skipped_result(case, reason), where.visible, [])
+                continue
+            if run.defer_if_over_budget(case, ahead, shared=bool(ready)):
+                continue
+            ahead += run.quote(case, shared=bool(ready))
+            ready.append(case)
+        if len(ready) > 1:
+            _run_group(ready, run, where, index)
+        for case in ready if len(ready) == 1 else []:
+            _run_alone(case, run, where, index[case.id])
+
+
+def _run_alone(case: CaseSpec, run: _Run, where: Placement, i: int, group: ShareGroupInfo | None = None) -> None:
+    """One case in a process of its own (its max-batch search first, where it asks for one)."""
+    others = run.others_on(case, where.visible)
+    run.ui.case_start(case, i)
+    on_probe = partial(run.ui.case_probe, case)
+    result = run_one(case, where.env, run.opts.device, run.ui.case_progress, log=run.probe_log(case),
+                     fresh=run.opts.force, on_probe=on_probe, launcher=run.opts.launcher)
+    run.record(case, result, where.visible, others, group)
+
+
+def _run_group(cases: list[CaseSpec], run: _Run, where: Placement, index: dict[str, int]) -> None:
+    """A share group: its cases one after another in one process, on the session the first loads; each
+    is recorded as it ends. The first case that does not end ok or skipped stops the group (its shared
+    session may be what failed): that case (unless it ran past its timeout) and the rest then run alone,
+    each in a process of its own, and say so in their info."""
+    ids = [c.id for c in cases]
+    others = run.others_on(cases[0], where.visible)
+    started = [utc_now()]
+
+    def done(i: int, out: ChildOutcome) -> None:
+        case = cases[i]
+        result = _result_of(case, out, started[-1], out.duration_s)
+        if out.status in ("ok", "skipped") or out.status == "timeout":  # the others run alone (below)
+            run.record(case, result, where.visible, others if i == 0 else [], ShareGroupInfo(cases=ids, index=i))
+        started.append(utc_now())
+        if out.status in ("ok", "skipped") and i + 1 < len(cases):
+            run.ui.case_start(cases[i + 1], index[cases[i + 1].id])
+
+    run.ui.case_start(cases[0], index[cases[0].id])
+    specs = [{**_spec(c, run.opts.device), "id": c.id} for c in cases]
+    outcomes = run.opts.launcher.run_group(specs, where.env, done, run.ui.case_progress)
+    if len(outcomes) == len(cases) and outcomes[-1].status in ("ok", "skipped"):
+        return
+    last = outcomes[-1]
+    stopped = f"case {cases[len(outcomes) - 1].id} ended {last.status} in the group: {last.reason}"[:300]
+    alone = len(outcomes) if last.status == "timeout" else len(outcomes) - 1
+    for i, case in enumerate(cases[alone:], start=alone):
+        _run_alone(case, run, where, index[case.id], ShareGroupInfo(cases=ids, index=i, ran="alone", stopped=stopped))
 
 
 Finished = tuple[CaseSpec, Placement, "CaseResult | BaseException", list[dict[str, Any]]]
@@ -381,8 +456,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
     that asks for a max-batch search searches its batch first, each probe run by the same launcher, its
     probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""
     launcher = launcher or IsolatedProcess()
-    spec: dict[str, Any] = {"scenario": case.scenario, "params": case.params_dict,
-            "settings": case.settings.model_dump(), "device": device}
+    spec = _spec(case, device)
     started = utc_now()
     t0 = time.perf_counter()
     search = None
@@ -405,15 +479,25 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
             retries += 1
             spec = {**spec, "params": search.axis.at(spec["params"], lower)}
             out = launcher.run(spec, env, case.settings.timeout_s, on_progress)
-    payload = out.payload
     if search is not None:
-        payload.setdefault("info", {})[INFO_KEY] = search.info()
+        out.payload.setdefault("info", {})[INFO_KEY] = search.info()
         if log is not None and out.status == "ok":  # done: the result set holds the probes now
             log.clear()
+    return _result_of(case, out, started, time.perf_counter() - t0)
+
+
+def _spec(case: CaseSpec, device: str) -> dict[str, Any]:
+    """What the case process reads (worker.run_case)."""
+    return {"scenario": case.scenario, "params": case.params_dict, "settings": case.settings.model_dump(),
+            "device": device}
+
+
+def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) -> CaseResult:
+    payload = out.payload
     return CaseResult(
         id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
         reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),
-        started_at=started, duration_s=round(time.perf_counter() - t0, 3),
+        started_at=started, duration_s=round(seconds, 3),
         settings=case.settings.model_dump(), info=payload.get("info", {}), code_path=payload.get("code_path", {}),
         traceback=out.traceback,
     )

@@ -1,5 +1,7 @@
-"""The case process. The runner starts one per case (`python -m llmbench.harness.worker case SPEC OUT`)
-with CUDA_VISIBLE_DEVICES already set, so torch is first imported here, on the right GPU.
+"""The case process. The runner starts one per case (`python -m llmbench.harness.worker case SPEC OUT`),
+or one per share group of cases (`group SPECS OUT_DIR`: cases that run on one loaded engine session,
+one after another), with CUDA_VISIBLE_DEVICES already set, so torch is first imported here, on the
+right GPU.
 
 It writes its outcome to OUT (JSON) atomically; anything it cannot write (a segfault, a kill) the
 runner turns into a status from the exit code and the stderr tail."""
@@ -9,14 +11,18 @@ from __future__ import annotations
 import faulthandler
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from llmbench.precision import DeviceInfo
 from llmbench.results import write_atomic
+
+if TYPE_CHECKING:
+    from llmbench.scenarios.base import SharedSessions
 
 TRACEBACK_TAIL = 4000
 
@@ -38,7 +44,7 @@ def _is_oom(e: BaseException) -> bool:
     return isinstance(e, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(e).lower()
 
 
-def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict[str, Any]:
     from llmbench.harness.launch_ranks import rank_launcher
     from llmbench.measure.timing import StopRule
     from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
@@ -52,7 +58,8 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     if reason:
         return {**out, "status": "skipped", "reason": reason}
     ctx = CaseContext(device, rule, engine=scenario.build_engine(params),  # the engine the case names
-                      ranks=rank_launcher(scenario, rule.timeout_s))  # ranks: a multi-process case
+                      ranks=rank_launcher(scenario, rule.timeout_s),  # ranks: a multi-process case
+                      shared=shared, case_id=str(spec.get("id", "")))  # shared: a share group's sessions
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case
@@ -76,6 +83,28 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
             "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
 
 
+GROUP_DONE = ("ok", "skipped")  # a group goes on after these; any other end stops it (the rest run alone)
+
+
+def run_group(specs: list[dict[str, Any]], out_dir: Path) -> None:
+    """The cases of one share group, in order, in this process, sharing what their scenario keeps
+    (SharedSessions): each case's outcome is written to OUT_DIR/<i>.json as soon as it ends, so the
+    runner records it then and a crash later costs only the cases not yet written. The first case that
+    does not end ok or skipped stops the group: its sessions may be what failed, so the runner runs
+    that case and the rest alone."""
+    from llmbench.scenarios.base import SharedSessions
+
+    shared = SharedSessions()
+    try:
+        for i, spec in enumerate(specs):
+            outcome = {**run_case(spec, shared), "ended_unix": time.time()}  # the runner's times of the cases
+            write_atomic(out_dir / f"{i}.json", json.dumps(outcome, default=str))
+            if outcome["status"] not in GROUP_DONE:
+                break
+    finally:
+        shared.close_all()
+
+
 def main(argv: list[str]) -> int:
     faulthandler.enable()  # a segfault still leaves a Python stack in stderr
     if len(argv) == 2 and argv[0] == "fingerprint":
@@ -92,7 +121,11 @@ def main(argv: list[str]) -> int:
         spec = json.loads(Path(argv[1]).read_text())
         write_atomic(Path(argv[2]), json.dumps(run_case(spec), default=str))
         return 0
-    print("usage: python -m llmbench.harness.worker case SPEC OUT | fingerprint OUT | doctor OUT", file=sys.stderr)
+    if len(argv) == 3 and argv[0] == "group":
+        run_group(json.loads(Path(argv[1]).read_text()), Path(argv[2]))
+        return 0
+    print("usage: python -m llmbench.harness.worker case SPEC OUT | group SPECS OUT_DIR | fingerprint OUT | doctor OUT",
+          file=sys.stderr)
     return 2
 
 

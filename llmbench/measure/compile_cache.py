@@ -6,19 +6,38 @@ AOTAutograd results under TORCHINDUCTOR_CACHE_DIR; the runner points every case 
 `--repeat` included) at one folder, so the second case of a model and precision loads its kernels.
 A cache hit replays the same generated code (and the autotuning choices made when it was written):
 the code path is the same; what the case saves is compilation time. Each case records whether its
-compilation was warm (`compile_cache_state`)."""
+compilation was warm (`compile_cache_state`). vLLM keeps its own compile cache (VLLM_CACHE_ROOT): it
+goes in the same run folder, and a vLLM case notes whether it held anything when vLLM started."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 ENV_DIR = "TORCHINDUCTOR_CACHE_DIR"
 USER_SETTING = "LLMBENCH_COMPILE_CACHE"  # a folder to keep across runs, or "off": no shared cache
 
 
-def cache_env(folder: str) -> dict[str, str]:
-    """The environment that makes a case process read and write inductor's caches in `folder`."""
-    return {ENV_DIR: folder, "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+VLLM_ENV_DIR = "VLLM_CACHE_ROOT"  # vLLM's own compile cache (torch.compile of its model, CUDA-graph sizes)
+
+
+def cache_env(folder: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that makes a case process read and write inductor's caches in `folder`, and
+    vLLM's in `folder`/vllm (unless `environ`, the user's, already names a vLLM cache folder): a run
+    starts cold and its cases share what its earlier cases compiled, as with torch's own."""
+    env = {ENV_DIR: folder, "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+    if VLLM_ENV_DIR not in (environ or {}):
+        env[VLLM_ENV_DIR] = str(Path(folder) / "vllm")
+    return env
+
+
+def vllm_state() -> str:
+    """Whether vLLM's compile cache holds anything yet ("warm": an earlier case of the run compiled
+    into it, maybe another precision's entry; "cold": empty): noted before vLLM starts."""
+    import os
+
+    root = Path(os.environ.get(VLLM_ENV_DIR) or Path.home() / ".cache" / "vllm") / "torch_compile_cache"
+    return "warm" if root.is_dir() and any(root.iterdir()) else "cold"
 
 
 def counts() -> dict[str, int]:

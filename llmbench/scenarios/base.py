@@ -57,6 +57,32 @@ class RankLauncher(Protocol):
     def run(self, spec: dict[str, Any], nproc: int) -> list[dict[str, Any]]: ...
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class SharedSessions:
+    """The sessions the cases of one share group keep for the next case in the same process (a suite's
+    `share_engines`; harness/worker.py): a scenario that declares a `share_key` looks its key up
+    before it loads, and keeps what it loaded. Each kept session notes the case that loaded it.
+    `close_all` ends them when the group ends (or fails)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[Closable, str]] = {}
+
+    def get(self, key: str) -> tuple[Any, str] | None:
+        """The session kept under `key` and the id of the case that loaded it; None: none yet."""
+        return self._kept.get(key)
+
+    def keep(self, key: str, session: Closable, loaded_by: str) -> None:
+        self._kept[key] = (session, loaded_by)
+
+    def close_all(self) -> None:
+        kept, self._kept = list(self._kept.values()), {}
+        for session, _ in kept:
+            session.close()
+
+
 class CaseContext:
     """What a running case can use: its device, the stop rule, a timer, monitors, a place to put
     metrics, the engine the case names (built by the case process, see Scenario.engine_slot) and, for
@@ -64,8 +90,11 @@ class CaseContext:
     in each scenario."""
 
     def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True,
-                 engine: Engine | None = None, ranks: RankLauncher | None = None) -> None:
+                 engine: Engine | None = None, ranks: RankLauncher | None = None,
+                 shared: SharedSessions | None = None, case_id: str = "") -> None:
         self.device = device
+        self.shared = shared  # a share group's sessions (None: the case runs alone, loads and closes its own)
+        self.case_id = case_id
         self._engine = engine
         self.rule = rule
         self.ranks = ranks
@@ -225,7 +254,7 @@ class Scenario(ABC):
 
     What the harness and the report do for some scenarios only, a scenario declares here and they read
     generically (never a scenario's name or its params' names): `gpus_needed`, `rank_entry`,
-    `max_batch_search`, `worker_settings`, `server_scope`, `bottleneck_sweep`, `family`, and the engine
+    `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `bottleneck_sweep`, `family`, and the engine
     a case runs on (`engine_slot`, built by `build_engine` and handed over in the CaseContext)."""
 
     name: ClassVar[str]
@@ -259,6 +288,12 @@ class Scenario(ABC):
     def gpus_needed(self, params: Any) -> int:
         """The GPUs a case takes (slots under --parallel): one, unless the scenario spans several."""
         return 1
+
+    def share_key(self, params: Any, device: DeviceInfo) -> str | None:
+        """What a case loads that the next cases of the same key could run on in the same process,
+        as text (a suite's `share_engines`: the runner runs cases of one key as a group, and the
+        scenario reuses ctx.shared); None, the default: nothing to share, the case runs alone."""
+        return None
 
     def worker_settings(self, params: Any) -> WorkerSettings:
         """What the case process sets around the case (and restores): nothing by default."""

@@ -268,19 +268,39 @@ class GenerateScenario(Scenario):
         timed = max(rule.min_seconds, rule.min_iters * per_iter)
         return build + compile_s + (rule.warmup_iters + 1) * per_iter + timed
 
+    def share_key(self, params: GenerateParams, device: DeviceInfo) -> str | None:
+        """The engine's session key (InferenceEngine.session_key) for cases that load the model at their
+        own precision; a case that converts in this process (reference logits in bf16 first) loads its
+        own, since its session is the bf16 one until it converts."""
+        engine = engine_class(params.engine, InferenceEngine)
+        if _converts_here(params, engine):
+            return None
+        key = engine.session_key(_model_ref(params), _load_options(params), device)
+        return None if key is None else f"{params.engine}:{key}"
+
     def run(self, params: GenerateParams, ctx: CaseContext) -> None:
         engine = ctx.engine(InferenceEngine)
         # an engine that converts in place is loaded in bf16 first, for reference logits of the same weights
-        convert_here = params.precision != REFERENCE and {Capability.LOGITS, Capability.CONVERT} <= engine.capabilities
+        convert_here = _converts_here(params, engine)
         options = _load_options(params, REFERENCE if convert_here else params.precision)
-        ctx.progress(0.0, "building the model")
-        t0 = time.perf_counter()
-        session = engine.load(ModelRef(params.model, params.pretrained, params.weights, SEED), options, ctx.device)
-        ctx.info["build_s"] = round(time.perf_counter() - t0, 3)
+        key = self.share_key(params, ctx.device) if ctx.shared is not None else None
+        kept = ctx.shared.get(key) if ctx.shared is not None and key is not None else None
+        if kept is not None:  # the group's earlier case loaded this very session: no build here
+            session, loaded_by = kept
+            ctx.info["session"] = f"shared: loaded by case {loaded_by} earlier in this process"
+        else:
+            ctx.progress(0.0, "building the model")
+            t0 = time.perf_counter()
+            session = engine.load(_model_ref(params), options, ctx.device)
+            ctx.info["build_s"] = round(time.perf_counter() - t0, 3)
+            if ctx.shared is not None and key is not None:
+                ctx.shared.keep(key, session, ctx.case_id)
+                ctx.info["session"] = "loaded by this case, kept for the next cases of its share group"
         try:
             self._run_session(params, ctx, engine, session, convert_here)
         finally:
-            session.close()
+            if key is None or ctx.shared is None:  # a kept session ends with its group (SharedSessions.close_all)
+                session.close()
 
     def _run_session(
         self, params: GenerateParams, ctx: CaseContext, engine: InferenceEngine, session: GenerationSession,
@@ -480,6 +500,15 @@ def _spec_for(device: DeviceInfo) -> GpuSpec | None:
 
 
 TIMING = frozenset({Capability.TOKEN_TIMESTAMPS, Capability.REQUEST_METRICS})  # generate needs one of them
+
+
+def _converts_here(params: GenerateParams, engine: type[InferenceEngine] | InferenceEngine) -> bool:
+    """The case loads bf16, takes reference logits and converts to its precision in this process."""
+    return params.precision != REFERENCE and {Capability.LOGITS, Capability.CONVERT} <= engine.capabilities
+
+
+def _model_ref(params: GenerateParams) -> ModelRef:
+    return ModelRef(params.model, params.pretrained, params.weights, SEED)
 
 
 def _load_options(params: GenerateParams, precision: str | None = None) -> LoadOptions:

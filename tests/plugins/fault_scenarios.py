@@ -145,3 +145,50 @@ class Roof(Scenario):
         ctx.info.update(bandwidth_tb_s=ceiling.bandwidth_tb_s, bandwidth_source=ceiling.bandwidth_source)
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
+
+
+class SharedParams(ScenarioParams):
+    share: str = "a"  # cases of one `share` value form a share group ("": none)
+    tag: int = 0
+    kind: Literal["ok", "raise", "exit", "oom"] = "ok"
+
+
+class _Session:
+    def __init__(self, loaded_by: str) -> None:
+        self.loaded_by = loaded_by
+
+    def close(self) -> None:
+        pass
+
+
+@SCENARIOS.register("shared")
+class Shared(Scenario):
+    """test-only: a case whose `share` param is its share key; it records its process and whether it
+    found a session kept by an earlier case of its group."""
+
+    Params = SharedParams
+    headline = ("time_ms",)
+
+    def estimate_s(self, params: Any, rule: Any) -> float:
+        return 1.0
+
+    def share_key(self, params: Any, device: Any) -> str | None:
+        return params.share or None
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        ctx.info["pid"] = os.getpid()
+        kept = ctx.shared.get(params.share) if ctx.shared is not None else None
+        if kept is None:
+            ctx.info["build_s"] = 0.5
+            if ctx.shared is not None and params.share:
+                ctx.shared.keep(params.share, _Session(ctx.case_id), ctx.case_id)
+        else:
+            ctx.info["session_of"] = kept[1]
+        if params.kind == "raise":
+            raise ValueError("planted failure")
+        if params.kind == "exit":
+            os._exit(3)
+        if params.kind == "oom":
+            raise MemoryError("planted out of memory")
+        m = ctx.measure(lambda: sum(range(100)))
+        ctx.record("time_ms", [t * 1e3 for t in m.samples_s])

@@ -1,0 +1,125 @@
+"""Share groups (a suite's `share_engines`): cases that load the same engine session run in one process,
+each recorded as its own case; a failure stops the group and the rest run alone; quotes leave out the
+load a shared case does not pay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmbench.errors import SuiteError
+from llmbench.harness.plan import MeasuredCase, quote_units, share_groups
+from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.precision import DeviceInfo
+from llmbench.results import load
+from llmbench.suite import load_suite
+from tests.conftest import write
+
+CPU = DeviceInfo("cpu", "CPU test")
+
+
+def _suite(tmp_path: Path, cases: list[dict[str, Any]], share: bool = True) -> Path:
+    body = [f"name = \"shared\"\nshare_engines = {'true' if share else 'false'}\n"
+            "[defaults]\nmin_iters = 2\nmin_seconds = 0\nwarmup_iters = 0\ntimeout_s = 60\n"]
+    for c in cases:
+        body.append("[[case]]\nscenario = \"shared\"\n" + "".join(
+            f"{k} = {v!r}\n".replace("'", '"') for k, v in c.items()))
+    return write(tmp_path, "\n".join(body))
+
+
+def _run(tmp_path: Path, path: Path) -> dict[int, Any]:
+    suite = load_suite(str(path))
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
+    return {c.params["tag"]: c for c in rs.cases}
+
+
+def test_share_engines_is_a_checked_suite_key(fault_plugin: str, tmp_path: Path) -> None:
+    assert load_suite(str(_suite(tmp_path, [{"tag": 1}]))).share_engines
+    assert not load_suite(str(_suite(tmp_path, [{"tag": 1}], share=False))).share_engines
+    bad = write(tmp_path, 'share_engines = "yes"\n[[case]]\nscenario = "gemm"\n', "bad.toml")
+    with pytest.raises(SuiteError, match="share_engines"):
+        load_suite(str(bad))
+
+
+def test_groups_run_where_their_first_case_stands(fault_plugin: str, tmp_path: Path) -> None:
+    suite = load_suite(str(_suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "b", "tag": 1},
+                                             {"share": "a", "tag": 2}, {"share": "", "tag": 3}])))
+    units = share_groups(suite.cases, CPU)
+    assert [[c.params_dict["tag"] for c in u] for u in units] == [[0, 2], [1], [3]]
+
+
+def test_a_group_runs_in_one_process_and_each_case_is_its_own(fault_plugin: str, tmp_path: Path) -> None:
+    cases = _run(tmp_path, _suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "b", "tag": 1},
+                                              {"share": "a", "tag": 2}, {"share": "a", "tag": 3}]))
+    assert all(c.status == "ok" for c in cases.values())
+    assert cases[0].info["pid"] == cases[2].info["pid"] == cases[3].info["pid"] != cases[1].info["pid"]
+    assert cases[2].info["session_of"] == cases[3].info["session_of"] == cases[0].id  # the first loaded it
+    assert "session_of" not in cases[0].info and "session_of" not in cases[1].info
+    group = cases[3].info["share_group"]
+    assert group["cases"] == [cases[0].id, cases[2].id, cases[3].id] and group["index"] == 2
+    assert group["ran"] == "in group"
+    assert "share_group" not in cases[1].info  # a group of one is a case alone
+    assert all(len(c.metrics["time_ms"].samples or []) >= 2 and c.duration_s > 0 for c in cases.values())
+
+
+def test_without_share_engines_every_case_has_its_own_process(fault_plugin: str, tmp_path: Path) -> None:
+    cases = _run(tmp_path, _suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "a", "tag": 1}], share=False))
+    assert cases[0].info["pid"] != cases[1].info["pid"]
+    assert not any("share_group" in c.info for c in cases.values())
+
+
+@pytest.mark.parametrize("kind", ["exit", "raise", "oom"])
+def test_a_failure_stops_the_group_and_the_rest_run_alone(fault_plugin: str, tmp_path: Path, kind: str) -> None:
+    cases = _run(tmp_path, _suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "a", "tag": 1, "kind": kind},
+                                              {"share": "a", "tag": 2}]))
+    first, bad, rest = cases[0], cases[1], cases[2]
+    assert first.status == "ok" and first.info["share_group"]["ran"] == "in group"
+    # the case that failed in the group ran again alone, and failed there on its own account
+    assert bad.status == ("oom" if kind == "oom" else "failed")
+    assert bad.info["share_group"]["ran"] == "alone" and bad.id in bad.info["share_group"]["stopped"]
+    assert rest.status == "ok" and rest.info["share_group"]["ran"] == "alone"
+    assert rest.info["pid"] != first.info["pid"] and "session_of" not in rest.info
+
+
+def test_quotes_leave_out_the_load_a_shared_case_does_not_pay(fault_plugin: str, tmp_path: Path) -> None:
+    suite = load_suite(str(_suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "a", "tag": 1}])))
+    measured = {c.id: MeasuredCase("shared", c.params_dict, 80.0, load_s=65.0) for c in suite.cases}
+    units = share_groups(suite.cases, CPU)
+    quotes = quote_units(units, measured, CPU)
+    assert [quotes[c.id].seconds for c in suite.cases] == [80.0, 15.0]
+    alone = quote_units([[c] for c in suite.cases], measured, CPU)
+    assert [alone[c.id].seconds for c in suite.cases] == [80.0, 80.0]
+
+
+def test_tiny_model_shared_and_alone_run_the_same_code(tmp_path: Path) -> None:
+    """transformers' eager sessions are shared (any batch on one loaded model): grouped and alone, each
+    case records the same code path and the same metrics, the second grouped one on the first's model."""
+    path = write(tmp_path, """name = "hf-shared"
+share_engines = true
+[defaults]
+model = "tiny-llama"
+engine = "hf"
+mode = "eager"
+input_len = 16
+output_len = 8
+warmup_iters = 0
+min_iters = 2
+min_seconds = 0
+[[case]]
+scenario = "generate"
+matrix.batch_size = [1, 3]
+""")
+    suite = load_suite(str(path))
+    runs = {}
+    for share in (True, False):
+        rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / str(share), device="cpu",
+                                                           share_engines=share)))
+        assert [c.status for c in rs.cases] == ["ok", "ok"], [c.reason for c in rs.cases]
+        runs[share] = {c.id: c for c in rs.cases}
+    first, second = (runs[True][c.id] for c in suite.cases)
+    assert second.info["session"].startswith(f"shared: loaded by case {first.id}") and "build_s" not in second.info
+    for c in suite.cases:
+        assert runs[True][c.id].code_path == runs[False][c.id].code_path
+        assert runs[True][c.id].metrics.keys() == runs[False][c.id].metrics.keys()
