@@ -56,6 +56,7 @@ from llmbench.harness.plan import (
 )
 from llmbench.harness.runner import DONE_STATUSES, RunOptions, RunUI, check_parallel, foreign_gpu_processes
 from llmbench.harness.runner import run_suite as run_cases
+from llmbench.measure import compile_cache
 from llmbench.precision import DeviceInfo
 from llmbench.report.terminal import status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
@@ -589,8 +590,9 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     """The cases still to run and their quotes: the resumed bundle's times, this folder's earlier runs,
     the committed results/ of this GPU (or, for a case never measured on it, of another GPU, named),
     else the scenarios' estimates; nothing for a case this device will skip."""
-    measured = reference_times(REFERENCE_RESULTS, session.slug, other_gpus=True)
-    measured.update(reference_times(out, session.slug))
+    expect = compile_cache.expected_state()
+    measured = reference_times(REFERENCE_RESULTS, session.slug, other_gpus=True, expect=expect)
+    measured.update(reference_times(out, session.slug, expect=expect))
     done: set[str] = set()
     for _, rs in session.previous.result_sets if session.previous else []:
         measured.update(ok_case_times(rs))
@@ -645,7 +647,7 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
 
     plan = _quote(session, out, local_device(gpus, cpu))
     said.clock_start(t0, budget_s, plan)
-    reference = reference_times(REFERENCE_RESULTS, slug, other_gpus=True)
+    reference = reference_times(REFERENCE_RESULTS, slug, other_gpus=True, expect=compile_cache.expected_state())
     interrupted = False
     said.cases_begin()
     try:

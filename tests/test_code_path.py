@@ -130,3 +130,16 @@ def test_compare_says_where_no_code_path_was_recorded_and_is_quiet_when_paths_ag
     same = compare(refs(result_set(H100_ENV, [_decode(FUSED, 150.0)]), new))
     assert same.code_paths == [] and same.code_path_warnings() == []
     assert all(t.title != "Code paths that differ" for t in comparison_tables(same))
+
+
+def test_the_run_cache_folder_holds_vllms_compile_cache_unless_the_user_named_one(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmbench.measure import compile_cache
+
+    env = compile_cache.cache_env(str(tmp_path))
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path) and env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm")
+    assert "VLLM_CACHE_ROOT" not in compile_cache.cache_env(str(tmp_path), {"VLLM_CACHE_ROOT": "/mine"})
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm"))
+    assert compile_cache.vllm_state() == "empty"
+    (tmp_path / "vllm" / "torch_compile_cache" / "abc").mkdir(parents=True)
+    assert compile_cache.vllm_state() == "holds entries"

@@ -41,22 +41,41 @@ def _kind(case: CaseSpec) -> str:
     return "training/fp8"
 
 
-def test_order_ceilings_then_decode_then_training_then_vllm() -> None:
+def test_order_answers_each_question_before_the_costly_cases() -> None:
+    """Information per minute: the ceilings, then one cheap figure of each workload (decode at batch 1
+    in bf16 and fp8, TTFT, QLoRA, Trainer, fp8 linear), then the engine (vLLM), the batches, and the
+    transformers fp8 batches (the longest compilations) last, so a short budget drops those."""
     cases = load_suite("headline").cases
     kinds = [_kind(c) for c in cases]
-    order = ["ceiling", "decode", "training/fp8", "vllm"]
-    assert kinds == sorted(kinds, key=order.index)
+    assert kinds[:7] == ["ceiling"] * 7
     decode = [c.params_dict for c in cases if _kind(c) == "decode"]
-    first = decode[0]
-    assert (first["precision"], first["batch_size"], first["mode"]) == ("bf16", 1, "compiled")
-    assert (decode[1]["precision"], decode[1]["batch_size"]) == ("fp8", 1)
-    ttft = next(i for i, p in enumerate(decode) if p["input_len"] == 2048)
-    fp8_batches = [i for i, p in enumerate(decode) if p["precision"] == "fp8" and p["batch_size"] > 1]
-    assert ttft < min(fp8_batches)  # the longest compilations come last
+    assert [(p["precision"], p["batch_size"], p["mode"]) for p in decode[:2]] == [("bf16", 1, "compiled"),
+                                                                                   ("fp8", 1, "compiled")]
+    first_vllm = kinds.index("vllm")
+    assert "training/fp8" in kinds[:first_vllm] and "training/fp8" not in kinds[first_vllm:]
+    assert any(p["input_len"] == 2048 for p in (c.params_dict for c in cases[:first_vllm] if _kind(c) == "decode"))
+    last = [c.params_dict for c in cases[-2:]]
+    assert all(_kind(c) == "decode" for c in cases[-2:])
+    assert {(p["precision"], p["batch_size"]) for p in last} == {("fp8", 8), ("fp8", 32)}
     batches = {(p["precision"], p["batch_size"]) for p in decode if p["mode"] == "compiled"}
     assert batches == {(pr, b) for pr in ("bf16", "fp8") for b in (1, 8, 32)}
     vllm = {(c.params_dict["precision"], c.params_dict["batch_size"]) for c in cases if _kind(c) == "vllm"}
     assert vllm == batches
+
+
+def test_the_headline_shares_one_vllm_engine_per_precision() -> None:
+    """share_engines: the vLLM cases of a precision form one share group (one engine start), adjacent in
+    the suite; every other case runs alone."""
+    from llmbench.harness.plan import share_groups
+    from llmbench.precision import DeviceInfo
+
+    suite = load_suite("headline")
+    assert suite.share_engines
+    units = share_groups(suite.cases, DeviceInfo("cuda", "NVIDIA H200", (9, 0), 139.8))
+    groups = [[c.params_dict for c in u] for u in units if len(u) > 1]
+    assert [{(p["engine"], p["precision"]) for p in g} for g in groups] == [{("vllm", "bf16")}, {("vllm", "fp8")}]
+    assert [[p["batch_size"] for p in g] for g in groups] == [[1, 8, 32], [1, 8, 32]]
+    assert [c.id for u in units for c in u] == [c.id for c in suite.cases]  # already in run order
 
 
 def test_the_committed_sets_quote_the_headline_cases_for_a_budget() -> None:

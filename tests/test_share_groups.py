@@ -123,3 +123,30 @@ matrix.batch_size = [1, 3]
     for c in suite.cases:
         assert runs[True][c.id].code_path == runs[False][c.id].code_path
         assert runs[True][c.id].metrics.keys() == runs[False][c.id].metrics.keys()
+
+
+def test_quotes_come_from_runs_whose_compile_cache_was_as_this_runs_will_be(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh run (its compile cache empty) is quoted from cold compilations, a run with a kept cache
+    (LLMBENCH_COMPILE_CACHE holding graphs) from warm ones, wherever the sets hold both."""
+    from test_compare_support import h100_set
+
+    from llmbench.harness.plan import reference_times
+    from llmbench.measure import compile_cache
+    from llmbench.results import save
+
+    for name, seconds, state in (("cold-1", 150.0, "cold"), ("warm-1", 60.0, "warm"), ("warm-2", 70.0, "warm")):
+        rs = h100_set()
+        for c in rs.cases:
+            c.duration_s, c.info["compile_cache_state"] = seconds, state
+        save(rs, tmp_path / "h100-sxm-80gb" / f"quickstart-{name}.json")
+    assert {m.seconds for m in reference_times(tmp_path, "h100-sxm-80gb").values()} == {150.0}
+    assert {m.seconds for m in reference_times(tmp_path, "h100-sxm-80gb", expect="warm").values()} == {70.0}
+
+    monkeypatch.delenv(compile_cache.USER_SETTING, raising=False)
+    assert compile_cache.expected_state() == "cold"
+    kept = tmp_path / "kept"
+    monkeypatch.setenv(compile_cache.USER_SETTING, str(kept))
+    assert compile_cache.expected_state() == "cold"  # nothing in it yet
+    (kept / "fxgraph" / "ab").mkdir(parents=True)
+    assert compile_cache.expected_state() == "warm"

@@ -4,7 +4,8 @@
 #   1. `oneshot --dry-run`: the quote, kept beside the run (dryrun.txt);
 #   2. `oneshot --budget $BUDGET` (default 15m): doctor, the headline suite (its vLLM cases on one
 #      started engine per precision: share_engines), the bundle; what does not fit is left for step 3;
-#   3. with RESUME=1: `oneshot --resume <that bundle>`, the cases the budget left, in a second part.
+#   3. with RESUME=1: `oneshot --resume <that bundle>`, the cases the budget left, in a second part;
+#      RESUME_FROM=<bundle> does only this, on another machine (the bundle carried in the checkout).
 # Needs .whl/ (../shared/gpu/fetch-wheels.sh: torchao, bitsandbytes, pydantic and its pins) and vLLM
 # installed in /tmp/vsite (../shared/gpu/fetch-vllm.sh: its pieces, then .vlN/vllm-install.sh).
 # From the repo root on the GPU machine:
@@ -26,14 +27,16 @@ set -u
 export PYTHONPATH=/tmp/vsite:/tmp/site:$PWD PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1${LLMBENCH_GIT_COMMIT:+ LLMBENCH_GIT_COMMIT=$LLMBENCH_GIT_COMMIT}
 cd $PWD
 step() { echo "== \$(date -u +%T) \$1"; }
+if [ -z "${RESUME_FROM:-}" ]; then
 step "dry-run"
 python3 -m llmbench oneshot --dry-run --out $WORK/oneshot >$WORK/dryrun.txt 2>&1
 step "oneshot --budget ${BUDGET:-15m}"
 start=\$(date +%s)
 python3 -m llmbench oneshot --budget ${BUDGET:-15m} --out $WORK/oneshot >$WORK/oneshot.log 2>&1
 echo "oneshot wall: \$(( \$(date +%s) - start )) s" >>$WORK/oneshot.log
-if [ "${RESUME:-0}" = 1 ]; then
-  bundle=\$(ls -t $WORK/oneshot/*.tar.gz | head -n 1)
+fi
+if [ "${RESUME:-0}" = 1 ] || [ -n "${RESUME_FROM:-}" ]; then
+  bundle=\${RESUME_FROM:-\$(ls -t $WORK/oneshot/*.tar.gz | head -n 1)}
   step "oneshot --resume \$bundle"
   start=\$(date +%s)
   python3 -m llmbench oneshot --resume "\$bundle" --out $WORK/oneshot >$WORK/resume.log 2>&1

@@ -213,7 +213,7 @@ class VLLMSession(GenerationSession):
     def __init__(self, llm: Any, model: ModelRef, args: dict[str, Any], tmp: Any, device: DeviceInfo,
                  compile_cache: str | None = None) -> None:
         self.llm = llm
-        self.compile_cache = compile_cache  # vLLM's compile cache when it started: "cold" or "warm"
+        self.compile_cache = compile_cache  # vLLM's compile cache when it started (compile_cache.vllm_state)
         self.model = model
         self.args = args
         self._tmp = tmp
