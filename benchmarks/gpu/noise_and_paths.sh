@@ -26,6 +26,7 @@ set -u
 WORK=${WORK:-/root/lbw}
 OUT=${OUT:-/tmp/llmbench-out}
 cmd=${1:-start}
+. "$(dirname "$0")/_job.sh"
 if [ "$cmd" = start ]; then
   mkdir -p "$WORK/res"
   rm -f "$WORK/done"  # a finished job of an earlier lease on the same disk
@@ -64,21 +65,10 @@ nvidia-smi --query-gpu=name,power.limit,clocks.max.sm,clocks.sm,temperature.gpu 
 step done
 touch $WORK/done
 JOB
-  setsid nohup bash "$WORK/job.sh" >"$WORK/job.log" 2>&1 < /dev/null &
+  start_job "$WORK"
   echo "started: $steps"
   exit 0
 fi
 if [ "$cmd" = wait ]; then
-  limit=${2:-540}
-  t0=$(date +%s)
-  while [ ! -e "$WORK/done" ] && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do sleep 10; done
-  cat "$WORK/job.log"
-  for f in "$WORK"/*.log; do echo "--- $f"; tail -n 4 "$f"; done
-  mkdir -p "$OUT"
-  tar -czf "$OUT/work.tgz" -C "$WORK" --exclude=compile-cache --exclude='.max_batch' . 2>/dev/null
-  ls -la "$OUT"
-  [ -e "$WORK/done" ] && echo "JOB DONE" || echo "JOB RUNNING"
-  exit 0
+  wait_job "$WORK" "$OUT" "${2:-540}"
 fi
-echo "usage: $0 start [STEPS] | wait SECONDS" >&2
-exit 2

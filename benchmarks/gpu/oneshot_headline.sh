@@ -17,6 +17,7 @@ set -u
 WORK=${WORK:-/root/lbo}
 OUT=${OUT:-/tmp/llmbench-out}
 cmd=${1:-start}
+. "$(dirname "$0")/_job.sh"
 if [ "$cmd" = start ]; then
   mkdir -p "$WORK"
   rm -f "$WORK/done"
@@ -45,18 +46,10 @@ fi
 step done
 touch $WORK/done
 JOB
-  setsid nohup bash "$WORK/job.sh" >"$WORK/job.log" 2>&1 < /dev/null &
+  start_job "$WORK"
   echo "started"
   exit 0
 fi
 if [ "$cmd" = wait ]; then
-  limit=${2:-540}
-  t0=$(date +%s)
-  while [ ! -e "$WORK/done" ] && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do sleep 10; done
-  cat "$WORK/job.log"
-  for f in "$WORK"/*.log; do echo "--- $f"; tail -n 12 "$f"; done
-  mkdir -p "$OUT"
-  tar -czf "$OUT/work.tgz" -C "$WORK" --exclude='.max_batch' . 2>/dev/null
-  ls -la "$OUT"
-  [ -e "$WORK/done" ] && echo "JOB DONE" || echo "JOB RUNNING"
+  LOG_TAIL=12 wait_job "$WORK" "$OUT" "${2:-540}"
 fi
