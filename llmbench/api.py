@@ -50,6 +50,7 @@ from llmbench.harness.plan import (
     MeasuredCase,
     measured_cases,
     ok_case_times,
+    overlay,
     quote_units,
     reference_times,
     share_groups,
@@ -592,10 +593,10 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     else the scenarios' estimates; nothing for a case this device will skip."""
     expect = compile_cache.expected_state()
     measured = reference_times(REFERENCE_RESULTS, session.slug, other_gpus=True, expect=expect)
-    measured.update(reference_times(out, session.slug, expect=expect))
+    measured = overlay(measured, reference_times(out, session.slug, expect=expect))
     done: set[str] = set()
     for _, rs in session.previous.result_sets if session.previous else []:
-        measured.update(ok_case_times(rs))
+        measured = overlay(measured, ok_case_times(rs))
         done |= {c.id for c in rs.cases if c.status in DONE_STATUSES}
     cases: list[CaseSpec] = []
     times: list[CaseTime] = []

@@ -150,3 +150,42 @@ def test_quotes_come_from_runs_whose_compile_cache_was_as_this_runs_will_be(
     assert compile_cache.expected_state() == "cold"  # nothing in it yet
     (kept / "fxgraph" / "ab").mkdir(parents=True)
     assert compile_cache.expected_state() == "warm"
+
+
+def test_a_shared_case_is_quoted_from_its_shared_runs_and_an_alone_one_from_its_runs_alone(
+        tmp_path: Path) -> None:
+    """A case that ran on a group's session is quoted at that time where it will run shared again (not
+    at its time alone less the build: that still holds the process start and shutdown), and never at
+    it where it will run alone; its siblings' quotes do not learn from it either."""
+    from test_compare_support import h100_set
+
+    from llmbench.harness.plan import case_time, ok_case_times, overlay, reference_times
+    from llmbench.results import save
+
+    suite = load_suite(str(_suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "a", "tag": 1}])))
+    first, second = suite.cases
+    alone = {c.id: MeasuredCase("shared", c.params_dict, 80.0, load_s=65.0) for c in suite.cases}
+    grouped = {first.id: MeasuredCase("shared", first.params_dict, 78.0, load_s=65.0),
+               second.id: MeasuredCase("shared", second.params_dict, 3.0, ran_shared=True)}
+    units = share_groups(suite.cases, CPU)
+
+    both = overlay(alone, grouped)
+    assert both[second.id].seconds == 80.0 and both[second.id].shared_s == 3.0
+    assert [quote_units(units, both, CPU)[c.id].seconds for c in suite.cases] == [78.0, 3.0]
+    assert quote_units([[c] for c in suite.cases], both, CPU)[second.id].seconds == 80.0
+    assert overlay(grouped, alone)[second.id].shared_s == 3.0  # a newer run alone keeps the shared time
+
+    only_shared = {second.id: grouped[second.id]}
+    assert case_time(second, only_shared).source == "estimate"  # 3 s says nothing of the case alone
+    assert quote_units(units, only_shared, CPU)[second.id].seconds == 3.0
+
+    # from result sets: a case's group info says it ran shared; the quotes keep both kinds
+    for name, info in (("alone", {"build_s": 60.0}),
+                       ("grouped", {"share_group": {"cases": ["x", "y"], "index": 1, "ran": "in group"}})):
+        rs = h100_set()
+        for c in rs.cases:
+            c.duration_s, c.info = (80.0, {**c.info, **info}) if name == "alone" else (3.0, {**c.info, **info})
+        assert all(m.ran_shared == (name == "grouped") for m in ok_case_times(rs).values())
+        save(rs, tmp_path / "h100-sxm-80gb" / f"quickstart-{name}.json")
+    quotes = reference_times(tmp_path, "h100-sxm-80gb")
+    assert {(m.seconds, m.ran_shared, m.shared_s) for m in quotes.values()} == {(80.0, False, 3.0)}

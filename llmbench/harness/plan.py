@@ -41,6 +41,14 @@ class MeasuredCase:
     # ran on a shared session itself)
     load_s: float = 0.0
     compile_state: str = ""  # its torch.compile cache when it compiled: "cold", "warm" ("": none, or not said)
+    # it ran on a session an earlier case of its share group loaded: `seconds` is a shared case's time,
+    # no guide to the case alone (nor to its siblings')
+    ran_shared: bool = False
+    shared_s: float | None = None  # where `seconds` ran alone: the case's time when it last ran shared
+
+    def shared_seconds(self) -> float | None:
+        """Its measured time on a session loaded before it, if it was ever measured so."""
+        return self.seconds if self.ran_shared else self.shared_s
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,31 @@ def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCa
     """The cases of a result set that ran ok, by id, with their wall times (and the GPU they ran on: the
     set's, or `gpu` where its folder names it)."""
     return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s, gpu or rs.gpu_slug, load_time(c.info),
-                               compile_state(c.info))
+                               compile_state(c.info), ran_shared(c.info))
             for c in rs.cases if c.status == "ok" and c.duration_s}
+
+
+def ran_shared(info: dict[str, Any]) -> bool:
+    """Whether a case ran on a session an earlier case of its share group loaded (it built none)."""
+    group = info.get("share_group")
+    return (isinstance(group, dict) and group.get("ran") == "in group" and group.get("index", 0) > 0
+            and "build_s" not in info)
+
+
+def overlay(base: dict[str, MeasuredCase], top: dict[str, MeasuredCase]) -> dict[str, MeasuredCase]:
+    """`base` with `top`'s measurements over it, except that a case `top` measured only on a shared
+    session keeps `base`'s time alone (with `top`'s shared time beside it): each kind of quote keeps the
+    newest measurement of its kind."""
+    out = dict(base)
+    for cid, new in top.items():
+        old = out.get(cid)
+        if new.ran_shared and old is not None and not old.ran_shared:
+            out[cid] = replace(old, shared_s=new.seconds)
+        elif old is not None and new.shared_s is None and old.shared_seconds() is not None and not new.ran_shared:
+            out[cid] = replace(new, shared_s=old.shared_seconds())
+        else:
+            out[cid] = new
+    return out
 
 
 def compile_state(info: dict[str, Any]) -> str:
@@ -124,9 +155,13 @@ def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
 
 def shared_time(quote: CaseTime, case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
     """The quote of a case that will run on a session an earlier case of its share group loaded: its
-    measured time less the load that measurement paid (nothing to take off where it was not measured
-    by id)."""
+    time when it last ran so, else its measured time less the load that measurement paid (nothing to
+    take off where it was not measured by id). Measured alone, a shared vLLM case's time less its
+    build still holds ~8 s of process start and engine shutdown that a shared one does not pay (11-12 s
+    quoted against 3 s measured, H200 headline of 2026-11-25)."""
     m = measured.get(case.id)
+    if quote.source != "skipped" and m is not None and (s := m.shared_seconds()) is not None:
+        return CaseTime(s, "measured", m.gpu, shared=True)
     if quote.source != "measured" or m is None or not m.load_s:
         return replace(quote, shared=True)
     return replace(quote, seconds=max(quote.seconds - m.load_s, 1.0), shared=True)
@@ -205,11 +240,12 @@ def case_time(case: CaseSpec, measured: dict[str, MeasuredCase], device: DeviceI
     reason = skip_reason(case, device) if device is not None else None
     if reason:
         return CaseTime(0.0, "skipped", reason=reason)
-    if case.id in measured:
-        return CaseTime(measured[case.id].seconds, "measured", measured[case.id].gpu)
+    own = measured.get(case.id)
+    if own is not None and not own.ran_shared:
+        return CaseTime(own.seconds, "measured", own.gpu)
     estimate = estimate_time(case)
     params = case.params_dict
-    peers = [m for m in measured.values() if m.scenario == case.scenario]
+    peers = [m for m in measured.values() if m.scenario == case.scenario and not m.ran_shared]
     like = similar_time(params, peers)
     if like is not None and like > estimate:
         return CaseTime(like, "similar", ", ".join(sorted({m.gpu for m in peers if m.gpu})))
@@ -246,18 +282,19 @@ def reference_times(folder: Path, slug: str, other_gpus: bool = False,
                 continue
             found = ok_case_times(rs, d.name) if rs.source.kind == "measured" else {}
             for cid, m in found.items():
-                if cid not in times or _better_quote(m, times[cid], expect):
-                    times[cid] = m
-        out.update(times)  # this GPU's own sets come last and win
+                times[cid] = _better_quote(m, times[cid], expect) if cid in times else m
+        out = overlay(out, times)  # this GPU's own sets come last and win
     return out
 
 
-def _better_quote(new: MeasuredCase, old: MeasuredCase, expect: str) -> bool:
-    """Whether `new` quotes a case better than `old`: a measurement in the expected compile state beats
-    one in the other state; between equals, the longer."""
-    def fits(m: MeasuredCase) -> bool:
-        return m.compile_state == expect if expect == "warm" else m.compile_state != "warm"
+def _better_quote(new: MeasuredCase, old: MeasuredCase, expect: str) -> MeasuredCase:
+    """Of two measurements of a case, the one that quotes it better, with the longer shared time of the
+    two beside it: a measurement alone beats one on a shared session, one in the expected compile state
+    beats one in the other; between equals, the longer."""
+    def rank(m: MeasuredCase) -> tuple[bool, bool, float]:
+        fits = m.compile_state == expect if expect == "warm" else m.compile_state != "warm"
+        return not m.ran_shared, fits, m.seconds
 
-    if fits(new) != fits(old):
-        return fits(new)
-    return new.seconds > old.seconds
+    best = max(old, new, key=rank)  # between equal ranks, the one held
+    shared = [s for m in (new, old) if (s := m.shared_seconds()) is not None]
+    return best if best.ran_shared or not shared else replace(best, shared_s=max(shared))

@@ -52,6 +52,8 @@ from llmbench.harness.plan import (
     load_time,
     measured_cases,
     ok_case_times,
+    overlay,
+    ran_shared,
     share_groups,
     shared_time,
     skip_reason,
@@ -169,7 +171,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     measured: dict[str, MeasuredCase] = {}
     if opts.budget_s is not None:  # the set being resumed, else the newest earlier one (read before saving a new one)
         own = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name)[0]
-        measured = {**opts.reference_times, **own}
+        measured = overlay(opts.reference_times, own)
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
     state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
@@ -261,8 +263,9 @@ class _Run:
         save(self.rs, self.path)
         self.ui.case_done(case, result)
         if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
-            self.measured[case.id] = MeasuredCase(case.scenario, case.params_dict, result.duration_s,
-                                                  load_s=load_time(result.info))
+            self.measured = overlay(self.measured, {case.id: MeasuredCase(
+                case.scenario, case.params_dict, result.duration_s, load_s=load_time(result.info),
+                ran_shared=ran_shared(result.info))})
 
 
 def suite_scoped_server(case: CaseSpec) -> bool:
