@@ -84,6 +84,11 @@ def test_a_compiled_case_records_fusion_compilation_and_its_compile_cache(tmp_pa
     assert path["fused_projection_groups"] > 0 and path["kv_cache"] == "static"
     assert path["compile"]["backend"] == "inductor"
     assert r["info"]["compile_cache_state"] in ("cold", "warm", "partly warm")
+    # where the first compiled call went: the phases add up to that call's wall time, and Dynamo traced
+    phases = r["info"]["compile_phases_s"]
+    assert set(phases) == {"dynamo", "aot_autograd", "inductor", "kernel_tuning", "rest_of_call"}
+    assert phases["dynamo"] > 0 and min(phases.values()) >= 0
+    assert sum(phases.values()) == pytest.approx(r["metrics"]["compile_s"]["value"], rel=0.05, abs=0.05)
 
 
 def test_fuse_false_is_refused_where_it_means_nothing() -> None:

@@ -151,9 +151,21 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
     assert counters["stats"]["unique_graphs"] == graphs  # no recompilation
 
 
+@pytest.fixture
+def process_settings_restored() -> Any:
+    """torchao's quantize_ sets inductor settings for the whole process: put them back after the test."""
+    from torch._inductor import config
+
+    from llmbench.engines.hf import KERNEL_SETTINGS
+
+    values = config.get_config_copy()
+    with config.patch({k: values[k] for k in KERNEL_SETTINGS if k in values}):
+        yield
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torchao") is None, reason="int8 weight-only needs torchao")
-def test_compiled_int8_session_carries_its_precision_to_the_compile_options() -> None:
+def test_compiled_int8_session_carries_its_precision_to_the_compile_options(process_settings_restored: None) -> None:
     """The session tells the compiled loop how its weights are stored (the GPU's batched int8 options
     differ), and inductor accepts the batched int8 options (CUDA graphs aside, which need a GPU)."""
     session = tiny_session("compiled")
@@ -167,6 +179,24 @@ def test_compiled_int8_session_carries_its_precision_to_the_compile_options() ->
     assert session.generate(ids).tokens == 4
     assert session.compiled()
     assert session.info()["compile_options"] == {"pattern_matcher": False}
+    # torchao's quantize_ tuned every kernel of the process (set_inductor_config=True): the path says so
+    settings = session.code_path()["compile"]["process_settings"]
+    assert settings["coordinate_descent_tuning"] is True
+    assert settings["coordinate_descent_check_all_directions"] is True
+
+
+def test_a_compiled_bf16_session_records_no_process_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing set for the whole process, nothing recorded (bf16's path stays as committed sets hold it);
+    a setting moved from its default, by code or by the environment, is recorded."""
+    from torch._inductor import config
+
+    from llmbench.engines.hf import inductor_settings_not_default
+
+    with config.patch({k: config._config[k].default for k in ("coordinate_descent_tuning", "max_autotune",
+                                                                "coordinate_descent_check_all_directions")}):
+        assert "coordinate_descent_tuning" not in inductor_settings_not_default()
+        with config.patch(coordinate_descent_tuning=True):
+            assert inductor_settings_not_default()["coordinate_descent_tuning"] is True
 
 
 def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,7 +208,7 @@ def test_a_short_generation_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None
         session.generate(ids)
 
 
-def test_quantization_leaves_lm_head_at_activation_precision() -> None:
+def test_quantization_leaves_lm_head_at_activation_precision(process_settings_restored: None) -> None:
     from llmbench.engines.hf_quant import APPLY, apply_precision
 
     assert set(APPLY) == set(PRECISIONS)

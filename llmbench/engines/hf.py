@@ -51,6 +51,28 @@ GPU_COMPILE_OPTIONS: dict[str, Any] = {"triton.cudagraphs": True, "coordinate_de
 NO_PATTERN_MATCHER = frozenset({"int8"})
 
 
+# Inductor settings that choose or tune the kernels a compile generates. A library may set them for the
+# whole process: torchao's quantize_ does by default (set_inductor_config=True: coordinate-descent
+# tuning in every direction, int_mm fused with its scale), so every compiled torchao case, at every
+# batch size, tunes its Triton kernels whatever the compile options say. Those not at torch's default
+# when the step is compiled go in the code path beside the options.
+KERNEL_SETTINGS = (
+    "coordinate_descent_tuning", "coordinate_descent_check_all_directions", "coordinate_descent_search_radius",
+    "max_autotune", "max_autotune_gemm", "max_autotune_pointwise", "epilogue_fusion", "pattern_matcher",
+    "force_fuse_int_mm_with_mul", "freezing", "triton.cudagraphs",
+)
+
+
+def inductor_settings_not_default() -> dict[str, Any]:
+    """The KERNEL_SETTINGS whose values in this process differ from the defaults torch's config module
+    took at import (a library's or the user's code set them)."""
+    from torch._inductor import config
+
+    values, entries = config.get_config_copy(), getattr(config, "_config", {})
+    return {k: values[k] for k in KERNEL_SETTINGS
+            if k in values and k in entries and values[k] != entries[k].default}
+
+
 def gpu_compile_options(batch: int, precision: str = "bf16") -> dict[str, Any]:
     """torch.compile options of the compiled mode's decode step on a GPU, for a batch size and the
     precision the weights are stored in."""
@@ -262,6 +284,8 @@ class HFSession(GenerationSession):
             path["quantized"] = "in this process, from the bf16 weights on the device"
         if compiled and self._static is not None:
             path["compile"] = {"backend": "inductor", "options": dict(self._static.compile_options or {})}
+            if self._static.process_settings:  # set for the whole process (torchao's quantize_): the options win
+                path["compile"]["process_settings"] = self._static.process_settings
         return path
 
     def verify(self) -> None:
@@ -288,6 +312,7 @@ class StaticGreedy:
         self.compiled_steps = 0
         self.last_tokens: Any = None  # the ids of the last run, for checks against generate()
         self.compile_options = compile_options  # None: chosen by the first run's batch size
+        self.process_settings: dict[str, Any] = {}  # inductor settings not at default when it compiled
         self._step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def _compiled_step(self, batch: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -296,6 +321,7 @@ class StaticGreedy:
         if self._step is None:
             if self.compile_options is None:
                 self.compile_options = gpu_compile_options(batch, self.precision) if self.on_gpu else {}
+            self.process_settings = inductor_settings_not_default()
             self._step = torch.compile(self._decode_step, options=self.compile_options)
         return self._step
 

@@ -51,6 +51,7 @@ def counts() -> dict[str, int]:
         "fx_graph_misses": int(ind["fxgraph_cache_miss"]),
         "aot_autograd_hits": int(aot["autograd_cache_hit"]),
         "aot_autograd_misses": int(aot["autograd_cache_miss"]),
+        "coordinate_descent_benchmarks": int(ind["coordesc_tuning_bench"]),  # each a Triton compile and a run
     }
 
 
@@ -68,6 +69,46 @@ def state(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
     else:
         label = "no graph compiled"
     return {"compile_cache_state": label, **{k: v for k, v in delta.items() if v}}
+
+
+# Inductor's kernel tuning on a kernel's first launch (torch/_inductor/runtime/triton_heuristics.py):
+# benchmarking its candidate configs, then coordinate descent from the best, each step a Triton compile
+# and a benchmark. They run inside the first compiled call, after compilation proper.
+TUNING_EVENTS = ("CachingAutotuner.benchmark_all_configs", "CachingAutotuner.coordinate_descent_tuning",
+                 "CachingAutotuner.combo_sequential_autotune")
+
+
+def phase_totals() -> dict[str, float]:
+    """torch's cumulative compile-phase times in this process, in seconds: its `dynamo_timed` phases
+    (entire_frame_compile, backend_compile, inductor_compile, ...) and `kernel_tuning` (TUNING_EVENTS);
+    empty where this torch keeps none."""
+    try:
+        from torch._dynamo.utils import calculate_time_spent, compilation_time_metrics
+    except ImportError:
+        return {}
+    out = {k: float(v) for k, v in calculate_time_spent().items()}
+    out["kernel_tuning"] = float(sum(sum(compilation_time_metrics.get(e, [])) for e in TUNING_EVENTS))
+    return out
+
+
+def phases(before: dict[str, float], after: dict[str, float], first_call_s: float) -> dict[str, float]:
+    """Where a first compiled call's `first_call_s` went, between two `phase_totals()`: Dynamo's
+    tracing, AOTAutograd, Inductor (code generation, or loading it from the cache), the tuning of
+    kernels on their first launch (coordinate descent: torchao's quantize_ turns it on for the whole
+    process), and the rest of the call (the eager prefill, CUDA-graph capture, the other steps). A warm
+    FX-graph cache saves the Inductor part; Dynamo traces again in every process. Empty where this
+    torch keeps no phase times."""
+    if not after:
+        return {}
+
+    def spent(key: str) -> float:
+        return max(after.get(key, 0.0) - before.get(key, 0.0), 0.0)
+
+    frame, backend, inductor = spent("entire_frame_compile"), spent("backend_compile"), spent("inductor_compile")
+    tuning = spent("kernel_tuning")
+    return {"dynamo": round(max(frame - backend, 0.0), 2), "aot_autograd": round(max(backend - inductor, 0.0), 2),
+            "inductor": round(inductor, 2), "kernel_tuning": round(tuning, 2),
+            "rest_of_call": round(max(first_call_s - frame - tuning, 0.0), 2)}
 
 
 def expected_state() -> str:
