@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from llmbench.caseinfo import ShareGroupInfo
 from llmbench.precision import DeviceInfo
-from llmbench.results import ResultSet, latest_result, load
+from llmbench.results import CaseResult, ResultSet, latest_result, load
 from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec
 
@@ -80,16 +81,19 @@ def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, Meas
 def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCase]:
     """The cases of a result set that ran ok, by id, with their wall times (and the GPU they ran on: the
     set's, or `gpu` where its folder names it)."""
-    return {c.id: MeasuredCase(c.scenario, c.params, c.duration_s, gpu or rs.gpu_slug, load_time(c.info),
-                               compile_state(c.info), ran_shared(c.info))
-            for c in rs.cases if c.status == "ok" and c.duration_s}
+    return {c.id: measured_case(c, gpu or rs.gpu_slug) for c in rs.cases if c.status == "ok" and c.duration_s}
+
+
+def measured_case(case: CaseResult, gpu: str = "") -> MeasuredCase:
+    """What a finished case's run says of the time it takes (its info: build, compile cache, share group)."""
+    return MeasuredCase(case.scenario, case.params, case.duration_s or 0.0, gpu, load_time(case.info),
+                        compile_state(case.info), ran_shared(case.info))
 
 
 def ran_shared(info: dict[str, Any]) -> bool:
     """Whether a case ran on a session an earlier case of its share group loaded (it built none)."""
-    group = info.get("share_group")
-    return (isinstance(group, dict) and group.get("ran") == "in group" and group.get("index", 0) > 0
-            and "build_s" not in info)
+    group = ShareGroupInfo.of(info["share_group"]) if info.get("share_group") else None
+    return group is not None and group.ran == "in group" and group.index > 0 and "build_s" not in info
 
 
 def overlay(base: dict[str, MeasuredCase], top: dict[str, MeasuredCase]) -> dict[str, MeasuredCase]:
@@ -99,12 +103,12 @@ def overlay(base: dict[str, MeasuredCase], top: dict[str, MeasuredCase]) -> dict
     out = dict(base)
     for cid, new in top.items():
         old = out.get(cid)
-        if new.ran_shared and old is not None and not old.ran_shared:
-            out[cid] = replace(old, shared_s=new.seconds)
-        elif old is not None and new.shared_s is None and old.shared_seconds() is not None and not new.ran_shared:
-            out[cid] = replace(new, shared_s=old.shared_seconds())
-        else:
+        if old is None or (new.ran_shared and old.ran_shared):
             out[cid] = new
+        elif new.ran_shared:
+            out[cid] = replace(old, shared_s=new.seconds)
+        else:
+            out[cid] = replace(new, shared_s=new.shared_s if new.shared_s is not None else old.shared_seconds())
     return out
 
 

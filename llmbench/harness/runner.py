@@ -49,11 +49,10 @@ from llmbench.harness.max_batch import (
 from llmbench.harness.plan import (
     MeasuredCase,
     case_time,
-    load_time,
+    measured_case,
     measured_cases,
     ok_case_times,
     overlay,
-    ran_shared,
     share_groups,
     shared_time,
     skip_reason,
@@ -263,9 +262,7 @@ class _Run:
         save(self.rs, self.path)
         self.ui.case_done(case, result)
         if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
-            self.measured = overlay(self.measured, {case.id: MeasuredCase(
-                case.scenario, case.params_dict, result.duration_s, load_s=load_time(result.info),
-                ran_shared=ran_shared(result.info))})
+            self.measured = overlay(self.measured, {case.id: measured_case(result)})
 
 
 def suite_scoped_server(case: CaseSpec) -> bool:
