@@ -608,6 +608,20 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     return Plan(cases, times, session.slug, done_before=len(done))
 
 
+def skipped_here(plan: Plan) -> str | None:
+    """One line, said before the cases start, for the cases this machine will skip (an engine or package
+    not installed, a precision the GPU lacks): where the answer will have holes, and how to fill them
+    (each reason carries its install command); None where every case can run."""
+    reasons: dict[str, int] = {}
+    for t in plan.times:
+        if t.source == "skipped":
+            reasons[t.reason] = reasons.get(t.reason, 0) + 1
+    if not reasons:
+        return None
+    why = "; ".join(f"{n} x {reason}" if n > 1 else reason for reason, n in reasons.items())
+    return f"{sum(reasons.values())} of {len(plan.times)} case(s) will be skipped here: {why}"
+
+
 def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None, out: Path = Path("oneshot"),
             resume: Path | None = None, gpus: str | None = None, parallel: bool = False, cpu: bool = False,
             suite_dirs: Sequence[Path] = (), ceilings: Path | None = None,
@@ -648,6 +662,9 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
 
     plan = _quote(session, out, local_device(gpus, cpu))
     said.clock_start(t0, budget_s, plan)
+    skipping = skipped_here(plan)
+    if skipping:
+        said.warn(skipping)
     reference = reference_times(REFERENCE_RESULTS, slug, other_gpus=True, expect=compile_cache.expected_state())
     interrupted = False
     said.cases_begin()

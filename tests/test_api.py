@@ -105,3 +105,35 @@ def test_a_broken_stack_raises_and_writes_no_bundle(tmp_path: Path, monkeypatch:
     with pytest.raises(api.BrokenStack, match="gpu matmul"):
         api.oneshot(out=tmp_path / "o", cpu=True)
     assert not list((tmp_path / "o").glob("*.tar.gz"))
+
+
+class Warned(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.warnings: list[tuple[str, int]] = []  # (text, cases done when it was said)
+
+    def warn(self, text: str) -> None:
+        self.warnings.append((text, len(self.done)))
+
+
+def test_oneshot_says_which_cases_this_machine_will_skip_before_any_runs(
+    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine that is not installed skips its cases, not fails them: the user hears it once, before
+    the minutes go, with the reason (and its install command), not only in the summary afterwards."""
+    monkeypatch.setattr(api, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
+    monkeypatch.setenv("LLMBENCH_TEST_PROBE_DIR", str(tmp_path))
+    suite = write(tmp_path, 'name = "holes"\n[[case]]\nscenario = "probe"\nmatrix.tag = [1, 2, 3]\n'
+                  '[[case]]\nscenario = "probe"\nmatrix.tag = [4, 5]\nskip_here = true\n')
+    ui = Warned()
+    done = api.oneshot([str(suite)], out=tmp_path / "o", cpu=True, ui=ui)
+    assert done.counts == {"ok": 3, "skipped": 2}
+    skips = [(text, at) for text, at in ui.warnings if "skipped here" in text]
+    assert skips == [("2 of 5 case(s) will be skipped here: 2 x planted: cannot run here", 0)]
+    log = read_bundle(done.bundle).files["logs/part-1.log"].decode()
+    assert "2 of 5 case(s) will be skipped here" in log
+
+
+def test_skipped_here_is_silent_where_every_case_can_run(tmp_path: Path, fault_plugin: str) -> None:
+    plan = api.plan_oneshot([str(write(tmp_path, SUITE))], out=tmp_path / "o", cpu=True)
+    assert api.skipped_here(plan) is None

@@ -7,7 +7,8 @@
 #   3. with RESUME=1: `oneshot --resume <that bundle>`, the cases the budget left, in a second part;
 #      RESUME_FROM=<bundle> does only this, on another machine (the bundle carried in the checkout).
 # Needs .whl/ (../shared/gpu/fetch-wheels.sh: torchao, bitsandbytes, pydantic and its pins) and vLLM
-# installed in /tmp/vsite (../shared/gpu/fetch-vllm.sh: its pieces, then .vlN/vllm-install.sh).
+# installed in /tmp/vsite (../shared/gpu/fetch-vllm.sh: its pieces, then .vlN/vllm-install.sh); `start`
+# refuses to begin where vLLM does not import (NO_VLLM=1 runs the headline without its vLLM cases).
 # From the repo root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash benchmarks/gpu/oneshot_headline.sh start
 #   bash benchmarks/gpu/oneshot_headline.sh wait SECONDS    # follow the log; then pack what exists
@@ -23,6 +24,12 @@ if [ "$cmd" = start ]; then
   rm -f "$WORK/done"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "wheel install failed"; exit 1; }
+  # the headline's six vLLM cases are skipped, not failed, where vLLM does not import: say so now, not
+  # after the run (NO_VLLM=1: run without them)
+  if [ "${NO_VLLM:-0}" != 1 ] && ! PYTHONPATH=/tmp/vsite:/tmp/site python3 -c "import vllm" 2>/dev/null; then
+    echo "vLLM does not import from /tmp/vsite: install it first (.vlN/vllm-install.sh), or NO_VLLM=1 to run without it"
+    exit 1
+  fi
   cat >"$WORK/job.sh" <<JOB
 set -u
 export PYTHONPATH=/tmp/vsite:/tmp/site:$PWD PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1${LLMBENCH_GIT_COMMIT:+ LLMBENCH_GIT_COMMIT=$LLMBENCH_GIT_COMMIT}
