@@ -48,6 +48,7 @@ from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
 from llmbench.harness.plan import (
     CaseTime,
     MeasuredCase,
+    done_before,
     measured_cases,
     ok_case_times,
     overlay,
@@ -55,7 +56,7 @@ from llmbench.harness.plan import (
     reference_times,
     share_groups,
 )
-from llmbench.harness.runner import DONE_STATUSES, RunOptions, RunUI, check_parallel, foreign_gpu_processes
+from llmbench.harness.runner import RunOptions, RunUI, check_parallel, foreign_gpu_processes
 from llmbench.harness.runner import run_suite as run_cases
 from llmbench.measure import compile_cache
 from llmbench.precision import DeviceInfo
@@ -597,7 +598,7 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     done: set[str] = set()
     for _, rs in session.previous.result_sets if session.previous else []:
         measured = overlay(measured, ok_case_times(rs))
-        done |= {c.id for c in rs.cases if c.status in DONE_STATUSES}
+        done |= done_before(rs.cases, [c for s in session.suites for c in s.cases], device)
     cases: list[CaseSpec] = []
     times: list[CaseTime] = []
     for s in session.suites:

@@ -137,3 +137,29 @@ def test_oneshot_says_which_cases_this_machine_will_skip_before_any_runs(
 def test_skipped_here_is_silent_where_every_case_can_run(tmp_path: Path, fault_plugin: str) -> None:
     plan = api.plan_oneshot([str(write(tmp_path, SUITE))], out=tmp_path / "o", cpu=True)
     assert api.skipped_here(plan) is None
+
+
+def test_resume_runs_a_case_the_runner_skipped_once_what_it_lacked_is_there(
+    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A oneshot on a machine without vLLM skips its cases; installed afterwards, `--resume` runs them,
+    while what ran ok, and a case whose own process found it cannot run, are not run again."""
+    monkeypatch.setenv("LLMBENCH_TEST_PROBE_DIR", str(tmp_path))
+    suite = write(tmp_path, 'name = "lifted"\n[defaults]\nmin_iters = 1\nmin_seconds = 0.0\n'
+                  '[[case]]\nscenario = "probe"\nmatrix.skip_here = [false, true]\n'
+                  '[[case]]\nscenario = "fault"\nkind = "skip"\n')
+    first = api.run_suite(suite, out=tmp_path / "r", cpu=True).passes[0].result_set
+    assert first.cases[0].status == "ok"
+    assert [c.status for c in first.cases[1:]] == ["skipped", "skipped"]
+    assert first.cases[1].info["skipped_by"] == "runner" and "skipped_by" not in first.cases[2].info
+    before = {c.id: c.started_at for c in first.cases}
+
+    assert api.run_suite(suite, out=tmp_path / "r", cpu=True, resume=True).passes[0].counts == {"ok": 1,
+                                                                                              "skipped": 2}
+    monkeypatch.setenv("LLMBENCH_TEST_SKIP_LIFTED", "1")  # the package is there now
+    again = api.run_suite(suite, out=tmp_path / "r", cpu=True, resume=True).passes[0].result_set
+    by_id = {c.id: c for c in again.cases}
+    assert by_id[first.cases[1].id].status == "ok"
+    assert by_id[first.cases[0].id].started_at == before[first.cases[0].id]  # not run again
+    assert by_id[first.cases[2].id].status == "skipped"
+    assert by_id[first.cases[2].id].started_at == before[first.cases[2].id]

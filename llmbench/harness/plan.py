@@ -239,6 +239,25 @@ def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
         return None
 
 
+DONE_STATUSES = ("ok", "skipped")  # what a resumed run does not run again (but see `done_before`)
+RUNNER_SKIP = "runner"  # info.skipped_by of a case the runner skipped without starting its process
+
+
+def done_before(results: list[CaseResult], cases: list[CaseSpec], device: DeviceInfo | None) -> set[str]:
+    """The ids a resumed run does not run again: the cases measured ok or skipped, except those the
+    runner skipped (a package not installed, a GPU they cannot run on) that it would start now: what
+    made them skip is gone (vLLM installed after a oneshot skipped its cases), so `--resume` runs
+    them. A case its own process skipped stays done (finding out again would cost that process)."""
+    specs = {c.id: c for c in cases}
+
+    def lifted(r: CaseResult) -> bool:
+        spec = specs.get(r.id)
+        return (r.status == "skipped" and r.info.get("skipped_by") == RUNNER_SKIP and spec is not None
+                and device is not None and skip_reason(spec, device) is None)
+
+    return {r.id for r in results if r.status in DONE_STATUSES and not lifted(r)}
+
+
 def case_time(case: CaseSpec, measured: dict[str, MeasuredCase], device: DeviceInfo | None = None) -> CaseTime:
     """The case's quote: nothing where `device` (given) will skip it, else as the module doc says."""
     reason = skip_reason(case, device) if device is not None else None

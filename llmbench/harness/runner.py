@@ -47,8 +47,10 @@ from llmbench.harness.max_batch import (
     search_max_batch,
 )
 from llmbench.harness.plan import (
+    RUNNER_SKIP,
     MeasuredCase,
     case_time,
+    done_before,
     measured_case,
     measured_cases,
     ok_case_times,
@@ -63,7 +65,6 @@ from llmbench.scenarios.base import BatchSearch
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
-DONE_STATUSES = ("ok", "skipped")  # what --resume does not run again
 PARALLEL_SHARE_NOTE = ("under --parallel, share_engines is not used: every case runs in a process of its own "
                        "(a share group would hold one slot for all its cases)")
 PARALLEL_SERVER_NOTE = (
@@ -165,7 +166,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
                        llmbench={**llmbench_info(), "version": __version__}, env=fp,
                        warnings=environment_warnings(fp), **opts.header)
     rs.finished_at = None
-    done = set() if opts.force else {c.id for c in rs.cases if c.status in DONE_STATUSES}
+    done = set() if opts.force else done_before(rs.cases, cases, device)
     todo = [c for c in cases if c.id not in done]
     measured: dict[str, MeasuredCase] = {}
     if opts.budget_s is not None:  # the set being resumed, else the newest earlier one (read before saving a new one)
@@ -446,7 +447,7 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
     """A case the parent knows cannot run here: recorded `skipped` without starting a process."""
     return CaseResult(id=case.id, scenario=case.scenario, params=case.params_dict, status="skipped", reason=reason,
                       started_at=utc_now(), duration_s=0.0, settings=case.settings.model_dump(),
-                      info={"skipped_by": "runner"})
+                      info={"skipped_by": RUNNER_SKIP})
 
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: ProgressFn | None = None, *,
