@@ -124,7 +124,7 @@ def test_generation_is_forced_to_the_requested_length_even_past_eos() -> None:
 
 
 @pytest.mark.slow
-def test_compiled_static_loop_generates_what_generate_would() -> None:
+def test_compiled_static_loop_generates_what_generate_would(monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled mode's own greedy loop (static cache, compiled step) must emit exactly the tokens
     transformers' generate() emits for the same weights and prompt, with the compiled mode's fused
     projections. In fp32: a tiny random model in bf16 has exact ties between top logits, which
@@ -140,9 +140,13 @@ def test_compiled_static_loop_generates_what_generate_would() -> None:
     session.convert("fp32")
     assert session.fused_groups == 2 * session.model.config.num_hidden_layers
     session.prepare(6)
+    # a setting given by the environment is torch's default in the process: the path records it as given
+    monkeypatch.setenv("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", "0")
     assert session.generate(ids).tokens == 6
     assert session.compiled()
     assert torch.equal(session._static.last_tokens, ref)
+    environment = session.code_path()["compile"]["environment"]
+    assert environment["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "0"
     from torch._dynamo.utils import counters
 
     graphs = counters["stats"]["unique_graphs"]
@@ -187,7 +191,8 @@ def test_compiled_int8_session_carries_its_precision_to_the_compile_options(proc
 
 def test_a_compiled_bf16_session_records_no_process_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing set for the whole process, nothing recorded (bf16's path stays as committed sets hold it);
-    a setting moved from its default, by code or by the environment, is recorded."""
+    a setting code moved from its default is recorded (one the environment gave is the default there:
+    `compile.environment` holds those)."""
     from torch._inductor import config
 
     from llmbench.engines.hf import inductor_settings_not_default
@@ -264,3 +269,12 @@ def test_an_engine_defined_outside_the_package_runs_generate_through_the_harness
         assert len(case.metrics["tpot_ms"].samples or []) == 2 * len(case.metrics["ttft_ms"].samples or [])
         assert case.metrics["ttft_ms"].value < case.metrics["e2e_ms"].value
     assert rs.cases[1].info["accuracy_reference"].startswith("not measured")
+
+
+def test_the_inductor_environment_leaves_out_the_caches_the_runner_sets() -> None:
+    from llmbench.measure import compile_cache
+
+    runner = compile_cache.cache_env("/tmp/run-cache", {})
+    given = {**runner, "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER": "0", "PATH": "/bin"}
+    assert compile_cache.inductor_environment(given) == {"TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER": "0"}
+    assert compile_cache.inductor_environment(runner) == {}

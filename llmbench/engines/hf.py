@@ -25,6 +25,7 @@ from llmbench.engines.base import (
     TrainingSession,
     TrainOptions,
 )
+from llmbench.measure import compile_cache
 from llmbench.precision import PRECISIONS, DeviceInfo
 
 if TYPE_CHECKING:
@@ -286,6 +287,8 @@ class HFSession(GenerationSession):
             path["compile"] = {"backend": "inductor", "options": dict(self._static.compile_options or {})}
             if self._static.process_settings:  # set for the whole process (torchao's quantize_): the options win
                 path["compile"]["process_settings"] = self._static.process_settings
+            if self._static.environment:  # TORCHINDUCTOR_* settings: torch's defaults in this process
+                path["compile"]["environment"] = self._static.environment
         return path
 
     def verify(self) -> None:
@@ -313,6 +316,7 @@ class StaticGreedy:
         self.last_tokens: Any = None  # the ids of the last run, for checks against generate()
         self.compile_options = compile_options  # None: chosen by the first run's batch size
         self.process_settings: dict[str, Any] = {}  # inductor settings not at default when it compiled
+        self.environment: dict[str, str] = {}  # the TORCHINDUCTOR_* variables it compiled under
         self._step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def _compiled_step(self, batch: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -322,6 +326,7 @@ class StaticGreedy:
             if self.compile_options is None:
                 self.compile_options = gpu_compile_options(batch, self.precision) if self.on_gpu else {}
             self.process_settings = inductor_settings_not_default()
+            self.environment = compile_cache.inductor_environment()
             self._step = torch.compile(self._decode_step, options=self.compile_options)
         return self._step
 

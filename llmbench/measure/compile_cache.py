@@ -21,14 +21,29 @@ USER_SETTING = "LLMBENCH_COMPILE_CACHE"  # a folder to keep across runs, or "off
 VLLM_ENV_DIR = "VLLM_CACHE_ROOT"  # vLLM's own compile cache (torch.compile of its model, CUDA-graph sizes)
 
 
+CACHE_SWITCHES = ("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE")  # turned on by cache_env
+
+
 def cache_env(folder: str, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The environment that makes a case process read and write inductor's caches in `folder`, and
     vLLM's in `folder`/vllm (unless `environ`, the user's, already names a vLLM cache folder): a run
     starts cold and its cases share what its earlier cases compiled, as with torch's own."""
-    env = {ENV_DIR: folder, "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+    env = {ENV_DIR: folder, **dict.fromkeys(CACHE_SWITCHES, "1")}
     if VLLM_ENV_DIR not in (environ or {}):
         env[VLLM_ENV_DIR] = str(Path(folder) / "vllm")
     return env
+
+
+def inductor_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The TORCHINDUCTOR_* variables of this process, less the caches the runner points it at. A
+    setting given this way becomes torch's default when its config module is imported, so it shows in
+    no comparison with the defaults (TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=0 changes how every
+    kernel is launched, and what a warm cache restores): the code path records them as they are."""
+    import os
+
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(env.items())
+            if k.startswith("TORCHINDUCTOR_") and k != ENV_DIR and k not in CACHE_SWITCHES}
 
 
 def vllm_state() -> str:
