@@ -60,7 +60,7 @@ from llmbench.harness.runner import RunOptions, RunUI, check_parallel, foreign_g
 from llmbench.harness.runner import run_suite as run_cases
 from llmbench.measure import compile_cache
 from llmbench.precision import DeviceInfo
-from llmbench.report.terminal import status_counts
+from llmbench.report.terminal import NUMBER, merge_numbers, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
@@ -596,9 +596,10 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     measured = reference_times(REFERENCE_RESULTS, session.slug, other_gpus=True, expect=expect)
     measured = overlay(measured, reference_times(out, session.slug, expect=expect))
     done: set[str] = set()
+    every = [c for s in session.suites for c in s.cases]
     for _, rs in session.previous.result_sets if session.previous else []:
         measured = overlay(measured, ok_case_times(rs))
-        done |= done_before(rs.cases, [c for s in session.suites for c in s.cases], device)
+        done |= done_before(rs.cases, every, device)
     cases: list[CaseSpec] = []
     times: list[CaseTime] = []
     for s in session.suites:
@@ -613,14 +614,14 @@ def skipped_here(plan: Plan) -> str | None:
     """One line, said before the cases start, for the cases this machine will skip (an engine or package
     not installed, a precision the GPU lacks): where the answer will have holes, and how to fill them
     (each reason carries its install command); None where every case can run."""
-    reasons: dict[str, int] = {}
+    groups: dict[str, list[str]] = {}  # reasons that differ only in their figures, together (as --dry-run)
     for t in plan.times:
         if t.source == "skipped":
-            reasons[t.reason] = reasons.get(t.reason, 0) + 1
-    if not reasons:
+            groups.setdefault(NUMBER.sub("#", t.reason), []).append(t.reason)
+    if not groups:
         return None
-    why = "; ".join(f"{n} x {reason}" if n > 1 else reason for reason, n in reasons.items())
-    return f"{sum(reasons.values())} of {len(plan.times)} case(s) will be skipped here: {why}"
+    why = "; ".join(f"{len(rs)} x {merge_numbers(rs)}" if len(rs) > 1 else rs[0] for rs in groups.values())
+    return f"{sum(map(len, groups.values()))} of {len(plan.times)} case(s) will be skipped here: {why}"
 
 
 def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None, out: Path = Path("oneshot"),
