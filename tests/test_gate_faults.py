@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from test_compare_support import H100_ENV, H200_ENV, case, gemm_case, generate_case, refs, result_set
+from test_compare_support import H100_ENV, H200_ENV, case, gemm_case, refs, result_set
 from test_gate import baseline, candidate, passes
 from typer.testing import CliRunner
 
@@ -56,7 +56,8 @@ def test_a_non_finite_candidate_value_fails_the_gate_naming_case_and_metric(
     assert g.failed
     cell = next(c for c in g.failures if c.metric == "decode_tokens_per_s")
     assert cell.scenario == "generate" and "in the candidate" in cell.problem
-    res = gate_cli(app, write(baseline(), tmp_path / "a" / "s-1.json"), write(nan_decode(value), tmp_path / "b" / "s-2.json"))
+    res = gate_cli(app, write(baseline(), tmp_path / "a" / "s-1.json"),
+                   write(nan_decode(value), tmp_path / "b" / "s-2.json"))
     assert res.exit_code == 1, res.output
     lines = res.output.split("regression gate failed")[1]
     assert "generate" in lines and f"decode_tokens_per_s is {value} in the candidate" in lines
