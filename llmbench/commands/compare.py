@@ -18,6 +18,7 @@ from llmbench.report.gate_view import cell_ratio, gate_table
 from llmbench.report.matchview import match_table
 from llmbench.report.slice_view import slice_table
 from llmbench.report.tables import Table
+from llmbench.report.terminal import terminal_safe
 from llmbench.report.views import basediff_tables, comparison_tables, short_note
 
 
@@ -96,7 +97,7 @@ def compare_cmd(
                    "value(s) not measured or not finite:", err=True)
         for c in verdict.failures:
             what = c.problem or f"{c.metric} {cell_ratio(c)}"
-            typer.echo(f"  {c.set_label}: {c.scenario} {c.case}: {what}", err=True)
+            typer.echo(terminal_safe(f"  {c.set_label}: {c.scenario} {c.case}: {what}"), err=True)
     if failed:
         raise typer.Exit(1)
 
