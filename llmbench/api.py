@@ -60,6 +60,7 @@ from llmbench.harness.runner import RunOptions, RunUI, check_parallel, foreign_g
 from llmbench.harness.runner import run_suite as run_cases
 from llmbench.measure import compile_cache
 from llmbench.precision import DeviceInfo
+from llmbench.redact import redact
 from llmbench.report.terminal import NUMBER, merge_numbers, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
@@ -900,7 +901,7 @@ def _part_summary(checks: list[Check], started: str, budget_s: float | None, int
 
 def _log(log: Path, text: str) -> None:
     with log.open("a", encoding="utf-8") as f:
-        f.write(f"{utc_now()} {text}\n")
+        f.write(f"{utc_now()} {redact(text)}\n")
 
 
 def _write(out: Path, slug: str, written: list[Path], previous: Bundle | None, files: dict[str, bytes | str],

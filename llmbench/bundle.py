@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from llmbench.redact import redact, redact_bytes
 from llmbench.results import ResultSet, from_json, to_json, utc_now
 
 BUNDLE_FORMAT = 1
@@ -75,7 +76,8 @@ def write_bundle(
 ) -> Path:
     """Write the bundle atomically (a temporary file, then a rename: an interrupted write leaves the
     previous file or none, never half of one). `result_sets` maps each set's file name to the set;
-    `files` maps member names (e.g. "logs/run.log") to contents; names under logs/ keep their tail."""
+    `files` maps member names (e.g. "logs/run.log") to contents; names under logs/ keep their tail.
+    Credentials in any member (a token in a pip freeze's VCS URL, a password in a log) are redacted."""
     members: dict[str, bytes] = {}
     listed = []
     for name, rs in result_sets.items():
@@ -85,12 +87,12 @@ def write_bundle(
                        "statuses": dict(Counter(c.status for c in rs.cases)), "finished_at": rs.finished_at})
     for name, content in (files or {}).items():
         safe_member(name)
-        data = content.encode() if isinstance(content, str) else content
+        data = redact_bytes(content.encode() if isinstance(content, str) else content)
         members[name] = tail(data) if name.startswith("logs/") else data
     manifest = {"bundle_format": BUNDLE_FORMAT, "created_at": utc_now(),
                 "gpu_slugs": sorted({rs.gpu_slug for rs in result_sets.values()}), "result_sets": listed,
                 **(extra_manifest or {})}
-    members = {MANIFEST: json.dumps(manifest, indent=1).encode(), **members}
+    members = {MANIFEST: redact(json.dumps(manifest, indent=1)).encode(), **members}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.measure.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
+from llmbench.redact import redact
 
 SCHEMA_VERSION = 1
 Status = Literal["ok", "skipped", "oom", "failed", "timeout"]
@@ -175,7 +176,7 @@ _NUMBER_LIST = re.compile(r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]")
 
 def to_json(result_set: ResultSet) -> str:
     """Indented JSON with lists of numbers (raw samples) on one line each: readable and compact."""
-    text = result_set.model_dump_json(indent=1, exclude_none=False)
+    text = redact(result_set.model_dump_json(indent=1, exclude_none=False))  # no credential reaches a file
     return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
 
 

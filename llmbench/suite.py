@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from llmbench.errors import SuiteError, UserError
-from llmbench.ids import case_id
+from llmbench.ids import PATH_NAME_FORM, case_id, is_path_name
 from llmbench.measure.timing import StopRule
 from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
 
@@ -167,8 +167,8 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
         if key not in SUITE_KEYS:
             raise SuiteError(fname, "unknown top-level key", key=key, choices=sorted(SUITE_KEYS))
     name = data.get("name") or (path.stem if path else "suite")
-    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise SuiteError(fname, "the suite name must be letters, digits, '-', '_' or '.'", key="name", value=name)
+    if not is_path_name(name):
+        raise SuiteError(fname, f"the suite name must be {PATH_NAME_FORM}", key="name", value=name)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise SuiteError(fname, "must be a table", key="defaults", value=defaults)

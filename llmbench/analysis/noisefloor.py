@@ -83,8 +83,8 @@ def floor_of(runs: Iterable[ResultSet]) -> NoiseFloor:
                 continue
             for name, m in c.metrics.items():
                 mdef = METRICS.get(name)
-                if mdef is None or mdef.better == "neither" or m.value <= 0:
-                    continue
+                if mdef is None or mdef.better == "neither" or not np.isfinite(m.value) or m.value <= 0:
+                    continue  # a NaN or Inf run is no spread: one would make the whole floor NaN
                 cells.setdefault((rs.gpu_slug, c.id, c.scenario, name, same), []).append(float(np.log(m.value)))
     sums: dict[tuple[str, str, str], list[float]] = {}  # key -> [sum of squares, df, cases]
     for (slug, _cid, scenario, name, _same), logs in cells.items():

@@ -9,17 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from llmbench.api import ceilings_env as ceilings_env  # the path checks live in the API; commands import them here
 from llmbench.api import check_out_dir as check_out_dir
 from llmbench.api import writable_parent
 from llmbench.errors import UserError
 from llmbench.report.tables import Table, render
-from llmbench.report.terminal import print_terminal
+from llmbench.report.terminal import SafeConsole, print_terminal, terminal_safe
 
-console = Console()  # width from the terminal; plain text (no colour codes) through a pipe
-err_console = Console(stderr=True)
+console = SafeConsole()  # width from the terminal; plain text (no colour codes) through a pipe
+err_console = SafeConsole(stderr=True)
 
 INTERRUPTED = "interrupted: finished cases are saved; run again with --resume to continue"
 
@@ -74,11 +73,11 @@ def check_out_file(out: Path | None, option: str = "--out") -> None:
 def emit(tables: list[Table], fmt: Fmt, out: Path | None, data: dict[str, Any] | None = None) -> None:
     """Print `tables` (terminal: with colour) or write them to `out` in the chosen format."""
     if out is None and fmt is Fmt.terminal:
-        print_terminal(tables, Console())
+        print_terminal(tables, SafeConsole())
         return
     text = render(tables, fmt.value, data=data)
     if out is None:
-        typer.echo(text, nl=False)
+        typer.echo(terminal_safe(text), nl=False)
     else:
         write_out(out, text)
         typer.echo(f"wrote {out}", err=True)

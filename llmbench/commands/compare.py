@@ -14,10 +14,11 @@ from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, F
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.report.answer_view import answer_tables
 from llmbench.report.cost_view import cost_table
-from llmbench.report.gate_view import gate_table
+from llmbench.report.gate_view import cell_ratio, gate_table
 from llmbench.report.matchview import match_table
 from llmbench.report.slice_view import slice_table
-from llmbench.report.tables import Table, fmt_ratio
+from llmbench.report.tables import Table
+from llmbench.report.terminal import terminal_safe
 from llmbench.report.views import basediff_tables, comparison_tables, short_note
 
 
@@ -90,10 +91,13 @@ def compare_cmd(
     emit(tables, fmt, out, result.to_dict())
     failed = result.failed_gates
     for verdict in failed:
-        typer.echo(f"regression gate failed: {len(verdict.failures)} headline metric(s) slower than "
-                   f"{verdict.threshold:.1%} vs {verdict.baseline}, beyond the noise:", err=True)
+        lost = [c for c in verdict.failures if c.problem]
+        typer.echo(f"regression gate failed vs {verdict.baseline}: {len(verdict.failures) - len(lost)} headline "
+                   f"metric(s) slower than {verdict.threshold:.1%} beyond the noise, {len(lost)} case(s) or "
+                   "value(s) not measured or not finite:", err=True)
         for c in verdict.failures:
-            typer.echo(f"  {c.set_label}: {c.scenario} {c.case}: {c.metric} {fmt_ratio(c.ratio, c.ci)}", err=True)
+            what = c.problem or f"{c.metric} {cell_ratio(c)}"
+            typer.echo(terminal_safe(f"  {c.set_label}: {c.scenario} {c.case}: {what}"), err=True)
     if failed:
         raise typer.Exit(1)
 

@@ -139,7 +139,7 @@ class RichUI(SessionUI):
 def run_progress() -> Progress:
     """The suite and case bars of a run (oneshot draws the same)."""
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
     )
 

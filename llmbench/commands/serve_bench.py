@@ -9,14 +9,15 @@ from typing import Any, Optional
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from llmbench import __version__
 from llmbench.caseinfo import RequestRateInfo
 from llmbench.commands.common import check_out_dir
 from llmbench.errors import UserError
+from llmbench.ids import PATH_NAME_FORM, is_path_name
+from llmbench.redact import redact, redact_value
 from llmbench.report.tables import MISSING, Table, fmt_num
-from llmbench.report.terminal import one_line, print_terminal
+from llmbench.report.terminal import SafeConsole, one_line, print_terminal
 from llmbench.results import CaseResult, MetricResult, ResultSet, result_path, save, utc_now
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
@@ -64,7 +65,7 @@ def _params(base: dict[str, Any], **point: Any) -> Any:
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from None
+        raise UserError(redact(f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}")) from None
 
 
 def _env(gpu: str | None) -> dict[str, Any]:
@@ -157,6 +158,9 @@ def serve_bench(
     if rates is None and concs is None and trace is None:
         raise UserError("give --rate 1,2,4 or --concurrency 1,4,16 (or --trace FILE)")
     parse_slo(goodput)
+    for option, value in (("--name", name), ("--gpu", gpu)):
+        if value is not None and not is_path_name(value):
+            raise UserError(f"{option} {value!r}: it becomes part of a file path; give {PATH_NAME_FORM}")
     check_out_dir(out)
     base = dict(url=url, model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
                 output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
@@ -168,15 +172,16 @@ def serve_bench(
     from llmbench.serving.prompts import load_tokenizer
 
     load_tokenizer(base["tokenizer"])  # a bad tokenizer is one message before anything is sent
-    console = Console()
+    console = SafeConsole()
     env = _env(gpu)
-    rs = ResultSet(suite=name, description=f"serve-bench against {url} ({model})",
+    shown = redact(url)  # the URL as written and printed: its credentials are used, never kept
+    rs = ResultSet(suite=name, description=f"serve-bench against {shown} ({model})",
                    llmbench={**llmbench_info(), "version": __version__}, env=env)
     path = result_path(out, env["gpu"]["slug"], name)
     from llmbench.ids import case_id
 
     for i, p in enumerate(points, 1):
-        params = p.model_dump(mode="json")
+        params = redact_value(p.model_dump(mode="json"))  # the case id is of the URL without credentials
         info: dict[str, Any] = {}
         started = utc_now()
         console.print(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
@@ -187,20 +192,21 @@ def serve_bench(
                               metrics=metrics, timer="perf_counter", started_at=started, info=info)
         except ServerUnusable as e:
             if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
-                raise UserError(str(e)) from None
+                raise UserError(redact(str(e))) from None
             case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                              reason=str(e), started_at=started, info=info)  # the server went away mid-sweep
+                              reason=redact(str(e)), started_at=started, info=info)  # the server went away mid-sweep
         except (RuntimeError, OSError) as e:
+            reason = redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])
             case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                              reason=f"{type(e).__name__}: {e}".splitlines()[0][:500], started_at=started, info=info)
+                              reason=reason, started_at=started, info=info)
         rs.upsert(case)
         rs.finished_at = utc_now()
         save(rs, path)
-    print_terminal([results_table(rs.cases, f"serve-bench {model} at {url}")], console)
+    print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)
     console.print(f"-> {path}")
     failed = [c for c in rs.cases if c.status != "ok"]
     if failed:
-        Console(stderr=True).print(f"exit code 1: {len(failed)} of {len(rs.cases)} point(s) failed (the reasons "
+        SafeConsole(stderr=True).print(f"exit code 1: {len(failed)} of {len(rs.cases)} point(s) failed (the reasons "
                                    f"are in the table and in llmbench show {path})", highlight=False)
         raise typer.Exit(1)
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import io
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -17,12 +19,33 @@ from llmbench.analysis.caselabels import case_labels, constant_params, with_sear
 from llmbench.analysis.labels import gpu_name
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
+from llmbench.redact import redact
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
 
 SEPARATOR = " · "  # between the "column: value" pairs of a stacked row
 INDENT = "  "  # a stacked row's pairs under its heading
+
+
+# C0 controls but tab and newline, DEL and C1: an ESC or a CSI from a label would move the cursor, clear
+# the screen or retitle the window; a CR would overwrite the line
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` as it may reach a terminal: control characters written as escapes (ESC as \\x1b),
+    credentials hidden (llmbench.redact). Files keep the original text."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", redact(text))
+
+
+class SafeConsole(Console):
+    """A rich console whose every printed text goes through `terminal_safe` (rich's own control codes,
+    colours and cursor moves, are segments of their own and pass). The consoles of the commands."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            yield seg if seg.control or not seg.text else Segment(terminal_safe(seg.text), seg.style)
 
 
 UNIT = re.compile(r"\S*\[[^\]\s]+, [^\]\s]+\]\S*|\S+")  # a word, or an interval '[1.10, 1.15]' kept whole
