@@ -1,0 +1,102 @@
+"""Edges a newcomer hits on a fresh clone: each bad input is one line and exit code 2 (never a traceback,
+never a silent exit), typos get their fix, budgets read alike in run and oneshot, and a run's lines fit
+an 80-column terminal. Plugins and the case processes run as real processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmbench.registry import PLUGINS_ENV
+from llmbench.results import load
+from tests.conftest import ROOT, write
+from tests.test_bad_inputs import invoke
+
+LONG = "a" * 300
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m llmbench ARGS` in a process of its own (a plugin's sys.exit ends only that)."""
+    return subprocess.run([sys.executable, "-m", "llmbench", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "80", **(env or {})})
+
+
+def one_line_exit_2(code: int, err: str, *says: str) -> None:
+    """Bad input: exit 2, one line naming it, no traceback."""
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and all(s in lines[0] for s in says), err
+
+
+# ------------------------------------------------------------------------------------------------- names
+
+
+def test_a_300_character_suite_name_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, err = invoke(["run", LONG, "--cpu", "--dry-run"], monkeypatch, capsys)
+    one_line_exit_2(code, err, "unknown suite 'aaaa")
+    assert len(err.strip()) < 200
+    suite = write(tmp_path, f'name = "{LONG}"\n[[case]]\nscenario = "gemm"\n')
+    code, err = invoke(["run", str(suite), "--cpu", "--out", str(tmp_path / "r")], monkeypatch, capsys)
+    one_line_exit_2(code, err, "suite name must be at most 100 characters")
+    assert not (tmp_path / "r").exists()  # refused before any case ran, nothing written
+
+
+def test_a_suite_name_typo_says_did_you_mean_in_a_short_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = invoke(["run", "quickstrat", "--cpu", "--dry-run"], monkeypatch, capsys)
+    one_line_exit_2(code, err, "did you mean 'quickstart'?", "llmbench list suites")
+    assert len(err.strip()) <= 160
+
+
+def test_an_unknown_scenario_or_precision_in_a_suite_says_did_you_mean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = invoke(["run", str(write(tmp_path, '[[case]]\nscenario = "gemn"\n')), "--cpu", "--dry-run"],
+                       monkeypatch, capsys)
+    one_line_exit_2(code, err, "did you mean 'gemm'?")
+    bad = write(tmp_path, '[[case]]\nscenario = "gemm"\nprecision = "bf61"\n', "p.toml")
+    code, err = invoke(["run", str(bad), "--cpu", "--dry-run"], monkeypatch, capsys)
+    one_line_exit_2(code, err, "did you mean 'bf16'?")
+
+
+# ----------------------------------------------------------------------------------------------- plugins
+
+PLUGINS = {
+    "raises": ('raise RuntimeError("plugin bug")\n', "failed at import (RuntimeError: plugin bug)"),
+    "exits": ("import sys\nsys.exit(0)\n", "failed at import (sys.exit(0))"),
+    "twice": ("from llmbench.scenarios.base import SCENARIOS\n\n@SCENARIOS.register('gemm')\nclass Gemm:\n"
+              "    pass\n", "scenario 'gemm' is registered twice"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLUGINS))
+def test_a_broken_plugin_is_one_line_naming_it(kind: str, tmp_path: Path) -> None:
+    text, says = PLUGINS[kind]
+    (tmp_path / f"plugin_{kind}.py").write_text(text)
+    env = {PLUGINS_ENV: f"plugin_{kind}", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    r = cli("run", "quickstart", "--cpu", "--out", str(tmp_path / "r"), env=env)
+    one_line_exit_2(r.returncode, r.stderr, f"plugin module 'plugin_{kind}'", says)
+    assert not (tmp_path / "r").exists() and not r.stdout.strip()
+
+
+@pytest.mark.slow
+def test_a_plugin_failing_in_the_case_process_is_the_cases_reason(tmp_path: Path) -> None:
+    (tmp_path / "plugin_in_case.py").write_text(  # fine in the runner, a silent exit in each case process
+        "import sys\nif sys.argv[0].endswith('worker.py'):\n    sys.exit(0)\n")
+    env = {PLUGINS_ENV: "plugin_in_case", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    r = cli("run", "quickstart", "--cpu", "-k", "shape=1024x1024x1024", "-k", "precision=fp32",
+            "--out", str(tmp_path / "r"), env=env)
+    assert r.returncode == 1, r.stderr
+    (case,) = load(next((tmp_path / "r").glob("*/quickstart-*.json"))).cases
+    assert case.status == "failed"
+    assert "plugin module 'plugin_in_case' failed at import (sys.exit(0))" in (case.reason or "")
