@@ -100,3 +100,43 @@ def test_a_plugin_failing_in_the_case_process_is_the_cases_reason(tmp_path: Path
     (case,) = load(next((tmp_path / "r").glob("*/quickstart-*.json"))).cases
     assert case.status == "failed"
     assert "plugin module 'plugin_in_case' failed at import (sys.exit(0))" in (case.reason or "")
+
+
+# ----------------------------------------------------------------------------------- where results go
+
+
+def _out_rows(tmp: Path) -> dict[str, tuple[list[str], dict[str, str], str]]:
+    """Each row: extra run arguments, environment, what the line says. Unwritable places are a file where a
+    folder should be (CI runs as root, whom chmod does not stop)."""
+    from llmbench.hardware.fingerprint import cpu_slug
+
+    (tmp / "dangling").symlink_to(tmp / "gone")
+    (tmp / "withfile").mkdir()
+    (tmp / "withfile" / cpu_slug()).write_text("not a folder")
+    (tmp / "afile").write_text("x")
+    return {
+        "a dangling --out link": (["--out", str(tmp / "dangling")], {}, "which does not exist"),
+        "a file where <out>/<slug> goes": (["--out", str(tmp / "withfile")], {}, f"{cpu_slug()}' is a file"),
+        "LLMBENCH_COMPILE_CACHE a file": (["--out", str(tmp / "r")], {"LLMBENCH_COMPILE_CACHE": str(tmp / "afile")},
+                                          "LLMBENCH_COMPILE_CACHE"),
+        "LLMBENCH_COMPILE_CACHE under a file": (["--out", str(tmp / "r")],
+                                                {"LLMBENCH_COMPILE_CACHE": str(tmp / "afile" / "cache")},
+                                                "is a file, not a folder"),
+    }
+
+
+@pytest.mark.parametrize("row", ["a dangling --out link", "a file where <out>/<slug> goes",
+                                 "LLMBENCH_COMPILE_CACHE a file", "LLMBENCH_COMPILE_CACHE under a file"])
+@pytest.mark.parametrize("command", ["run", "oneshot"])
+def test_an_unusable_place_for_results_is_one_line_before_any_case(
+    row: str, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, env, says = _out_rows(tmp_path)[row]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    before = {p for p in tmp_path.rglob("*")}
+    one_case = ["-k", "shape=1024x1024x1024", "-k", "precision=fp32"]  # what today's code would run
+    code, err = invoke([command, "quickstart", "--cpu", *(one_case if command == "run" else ["--dry-run"]), *args],
+                       monkeypatch, capsys)
+    one_line_exit_2(code, err, says)
+    assert {p for p in tmp_path.rglob("*")} == before
