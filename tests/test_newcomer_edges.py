@@ -140,3 +140,43 @@ def test_an_unusable_place_for_results_is_one_line_before_any_case(
                        monkeypatch, capsys)
     one_line_exit_2(code, err, says)
     assert {p for p in tmp_path.rglob("*")} == before
+
+
+# ------------------------------------------------------------------------------------------------ budget
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("15m", 900), ("1h30m", 5400), ("900s", 900), ("900", 900),
+                                               ("15", 15), ("1.5h", 5400)])
+def test_run_and_oneshot_read_a_budget_alike(text: str, seconds: float) -> None:
+    from llmbench.commands.common import parse_budget
+
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("command", ["run", "oneshot"])
+def test_budget_15m_is_taken_and_a_bare_15_is_warned_as_seconds(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = [command, "quickstart", "--cpu", "--dry-run", "--out", str(tmp_path)]
+    code, err = invoke([*base, "--budget", "15m"], monkeypatch, capsys)
+    assert code == 0 and "warning" not in err, err
+    code, err = invoke([*base, "--budget", "15"], monkeypatch, capsys)
+    assert code == 0 and err.count("--budget 15 is 15 s; write 15m for minutes") == 1, err
+
+
+@pytest.mark.parametrize("command", ["run", "oneshot"])
+def test_a_dry_run_says_when_the_plan_does_not_fit_the_budget(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["llmbench", command, "quickstart", "--cpu", "--dry-run", "--out", str(tmp_path),
+                                      "--budget", "1s"])
+    from llmbench.cli import main
+
+    with pytest.raises(SystemExit):
+        main()
+    out = " ".join(capsys.readouterr().out.split())
+    assert "does not fit --budget 1 s:" in out and "left for --resume" in out
+    monkeypatch.setattr(sys, "argv", [*sys.argv[:-1], "1h"])
+    with pytest.raises(SystemExit):
+        main()
+    assert "fits --budget 60 min" in capsys.readouterr().out

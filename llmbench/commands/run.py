@@ -22,7 +22,15 @@ from llmbench import api
 from llmbench.analysis.caselabels import with_searched_batch
 from llmbench.analysis.labels import gpu_display_name
 from llmbench.api import FAILED_STATUSES, Plan, SessionUI, SuiteRun
-from llmbench.commands.common import CEILINGS_OPT, INTERRUPTED, SUITES_OPT, console, err_console
+from llmbench.commands.common import (
+    CEILINGS_OPT,
+    INTERRUPTED,
+    SUITES_OPT,
+    budget_fit_text,
+    console,
+    err_console,
+    parse_budget,
+)
 from llmbench.errors import UserError
 from llmbench.harness.plan import CaseTime
 from llmbench.report.tables import Table
@@ -235,8 +243,9 @@ def run(
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
-    budget: Optional[float] = typer.Option(
-        None, "--budget", min=1, help="Seconds this run may take: start only cases whose time (as --dry-run "
+    budget: Optional[str] = typer.Option(
+        None, "--budget", help="Time this run may take, e.g. 45m, 1h30m, 900s or 900 (seconds): start "
+        "only cases whose time (as --dry-run "
         "quotes it: measured by an earlier run here, like the most similar measured cases, or estimated) fits in "
         "what is left; the rest are left out of the result set for a later --resume. It picks cases, it does not "
         "cut one off (--timeout does)."),
@@ -256,6 +265,7 @@ def run(
     """Run a suite: every case in its own process, results written after each case.
 
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
+    budget_s = parse_budget(budget) if budget is not None else None
     api.check_machine(out, gpus, cpu, parallel, ceilings)
     s = load_suite(suite, suites or [])
     if s.where():
@@ -270,6 +280,9 @@ def run(
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
         console.print(f"{len(plan.cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
                       f"{times} ({escape(how)}); nothing was run")
+        fit = budget_fit_text(plan, budget_s)
+        if fit:
+            console.print(fit, highlight=False)
         return
     n = len(selection.cases)
     if n > CONFIRM_ABOVE_CASES and not yes:
@@ -279,7 +292,7 @@ def run(
         typer.confirm(f"The plan has {n} cases. Start it?", abort=True)
     try:
         result = api.run_suite(selection, out=out, resume=resume, force=force, gpus=gpus, cpu=cpu, parallel=parallel,
-                               budget_s=budget, repeat=repeat, ceilings=ceilings, ui=RichUI(strict))
+                               budget_s=budget_s, repeat=repeat, ceilings=ceilings, ui=RichUI(strict))
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish
