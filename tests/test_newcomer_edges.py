@@ -180,3 +180,30 @@ def test_a_dry_run_says_when_the_plan_does_not_fit_the_budget(
     with pytest.raises(SystemExit):
         main()
     assert "fits --budget 60 min" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------- a busy host
+
+
+def test_a_busy_host_is_warned_about_and_an_idle_one_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmbench.hardware import fingerprint
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "getloadavg", lambda: (6.0, 5.0, 4.0))
+    (warning,) = fingerprint.environment_warnings({})
+    assert "host was busy" in warning and "load average 6.0 on 4 CPUs" in warning
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert fingerprint.environment_warnings({}) == []
+
+
+def test_a_run_on_a_busy_host_records_the_warning_in_its_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("COLUMNS", "200")
+    code, err = invoke(["run", "quickstart", "--cpu", "-k", "precision=fp8", "--out", str(tmp_path)],
+                       monkeypatch, capsys)  # cases this CPU skips: no case process
+    assert code == 0, err
+    rs = load(next(tmp_path.glob("*/quickstart-*.json")))
+    assert [w for w in rs.warnings if "host was busy" in w]
