@@ -207,3 +207,8 @@ def test_a_run_on_a_busy_host_records_the_warning_in_its_set(
     assert code == 0, err
     rs = load(next(tmp_path.glob("*/quickstart-*.json")))
     assert [w for w in rs.warnings if "host was busy" in w]
+
+
+def test_results_holds_result_sets_bundles_and_pages_not_work_logs() -> None:
+    logs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*") if p.suffix in (".log", ".txt"))
+    assert not logs, f"work logs belong in docs/evidence/<gpu-slug>/: {logs[:5]}"
