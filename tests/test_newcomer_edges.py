@@ -212,3 +212,24 @@ def test_a_run_on_a_busy_host_records_the_warning_in_its_set(
 def test_results_holds_result_sets_bundles_and_pages_not_work_logs() -> None:
     logs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*") if p.suffix in (".log", ".txt"))
     assert not logs, f"work logs belong in docs/evidence/<gpu-slug>/: {logs[:5]}"
+
+
+# ------------------------------------------------------------------------------------- an 80-column terminal
+
+
+@pytest.mark.slow
+def test_a_cpu_runs_case_lines_fit_80_columns_unwrapped(tmp_path: Path) -> None:
+    r = cli("run", "quickstart", "--cpu", "-k", "precision=tf32,fp8", "--out", "r", cwd=tmp_path,
+            env={"PYTHONPATH": str(ROOT)})  # a pipe, not a tty: rich wraps at COLUMNS
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), r.stdout
+    case_lines = lines[1:5]  # after the header: one line per case, none wrapped onto the next
+    assert all(line.startswith("  skipped  gemm precision=") for line in case_lines), r.stdout
+    assert all("shape=" in line and line.endswith("…") for line in case_lines), r.stdout  # the label kept whole
+
+
+@pytest.mark.parametrize("command", ["run", "oneshot", "compare"])
+def test_help_fits_80_columns(command: str) -> None:
+    r = cli(command, "--help")
+    assert r.returncode == 0 and all(len(line) <= 80 for line in r.stdout.splitlines()), r.stdout

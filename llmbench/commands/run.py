@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -106,11 +107,13 @@ class RichUI(SessionUI):
         self.p.advance(self.suite_task)
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
         label = with_searched_batch(case.label, result)
-        head = f"  {result.status:8} {label}: "
+        room = console.width - len(f"  {result.status:8} : ")  # the line fits the terminal: never wrapped
         if result.status == "ok":
             detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result))
         else:  # one line, the only place a run prints it (the result set keeps the whole text)
-            detail = one_line(result.reason, max(console.width - len(head), 30))
+            detail = one_line(result.reason, max(room - cell_len(label), 20))
+        if cell_len(label) + cell_len(detail) > room:  # a long label gives way, cut at a word
+            label = one_line(label, max(room - cell_len(detail), 12))
         console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
         if FLAG_MARK in detail and not self.legend_shown:
             self.legend_shown = True
