@@ -97,6 +97,9 @@ class SessionUI(RunUI):
 
 def check_out_dir(out: Path, option: str = "--out") -> None:
     """Refuse an --out FOLDER that is a file or cannot be created or written (exit 2, nothing written)."""
+    if out.is_symlink() and not out.exists():
+        raise UserError(f"{option} {str(out)!r} is a link to {os.readlink(out)!r}, which does not exist; create "
+                        "that folder or give another")
     if out.exists() and not out.is_dir():
         raise UserError(f"{option} {str(out)!r} is a file; it must be a folder (result sets go to OUT/<gpu-slug>/)")
     if out.is_dir():
@@ -123,6 +126,21 @@ def _can_create_in(folder: Path, path: Path, option: str) -> None:
             pass
     except OSError as e:
         raise UserError(f"{option} {str(path)!r}: cannot write in {str(folder)!r} ({e.strerror or e})") from None
+
+
+def check_compile_cache() -> None:
+    """LLMBENCH_COMPILE_CACHE, a folder kept across runs, must be one this run can write into (a file
+    there would fail every case process's start)."""
+    setting = os.environ.get(compile_cache.USER_SETTING, "")
+    if not setting or setting.lower() == "off":
+        return
+    folder, what = Path(setting), compile_cache.USER_SETTING
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{what} {setting!r} is a file; give a folder for torch.compile's caches, or 'off'")
+    if folder.is_dir():
+        _can_create_in(folder, folder, what)
+    else:
+        writable_parent(folder, what)
 
 
 def ceilings_env(ceilings: Path | None, out: Path, also: Path | None = None) -> dict[str, str]:
@@ -152,6 +170,12 @@ def check_machine(out: Path, gpus: str | None, cpu: bool, parallel: bool, ceilin
     """The checks every session makes before it reads a suite, in the order the CLI always made them;
     the case processes' extra environment."""
     check_out_dir(out)
+    slug_dir = out / local_slug(gpus, cpu)  # where the result sets go: a file there fails before any case runs
+    if slug_dir.exists() and not slug_dir.is_dir():
+        raise UserError(f"--out {str(out)!r}: {str(slug_dir)!r} is a file; result sets go in a folder of that name")
+    if slug_dir.is_dir():
+        _can_create_in(slug_dir, slug_dir, "--out")
+    check_compile_cache()
     check_gpu_count(gpus, cpu, len(nvml.handles()) if gpus is not None and not cpu else 0)
     check_parallel(gpus, parallel)
     return ceilings_env(ceilings, out, also)

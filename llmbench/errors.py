@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 
@@ -13,6 +14,15 @@ class UserError(Exception):
 
 def choices_text(choices: Iterable[object]) -> str:
     return ", ".join(str(c) for c in choices)
+
+
+def did_you_mean(value: object, choices: Iterable[object]) -> str:
+    """'did you mean 'quickstart'?' for a typo of one of `choices` (the closest ones), else "": a
+    newcomer's misspelt name gets its fix, not a list to read through."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(c) for c in choices], n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 class SuiteError(UserError):
@@ -37,5 +47,6 @@ class SuiteError(UserError):
             parts.append(f"(got {value!r})")
         text = " ".join(parts)
         if self.choices:
-            text += f"; valid: {choices_text(self.choices)}"
+            hint = did_you_mean(value, self.choices)
+            text += f"; {hint + ' ' if hint else ''}valid: {choices_text(self.choices)}"
         super().__init__(text)

@@ -6,18 +6,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
 # A name that becomes part of a file or folder name (a suite's, serve-bench's --name and --gpu): one
 # path component that cannot climb out of its folder, hide as a dotfile or exceed a file name's length.
-_PATH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
-PATH_NAME_FORM = "letters, digits, '-', '_' and '.' (not first), at most 100 characters"
+NAME_MAX = 100
+PATH_NAME_FORM = f"letters, digits, '-', '_' and '.' (not first), at most {NAME_MAX} characters"
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot become part of a path llmbench writes (PATH_NAME_FORM): None if it can."""
+    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        return "must be letters, digits, '-', '_' or '.'"
+    if not name.isascii():
+        return "must be ASCII letters, digits, '-', '_' or '.'"
+    if name.startswith("."):
+        return "must not start with '.'"
+    if len(name) > NAME_MAX:
+        return f"must be at most {NAME_MAX} characters, not {len(name)}"
+    return None
 
 
 def is_path_name(name: object) -> bool:
     """Whether `name` may become part of a path llmbench writes (PATH_NAME_FORM)."""
-    return isinstance(name, str) and _PATH_NAME.fullmatch(name) is not None
+    return name_problem(name) is None
 
 
 def case_id(scenario: str, params: dict[str, Any]) -> str:

@@ -31,8 +31,10 @@ class Registry(Generic[T]):
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         def deco(cls: type[T]) -> type[T]:
-            if name in self._items and self._items[name] is not cls:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
+            first = self._items.get(name)
+            if first is not None and first is not cls:  # a plugin's name clash is bad input: exit 2, both named
+                raise PluginError(f"{self.kind} {name!r} is registered twice: by {first.__module__} and by "
+                                  f"{cls.__module__}; a plugin must pick a name of its own")
             self._items[name] = cls
             cls.name = name  # type: ignore[attr-defined]
             return cls
@@ -55,6 +57,12 @@ class Registry(Generic[T]):
                 raise PluginError(f"{PLUGINS_ENV}: cannot import plugin module {name!r} ({e}); a plugin must be an "
                                 "importable module name (dotted, no .py), e.g. a module on PYTHONPATH or an "
                                 "installed package") from None
+            except PluginError as e:  # a name it registers twice
+                raise PluginError(f"{PLUGINS_ENV}: plugin module {name!r}: {e}") from None
+            except (Exception, SystemExit) as e:  # its own bug, or a sys.exit() at import: never a silent end
+                what = f"sys.exit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+                raise PluginError(f"{PLUGINS_ENV}: plugin module {name!r} failed at import ({what}); fix the plugin "
+                                  f"or leave it out of {PLUGINS_ENV}") from None
 
     def names(self) -> list[str]:
         self._load()

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from llmbench.errors import SuiteError, UserError
-from llmbench.ids import PATH_NAME_FORM, case_id, is_path_name
+from llmbench.errors import SuiteError, UserError, did_you_mean
+from llmbench.ids import NAME_MAX, case_id, name_problem
 from llmbench.measure.timing import StopRule
 from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
 
@@ -136,16 +136,25 @@ def available_suites(extra: Sequence[Path] = ()) -> dict[str, SuiteFile]:
 def find_suite(name_or_path: str, extra: Sequence[Path] = ()) -> SuiteFile:
     """A suite name ('quickstart') or a path to a .toml file (origin "")."""
     p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
+    if p.suffix == ".toml" or _exists(p):
         if not p.is_file():
             raise UserError(f"suite file {name_or_path!r} does not exist")
         return SuiteFile(p.stem, p, "")
     suites = available_suites(extra)
     if name_or_path in suites:
         return suites[name_or_path]
-    raise UserError(
-        f"unknown suite {name_or_path!r}; valid: {', '.join(suites) or '(none found)'} or a path to a .toml file"
-    )
+    shown = name_or_path if len(name_or_path) <= NAME_MAX else name_or_path[:NAME_MAX] + "..."
+    hint = did_you_mean(name_or_path, suites) or ("no suite found" if not suites else "")
+    raise UserError(f"unknown suite {shown!r}{f' ({hint})' if hint else ''}; `llmbench list suites` lists them, "
+                    "or give a path to a .toml file")
+
+
+def _exists(p: Path) -> bool:
+    """Whether a path exists; a name the filesystem refuses (too long) does not."""
+    try:
+        return p.exists()
+    except OSError:
+        return False
 
 
 def load_suite(name_or_path: str, extra: Sequence[Path] = ()) -> Suite:
@@ -167,8 +176,10 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
         if key not in SUITE_KEYS:
             raise SuiteError(fname, "unknown top-level key", key=key, choices=sorted(SUITE_KEYS))
     name = data.get("name") or (path.stem if path else "suite")
-    if not is_path_name(name):
-        raise SuiteError(fname, f"the suite name must be {PATH_NAME_FORM}", key="name", value=name)
+    problem = name_problem(name)
+    if problem:
+        shown = name if not isinstance(name, str) or len(name) <= NAME_MAX else name[:NAME_MAX] + "..."
+        raise SuiteError(fname, f"the suite name {problem}", key="name", value=shown)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise SuiteError(fname, "must be a table", key="defaults", value=defaults)

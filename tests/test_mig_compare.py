@@ -110,6 +110,7 @@ def test_fingerprint_records_the_profile_of_its_instance(monkeypatch: pytest.Mon
     props.name = A100  # the instance, not the name, says which slice
     info = fingerprint.gpu_info()
     assert info is not None and info["mig_profile"] == "3g.20gb"
+    monkeypatch.setattr(fingerprint.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle host: MIG's warning alone
     warn = fingerprint.environment_warnings({"gpu": {**info, "mig_mode": "enabled"}})
     assert warn == ["MIG is enabled on this GPU: figures are for the MIG slice 3g.20gb, not the whole GPU"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")

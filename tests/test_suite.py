@@ -89,7 +89,7 @@ def test_malformed_toml_and_missing_files(tmp_path: Path) -> None:
         load_suite(str(write(tmp_path, "[[case]\nscenario=")))
     with pytest.raises(UserError, match="does not exist"):
         load_suite(str(tmp_path / "nope.toml"))
-    with pytest.raises(UserError, match=r"unknown suite 'nope'; valid: .*quickstart"):
+    with pytest.raises(UserError, match=r"unknown suite 'nope'; `llmbench list suites` lists them"):
         load_suite("nope")
 
 

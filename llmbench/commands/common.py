@@ -4,16 +4,18 @@ terminal."""
 from __future__ import annotations
 
 import os
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from llmbench.api import Plan, duration_text, writable_parent
 from llmbench.api import ceilings_env as ceilings_env  # the path checks live in the API; commands import them here
 from llmbench.api import check_out_dir as check_out_dir
-from llmbench.api import writable_parent
 from llmbench.errors import UserError
+from llmbench.harness.plan import left_for_resume
 from llmbench.report.tables import Table, render
 from llmbench.report.terminal import SafeConsole, print_terminal, terminal_safe
 
@@ -47,6 +49,39 @@ POOL_OPT = typer.Option(
     False, "--pool", metavar="", help="Pool every measured result set of the same GPU and suite into one side "
     "(runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
     "include the between-run spread. The passes of one `run --repeat` group are pooled without it.")
+
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_budget(text: str) -> float:
+    """'45m', '1h30m', '900s' or plain seconds ('900') -> seconds: one reading for run and oneshot. A bare
+    number under a minute is said once to be seconds (a newcomer's `--budget 15` means 15 s)."""
+    m = _DURATION.match(text.strip().lower())
+    if not text.strip() or m is None or not any(m.groups()):
+        raise UserError(f"--budget {text!r}: give a duration such as 45m, 1h30m, 900s or 900 (seconds)")
+    h, mins, s = (float(g) if g else 0.0 for g in m.groups())
+    seconds = h * 3600 + mins * 60 + s
+    if seconds <= 0:
+        raise UserError(f"--budget {text!r}: the budget must be more than 0 seconds")
+    if text.strip().replace(".", "", 1).isdigit() and seconds < 60:
+        err_console.print(f"[yellow]warning:[/yellow] --budget {text.strip()} is {seconds:g} s; write "
+                          f"{text.strip()}m for minutes", highlight=False)
+    return seconds
+
+
+def budget_fit_text(plan: Plan, budget_s: float | None) -> str:
+    """One line on whether the plan fits --budget: '' when it does (or no budget was given), else how
+    many cases, and how much of their quoted time, a run would leave for --resume."""
+    if budget_s is None:
+        return ""
+    left = left_for_resume(plan.times, budget_s)
+    budget = f"--budget {duration_text(budget_s)}"
+    if not left:
+        return f"fits {budget}"
+    measured = sum(t.source != "skipped" for t in plan.times)
+    return (f"does not fit {budget}: {len(left)} of {measured} case(s) (about "
+            f"{duration_text(sum(t.seconds for t in left))}) left for --resume")
 
 
 def write_out(path: Path, text: str, option: str = "--out") -> None:

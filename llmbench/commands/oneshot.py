@@ -7,7 +7,6 @@ is `llmbench.api.oneshot`; this module parses the options and draws its progress
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -16,25 +15,10 @@ from rich.markup import escape
 
 from llmbench import api
 from llmbench.analysis.labels import gpu_display_name
-from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, console, err_console
+from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, budget_fit_text, console, err_console, parse_budget
 from llmbench.commands.run import RichUI, plan_tables, quote_summary
-from llmbench.errors import UserError
 from llmbench.harness.doctor import Check
 from llmbench.report.terminal import print_terminal
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
-
-
-def parse_budget(text: str) -> float:
-    """'45m', '1h30m', '90s' or plain seconds ('900') -> seconds."""
-    m = _DURATION.match(text.strip().lower())
-    if not text.strip() or m is None or not any(m.groups()):
-        raise UserError(f"--budget {text!r}: give a duration such as 45m, 1h30m, 900s or 900 (seconds)")
-    h, mins, s = (float(g) if g else 0.0 for g in m.groups())
-    seconds = h * 3600 + mins * 60 + s
-    if seconds <= 0:
-        raise UserError(f"--budget {text!r}: the budget must be more than 0 seconds")
-    return seconds
 
 
 class OneshotUI(RichUI):
@@ -82,7 +66,7 @@ def oneshot(
     seconds = parse_budget(budget) if budget is not None else None
     if dry_run:
         _print_plan(api.plan_oneshot(suites or [], out=out, resume=resume, gpus=gpus, parallel=parallel, cpu=cpu,
-                                     suite_dirs=suite_dirs or [], ceilings=ceilings))
+                                     suite_dirs=suite_dirs or [], ceilings=ceilings), seconds)
         return
     try:
         done = api.oneshot(suites or [], budget_s=seconds, out=out, resume=resume, gpus=gpus, parallel=parallel,
@@ -99,13 +83,16 @@ def oneshot(
         raise typer.Exit(done.exit_code())
 
 
-def _print_plan(plan: api.Plan) -> None:
+def _print_plan(plan: api.Plan, budget_s: float | None) -> None:
     """The cases still to run and their quotes (api.plan_oneshot says where they come from)."""
     print_terminal(plan_tables(plan), console)
     done = plan.done_before
     console.print(f"{len(plan.cases)} case(s) to run{f' ({done} done in the bundle)' if done else ''}, about "
                   f"{plan.total_s / 60:.1f} min on {gpu_display_name(plan.slug)} "
                   f"({escape(quote_summary(plan.times, plan.slug))}), plus doctor and the bundle; nothing was run")
+    fit = budget_fit_text(plan, budget_s)
+    if fit:
+        console.print(fit, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

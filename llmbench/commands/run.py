@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -22,7 +23,15 @@ from llmbench import api
 from llmbench.analysis.caselabels import with_searched_batch
 from llmbench.analysis.labels import gpu_display_name
 from llmbench.api import FAILED_STATUSES, Plan, SessionUI, SuiteRun
-from llmbench.commands.common import CEILINGS_OPT, INTERRUPTED, SUITES_OPT, console, err_console
+from llmbench.commands.common import (
+    CEILINGS_OPT,
+    INTERRUPTED,
+    SUITES_OPT,
+    budget_fit_text,
+    console,
+    err_console,
+    parse_budget,
+)
 from llmbench.errors import UserError
 from llmbench.harness.plan import CaseTime
 from llmbench.report.tables import Table
@@ -98,11 +107,13 @@ class RichUI(SessionUI):
         self.p.advance(self.suite_task)
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
         label = with_searched_batch(case.label, result)
-        head = f"  {result.status:8} {label}: "
+        room = console.width - len(f"  {result.status:8} : ")  # the line fits the terminal: never wrapped
         if result.status == "ok":
             detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result))
         else:  # one line, the only place a run prints it (the result set keeps the whole text)
-            detail = one_line(result.reason, max(console.width - len(head), 30))
+            detail = one_line(result.reason, max(room - cell_len(label), 20))
+        if cell_len(label) + cell_len(detail) > room:  # a long label gives way, cut at a word
+            label = one_line(label, max(room - cell_len(detail), 12))
         console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
         if FLAG_MARK in detail and not self.legend_shown:
             self.legend_shown = True
@@ -235,8 +246,9 @@ def run(
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
-    budget: Optional[float] = typer.Option(
-        None, "--budget", min=1, help="Seconds this run may take: start only cases whose time (as --dry-run "
+    budget: Optional[str] = typer.Option(
+        None, "--budget", help="Time this run may take, e.g. 45m, 1h30m, 900s or 900 (seconds): start "
+        "only cases whose time (as --dry-run "
         "quotes it: measured by an earlier run here, like the most similar measured cases, or estimated) fits in "
         "what is left; the rest are left out of the result set for a later --resume. It picks cases, it does not "
         "cut one off (--timeout does)."),
@@ -256,6 +268,7 @@ def run(
     """Run a suite: every case in its own process, results written after each case.
 
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
+    budget_s = parse_budget(budget) if budget is not None else None
     api.check_machine(out, gpus, cpu, parallel, ceilings)
     s = load_suite(suite, suites or [])
     if s.where():
@@ -270,6 +283,9 @@ def run(
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
         console.print(f"{len(plan.cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
                       f"{times} ({escape(how)}); nothing was run")
+        fit = budget_fit_text(plan, budget_s)
+        if fit:
+            console.print(fit, highlight=False)
         return
     n = len(selection.cases)
     if n > CONFIRM_ABOVE_CASES and not yes:
@@ -279,7 +295,7 @@ def run(
         typer.confirm(f"The plan has {n} cases. Start it?", abort=True)
     try:
         result = api.run_suite(selection, out=out, resume=resume, force=force, gpus=gpus, cpu=cpu, parallel=parallel,
-                               budget_s=budget, repeat=repeat, ceilings=ceilings, ui=RichUI(strict))
+                               budget_s=budget_s, repeat=repeat, ceilings=ceilings, ui=RichUI(strict))
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish

@@ -199,4 +199,25 @@ def environment_warnings(env: dict[str, Any]) -> list[str]:
     if gpu.get("mig_mode") == "enabled":
         where = f"the MIG slice {gpu['mig_profile']}" if gpu.get("mig_profile") else "the visible MIG slice"
         warnings.append(f"MIG is enabled on this GPU: figures are for {where}, not the whole GPU")
+    busy = host_load_warning()
+    if busy:
+        warnings.append(busy)
     return warnings
+
+
+BUSY_LOAD_PER_CPU = 0.5  # a load average above this share of the CPUs: other work competes with the cases
+
+
+def host_load_warning() -> str | None:
+    """A warning when the host is busy as the run starts (its 1-minute load average against its CPU
+    count): CPU figures moved severalfold between runs on a loaded machine, and a GPU case's host side
+    (launches, the serving client) slows too. None on an idle host or where no load average is kept."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return None
+    cpus = os.cpu_count() or 1
+    if load <= BUSY_LOAD_PER_CPU * cpus:
+        return None
+    return (f"the host was busy when the run started (load average {load:.1f} on {cpus} CPUs): figures, CPU ones "
+            "most, may move between runs; measure on an idle machine")

@@ -65,6 +65,20 @@ class CaseTime:
     shared: bool = False  # it will run on an engine session an earlier case of its share group loaded
 
 
+def left_for_resume(times: list[CaseTime], budget_s: float) -> list[CaseTime]:
+    """The quotes of the cases a run within `budget_s` would leave for --resume, picked as the runner
+    picks them: in order, each started only if its quote fits in what is left (a skip costs nothing)."""
+    left, out = budget_s, []
+    for t in times:
+        if t.source == "skipped":
+            continue
+        if t.seconds <= left:
+            left -= t.seconds
+        else:
+            out.append(t)
+    return out
+
+
 def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, MeasuredCase], Path | None]:
     """Each case that ran ok in the newest result set of `suite` on `slug`, by id, with its wall time
     (a failed or timed-out case's time is no guide)."""

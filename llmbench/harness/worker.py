@@ -47,9 +47,13 @@ def _is_oom(e: BaseException) -> bool:
 def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict[str, Any]:
     from llmbench.harness.launch_ranks import rank_launcher
     from llmbench.measure.timing import StopRule
+    from llmbench.registry import PluginError
     from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
 
-    scenario = SCENARIOS.get(spec["scenario"])()
+    try:  # the plugins are imported again here: one that fails in this process is the case's reason
+        scenario = SCENARIOS.get(spec["scenario"])()
+    except PluginError as e:
+        return {"status": "failed", "reason": str(e)[:500]}
     params = scenario.Params.model_validate(spec["params"])
     rule = StopRule.model_validate(spec.get("settings", {}))
     device = device_info(spec.get("device", "auto"))
