@@ -262,13 +262,16 @@ def run(
         console.print(escape(s.where()), highlight=False)
     selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
-        plan = api.plan_run(selection, out, gpus, cpu)
+        plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force)
+        if plan.unread:
+            console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
         print_terminal(plan_tables(plan), console)
         how = quote_summary(plan.times, plan.slug) + (f"; earlier run: {plan.earlier}" if plan.earlier else
                                                       f"; no earlier run of {s.name} under {out}")
         total = plan.total_s
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
-        console.print(f"{len(plan.cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
+        done = f" ({plan.done_before} already done, resumed)" if plan.done_before else ""
+        console.print(f"{len(plan.cases)} case(s){done}, about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
                       f"{times} ({escape(how)}); nothing was run")
         return
     n = len(selection.cases)
