@@ -19,6 +19,7 @@ from test_compare_support import h100_set, h200_set
 
 from llmbench.bundle import LOG_READ_BYTES, MANIFEST, read_bundle, write_bundle
 from llmbench.cli import main
+from llmbench.report.terminal import warning_summary
 from llmbench.results import CaseResult, ResultSet, save, to_json
 from llmbench.suite import load_suite
 
@@ -177,3 +178,22 @@ def test_quotes_read_sets_by_name_and_pass_over_a_broken_newest(tmp_path: Path) 
     assert len(unread) == 1 and unread[0].startswith("quickstart-20260102T000000Z-a1b2.json (")
     assert len(reference_times(tmp_path, SLUG, suites={"quickstart"})) == 2
     assert len(reference_times(tmp_path, SLUG)) == 3  # any suite's sets where none are named
+
+
+def test_show_of_a_set_with_many_warnings_prints_a_screen_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rs = _set_of("quickstart", 1)
+    rs.warnings = [f"step {i}: clock at {1000 + i % 7} MHz" for i in range(20_000)]
+    rs.warnings += [f"the GPU is shared with {name}" for name in ("xorg", "python", "java", "node", "ruby")]
+    path = tmp_path / "quickstart-20260101T000000Z.json"
+    save(rs, path)
+    monkeypatch.setattr(sys, "argv", ["llmbench", "show", str(path)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 5, lines
+    assert "step 0..19999: clock at 1000..1006 MHz (20000 times)" in lines[0] and "with xorg" in lines[1]
+    assert "2 more warning(s) of 2 other kind(s): llmbench show --all" in lines[4]
+    assert warning_summary(rs.warnings, every=True) == rs.warnings  # show --all: every one

@@ -37,6 +37,7 @@ from llmbench.report.terminal import (
     one_line,
     print_terminal,
     result_table,
+    warning_summary,
 )
 from llmbench.results import CaseResult, load
 from llmbench.suite import CaseSpec, Suite, load_suite
@@ -127,7 +128,7 @@ class RichUI(SessionUI):
         print_terminal([result_table(rs, skipped=False)], console)
         deferred = f", {run.deferred} deferred (--budget; --resume runs them)" if run.deferred else ""
         console.print(", ".join(f"{v} {k}" for k, v in sorted(run.counts.items())) + deferred + f" -> {run.path}")
-        for w in rs.warnings + flag_summary(rs):
+        for w in warning_summary(rs.warnings) + flag_summary(rs):
             console.print(f"[yellow]warning:[/yellow] {escape(w)}")
         code = run.exit_code(self.strict)
         if code:
