@@ -197,3 +197,20 @@ def test_show_of_a_set_with_many_warnings_prints_a_screen_of_them(
     assert "step 0..19999: clock at 1000..1006 MHz (20000 times)" in lines[0] and "with xorg" in lines[1]
     assert "2 more warning(s) of 2 other kind(s): llmbench show --all" in lines[4]
     assert warning_summary(rs.warnings, every=True) == rs.warnings  # show --all: every one
+
+
+@pytest.mark.parametrize(("tables", "says"), [
+    ('[[case]]\nscenario = "gemm"\nprecision = "fp32"\n[[case]]\nscenario = "gemm"\nprecision = "fp32"\n'
+     'min_iters = 3\n', "case 2 repeats case 1: case id gemm/"),
+    ('[[case]]\nscenario = "gemm"\nmatrix.precision = ["fp32", "fp32"]\n',
+     "case 1's matrix repeats a case: case id gemm/"),
+])
+def test_duplicate_case_ids_are_one_line_exit_2_naming_the_id_and_tables(
+    tables: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "dup.toml"
+    suite.write_text('name = "dup"\n' + tables)
+    code, err = invoke(["run", str(suite), "--cpu", "--dry-run", "--out", str(tmp_path / "out")], monkeypatch, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert says in err and "fp32" in err
+    assert not (tmp_path / "out").exists()
