@@ -54,7 +54,9 @@ from llmbench.harness.plan import (
     overlay,
     quote_units,
     reference_times,
+    resumed_set,
     share_groups,
+    unread_note,
 )
 from llmbench.harness.runner import RunOptions, RunUI, check_parallel, foreign_gpu_processes
 from llmbench.harness.runner import run_suite as run_cases
@@ -233,7 +235,8 @@ class Plan:
     times: list[CaseTime]
     slug: str
     earlier: Path | None = None  # run: the earlier result set of the suite the quotes read
-    done_before: int = 0  # oneshot --resume: cases the bundle has done already
+    done_before: int = 0  # --resume: cases the resumed set (run) or bundle (oneshot) has done already
+    unread: str | None = None  # the warning for files named like result sets that the quotes passed over
 
     @property
     def total_s(self) -> float:
@@ -255,14 +258,21 @@ def select_cases(suite: str | Path | Suite, filters: Sequence[str] = (), timeout
 
 
 def plan_run(selection: Selection, out: Path = Path("results"), gpus: str | None = None,
-             cpu: bool = False) -> Plan:
+             cpu: bool = False, resume: bool = False, force: bool = False) -> Plan:
     """`run --dry-run`: each case's quote from the newest earlier run of the suite on this GPU under
-    `out`, the most similar measured cases, or the scenario's estimate; nothing where it will skip."""
+    `out`, the most similar measured cases, or the scenario's estimate; nothing where it will skip. With
+    `resume` (and not `force`), only the cases `run --resume` would run: not those its set has done."""
     slug = local_slug(gpus, cpu)
-    measured, source = measured_cases(out, slug, selection.suite.name)
+    unread: list[str] = []
+    measured, source = measured_cases(out, slug, selection.suite.name, unread)
     device = local_device(gpus, cpu)
-    cases, times = quoted_run_order(selection.suite, selection.cases, measured, device, parallel=False)
-    return Plan(cases, times, slug, source)
+    todo = selection.cases
+    newest = latest_result(out, slug, selection.suite.name) if resume else None
+    if newest is not None and not force:
+        done = done_before(resumed_set(newest).cases, todo, device)
+        todo = [c for c in todo if c.id not in done]
+    cases, times = quoted_run_order(selection.suite, todo, measured, device, parallel=False)
+    return Plan(cases, times, slug, source, len(selection.cases) - len(todo), unread_note(unread))
 
 
 def quoted_run_order(suite: Suite, cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
@@ -325,7 +335,7 @@ def plan_passes(out: Path, slug: str, suite: str, repeat: int, resume: bool,
     if repeat == 1:
         return [(1, "", resume)]
     newest = latest_result(out, slug, suite) if resume else None
-    group_of = load(newest).repeat_info if newest is not None else None  # the set header's, not a case's
+    group_of = resumed_set(newest).repeat_info if newest is not None else None  # the set header's, not a case's
     if group_of is not None and group_of.get("of") == repeat and isinstance(group_of.get("index"), int):
         start = int(group_of["index"])
         return [(i, str(group_of["group"]), i == start) for i in range(start, repeat + 1)]
@@ -619,7 +629,9 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     else the scenarios' estimates; nothing for a case this device will skip."""
     expect = compile_cache.expected_state()
     measured = reference_times(REFERENCE_RESULTS, session.slug, other_gpus=True, expect=expect)
-    measured = overlay(measured, reference_times(out, session.slug, expect=expect))
+    unread: list[str] = []
+    measured = overlay(measured, reference_times(out, session.slug, expect=expect,
+                                                 suites={s.name for s in session.suites}, unread=unread))
     done: set[str] = set()
     every = [c for s in session.suites for c in s.cases]
     for _, rs in session.previous.result_sets if session.previous else []:
@@ -632,7 +644,7 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
                                              session.parallel)
         cases += run_cases
         times += quotes
-    return Plan(cases, times, session.slug, done_before=len(done))
+    return Plan(cases, times, session.slug, done_before=len(done), unread=unread_note(unread))
 
 
 def skipped_here(plan: Plan) -> str | None:
@@ -689,9 +701,8 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
 
     plan = _quote(session, out, local_device(gpus, cpu))
     said.clock_start(t0, budget_s, plan)
-    skipping = skipped_here(plan)
-    if skipping:
-        said.warn(skipping)
+    for note in filter(None, (plan.unread, skipped_here(plan))):
+        said.warn(note)
     reference = reference_times(REFERENCE_RESULTS, slug, other_gpus=True, expect=compile_cache.expected_state())
     interrupted = False
     said.cases_begin()
@@ -934,7 +945,7 @@ def _write(out: Path, slug: str, written: list[Path], previous: Bundle | None, f
     earlier parts' logs and environment, this part's, the HTML report and the manifest."""
     members: dict[str, bytes | str] = {}
     if previous is not None:
-        members.update({k: v for k, v in previous.files.items() if k.startswith(("logs/", "env/"))})
+        members.update({k: previous.files[k] for k in previous.files if k.startswith(("logs/", "env/"))})
     members.update(files)
     members[f"logs/part-{part}.log"] = log.read_bytes() if log.exists() else b""
     html, why = _report_html(written, f"llmbench oneshot: {slug}")

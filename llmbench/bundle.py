@@ -19,18 +19,22 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llmbench.redact import redact, redact_bytes
-from llmbench.results import ResultSet, from_json, to_json, utc_now
+from llmbench.results import MAX_SET_BYTES, ResultSet, from_json, to_json, utc_now
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
 SUFFIXES = (".tar.gz", ".tgz")
 LOG_TAIL_BYTES = 256 << 10  # a log keeps its last 256 KiB: the end says how a run went
+LOG_READ_BYTES = LOG_TAIL_BYTES + (4 << 10)  # a log as written (its tail and the note of the cut) reads whole
+MANIFEST_MAX_BYTES = 16 << 20  # far above a real manifest: a larger one is refused unread
+MEMBER_MAX_BYTES = 64 << 20  # another member (report, environment, suite file) is read whole up to this
 
 
 @dataclass
@@ -38,7 +42,7 @@ class Bundle:
     path: Path
     manifest: dict[str, Any]
     result_sets: list[tuple[str, ResultSet]] = field(default_factory=list)  # (member name, set)
-    files: dict[str, bytes] = field(default_factory=dict)  # every other member but the manifest
+    files: Mapping[str, bytes] = field(default_factory=dict)  # every other member but the manifest (BundleFiles)
 
     @property
     def stem(self) -> str:
@@ -63,7 +67,11 @@ def tail(data: bytes, limit: int = LOG_TAIL_BYTES) -> bytes:
     """The last `limit` bytes, saying how much was cut."""
     if len(data) <= limit:
         return data
-    return f"[... {len(data) - limit} earlier bytes cut ...]\n".encode() + data[-limit:]
+    return cut_note(len(data) - limit) + data[-limit:]
+
+
+def cut_note(cut: int) -> bytes:
+    return f"[... {cut} earlier bytes cut ...]\n".encode()
 
 
 def result_member(rs: ResultSet, file_name: str) -> str:
@@ -123,15 +131,25 @@ def safe_member(name: str) -> str:
 
 
 def read_bundle(path: Path) -> Bundle:
-    """Read a bundle into memory (nothing is extracted to disk). A file that is not a readable
-    bundle raises ValueError naming it."""
+    """Read a bundle's manifest and result sets (nothing is extracted to disk); its other members are read
+    only when asked (`BundleFiles`): a bundle carrying a huge log costs `compare` nothing. A file that is
+    not a readable bundle, or a member too large for what it names, raises ValueError naming it."""
+    data: dict[str, bytes] = {}
+    sizes: dict[str, int] = {}
     try:
         with tarfile.open(path, mode="r:gz") as tar:
-            data: dict[str, bytes] = {}
-            for m in tar.getmembers():
+            for m in tar:  # streamed: a member is read only where kept
                 if not m.isfile():
                     continue
                 safe_member(m.name)
+                wanted = m.name == MANIFEST or (m.name.startswith("results/") and m.name.endswith(".json"))
+                if not wanted:
+                    sizes[m.name] = m.size
+                    continue
+                cap = MANIFEST_MAX_BYTES if m.name == MANIFEST else MAX_SET_BYTES
+                if m.size > cap:
+                    raise ValueError(f"{path}: member {m.name} holds {m.size >> 20} MiB, more than it can "
+                                     f"({cap >> 20} MiB at most)")
                 f = tar.extractfile(m)
                 if f is not None:
                     data[m.name] = f.read()
@@ -140,9 +158,47 @@ def read_bundle(path: Path) -> Bundle:
     if MANIFEST not in data:
         raise ValueError(f"{path}: not an llmbench bundle (no {MANIFEST})")
     manifest = json.loads(data.pop(MANIFEST))
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: its {MANIFEST} holds a JSON {type(manifest).__name__}, not the object a "
+                         "bundle's manifest is")
     if manifest.get("bundle_format") != BUNDLE_FORMAT:
         raise ValueError(f"{path}: bundle_format {manifest.get('bundle_format')!r} is not supported "
                          f"(this llmbench reads {BUNDLE_FORMAT})")
-    sets = [(name, from_json(data.pop(name).decode("utf-8"), f"{path}:{name}"))
-            for name in sorted(data) if name.startswith("results/") and name.endswith(".json")]
-    return Bundle(path, manifest, sets, data)
+    sets = [(name, from_json(data[name].decode("utf-8"), f"{path}:{name}")) for name in sorted(data)]
+    return Bundle(path, manifest, sets, BundleFiles(path, sizes))
+
+
+class BundleFiles(Mapping[str, bytes]):
+    """A bundle's members other than the manifest and result sets, by name, each read from the archive the
+    first time it is asked for: a log as its last LOG_READ_BYTES, any other member whole up to
+    MEMBER_MAX_BYTES (past that, its tail): what a bundle holds never decides what a reader's memory holds."""
+
+    def __init__(self, path: Path, sizes: dict[str, int]) -> None:
+        self.path, self.sizes = path, sizes
+        self._read: dict[str, bytes] = {}
+
+    def __getitem__(self, name: str) -> bytes:
+        if name not in self.sizes:
+            raise KeyError(name)
+        if name not in self._read:
+            self._read[name] = self._member(name, LOG_READ_BYTES if name.startswith("logs/") else MEMBER_MAX_BYTES)
+        return self._read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.sizes)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def _member(self, name: str, limit: int) -> bytes:
+        try:
+            with tarfile.open(self.path, mode="r:gz") as tar:
+                m = next(m for m in tar if m.name == name)
+                f = tar.extractfile(m)
+                if f is None:
+                    return b""
+                skip = max(m.size - limit, 0)
+                f.seek(skip)  # forward through the stream in small reads, nothing kept
+                return (cut_note(skip) if skip else b"") + f.read()
+        except (tarfile.TarError, OSError, EOFError, StopIteration) as e:
+            raise ValueError(f"{self.path}: member {name} is not readable: {e!r}") from None

@@ -7,6 +7,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Collection
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -190,9 +191,17 @@ def save(result_set: ResultSet, path: Path) -> None:
     write_atomic(path, to_json(result_set))
 
 
+MAX_SET_BYTES = 512 << 20  # far above any real result set: a larger file is refused unread, never loaded whole
+SET_NAME = re.compile(r"(?P<suite>.+?)-\d{8}T\d{6}Z(?:-[^/]+)?\.json")  # <suite>-<UTC stamp>[-<suffix>].json
+
+
 def load(path: str | Path) -> ResultSet:
-    """Read a result set; a file from a newer schema is refused with a clear message."""
+    """Read a result set; a file from a newer schema is refused with a clear message, and a file too large
+    to be a result set (a stray download named like one) unread: reading it whole could exhaust memory."""
     p = Path(path)
+    size = p.stat().st_size
+    if size > MAX_SET_BYTES:
+        raise ValueError(f"{p}: {size >> 20} MiB is more than a result set holds ({MAX_SET_BYTES >> 20} MiB at most)")
     return from_json(p.read_text(encoding="utf-8"), str(p))
 
 
@@ -225,5 +234,12 @@ def fresh_result_path(out_dir: Path, slug: str, suite: str) -> Path:
 
 def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
     """The newest result set of `suite` on `slug` under `out_dir`, or None."""
-    files = sorted((out_dir / slug).glob(f"{suite}-*.json"))
+    files = set_files(out_dir / slug, [suite])
     return files[-1] if files else None
+
+
+def set_files(folder: Path, suites: Collection[str] | None = None) -> list[Path]:
+    """The result sets in `folder` by name (`<suite>-<UTC stamp>[-<suffix>].json`, of `suites` where given),
+    sorted: other files there (notes, a stray download) are never read as result sets."""
+    found = ((p, SET_NAME.fullmatch(p.name)) for p in folder.glob("*.json"))
+    return sorted(p for p, m in found if m is not None and (suites is None or m["suite"] in suites))

@@ -199,8 +199,11 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
                          key=key, value=defaults[key], choices=valid)
     seen: dict[str, str] = {}
     for c in cases:
-        if c.id in seen:
-            raise SuiteError(fname, f"{c.origin} repeats {seen[c.id]} (same scenario and params)", key="case")
+        if c.id in seen:  # a later result would overwrite the earlier one in the result set
+            first = seen[c.id]
+            which = f"{c.origin}'s matrix repeats a case" if first == c.origin else f"{c.origin} repeats {first}"
+            raise SuiteError(fname, f"{which}: case id {c.id} ({c.label}) twice (same scenario and params)",
+                             key="case")
         seen[c.id] = c.origin
     share = data.get("share_engines", False)
     if not isinstance(share, bool):

@@ -240,8 +240,8 @@ def test_a_quote_from_another_gpu_says_whose_timings_it_is(tmp_path: Path) -> No
     rs = h100_set()
     for c in rs.cases:
         c.duration_s = 12.0
-    save(rs, tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
-    save(rs, tmp_path / "cpu-x86_64" / "quickstart-1.json")
+    save(rs, tmp_path / "h100-sxm-80gb" / "quickstart-20260101T000001Z.json")
+    save(rs, tmp_path / "cpu-x86_64" / "quickstart-20260101T000001Z.json")
     on_h200 = reference_times(tmp_path, "h200-sxm-141gb", other_gpus=True)
     assert on_h200 and {m.gpu for m in on_h200.values()} == {"h100-sxm-80gb"}
     on_cpu = reference_times(tmp_path, "cpu-aarch64", other_gpus=True)  # a CPU never borrows a GPU's times

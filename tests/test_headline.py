@@ -99,8 +99,8 @@ def test_reference_times_take_the_longest_of_several_sets(tmp_path: Path) -> Non
     b.suite = "other"
     from llmbench.results import save
 
-    save(a, tmp_path / a.gpu_slug / "quickstart-1.json")
-    save(b, tmp_path / b.gpu_slug / "other-1.json")
+    save(a, tmp_path / a.gpu_slug / "quickstart-20260101T000001Z.json")
+    save(b, tmp_path / b.gpu_slug / "other-20260101T000001Z.json")
     times = reference_times(tmp_path, a.gpu_slug)
     ok = [c for c in a.cases if c.status == "ok"]
     assert ok and {times[c.id].seconds for c in ok} == {7.0}
@@ -108,5 +108,5 @@ def test_reference_times_take_the_longest_of_several_sets(tmp_path: Path) -> Non
     other = reference_times(tmp_path, "no-such-gpu", other_gpus=True)  # a fresh GPU model: another's times
     assert {other[c.id].seconds for c in ok} == {7.0}
     b.cases[0].duration_s = 1.0
-    save(b, tmp_path / "no-such-gpu" / "other-2.json")  # its own measurement wins
+    save(b, tmp_path / "no-such-gpu" / "other-20260101T000002Z.json")  # its own measurement wins
     assert reference_times(tmp_path, "no-such-gpu", other_gpus=True)[b.cases[0].id].seconds == 1.0

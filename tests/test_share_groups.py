@@ -139,7 +139,7 @@ def test_quotes_come_from_runs_whose_compile_cache_was_as_this_runs_will_be(
         rs = h100_set()
         for c in rs.cases:
             c.duration_s, c.info["compile_cache_state"] = seconds, state
-        save(rs, tmp_path / "h100-sxm-80gb" / f"quickstart-{name}.json")
+        save(rs, tmp_path / "h100-sxm-80gb" / f"quickstart-20260101T000001Z-{name}.json")
     assert {m.seconds for m in reference_times(tmp_path, "h100-sxm-80gb").values()} == {150.0}
     assert {m.seconds for m in reference_times(tmp_path, "h100-sxm-80gb", expect="warm").values()} == {70.0}
 
@@ -186,6 +186,6 @@ def test_a_shared_case_is_quoted_from_its_shared_runs_and_an_alone_one_from_its_
         for c in rs.cases:
             c.duration_s, c.info = (80.0, {**c.info, **info}) if name == "alone" else (3.0, {**c.info, **info})
         assert all(m.ran_shared == (name == "grouped") for m in ok_case_times(rs).values())
-        save(rs, tmp_path / "h100-sxm-80gb" / f"quickstart-{name}.json")
+        save(rs, tmp_path / "h100-sxm-80gb" / f"quickstart-20260101T000001Z-{name}.json")
     quotes = reference_times(tmp_path, "h100-sxm-80gb")
     assert {(m.seconds, m.ran_shared, m.shared_s) for m in quotes.values()} == {(80.0, False, 3.0)}

@@ -85,6 +85,8 @@ def oneshot(
 
 def _print_plan(plan: api.Plan, budget_s: float | None) -> None:
     """The cases still to run and their quotes (api.plan_oneshot says where they come from)."""
+    if plan.unread:
+        console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
     print_terminal(plan_tables(plan), console)
     done = plan.done_before
     console.print(f"{len(plan.cases)} case(s) to run{f' ({done} done in the bundle)' if done else ''}, about "

@@ -46,6 +46,7 @@ from llmbench.report.terminal import (
     one_line,
     print_terminal,
     result_table,
+    warning_summary,
 )
 from llmbench.results import CaseResult, load
 from llmbench.suite import CaseSpec, Suite, load_suite
@@ -138,7 +139,7 @@ class RichUI(SessionUI):
         print_terminal([result_table(rs, skipped=False)], console)
         deferred = f", {run.deferred} deferred (--budget; --resume runs them)" if run.deferred else ""
         console.print(", ".join(f"{v} {k}" for k, v in sorted(run.counts.items())) + deferred + f" -> {run.path}")
-        for w in rs.warnings + flag_summary(rs):
+        for w in warning_summary(rs.warnings) + flag_summary(rs):
             console.print(f"[yellow]warning:[/yellow] {escape(w)}")
         code = run.exit_code(self.strict)
         if code:
@@ -275,13 +276,16 @@ def run(
         console.print(escape(s.where()), highlight=False)
     selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
-        plan = api.plan_run(selection, out, gpus, cpu)
+        plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force)
+        if plan.unread:
+            console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
         print_terminal(plan_tables(plan), console)
         how = quote_summary(plan.times, plan.slug) + (f"; earlier run: {plan.earlier}" if plan.earlier else
                                                       f"; no earlier run of {s.name} under {out}")
         total = plan.total_s
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
-        console.print(f"{len(plan.cases)} case(s), about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
+        done = f" ({plan.done_before} already done, resumed)" if plan.done_before else ""
+        console.print(f"{len(plan.cases)} case(s){done}, about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
                       f"{times} ({escape(how)}); nothing was run")
         fit = budget_fit_text(plan, budget_s)
         if fit:

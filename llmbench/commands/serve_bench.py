@@ -4,6 +4,8 @@ print one row per point, and write a result set that `compare` and `report` read
 from __future__ import annotations
 
 import math
+import signal
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -162,6 +164,10 @@ def serve_bench(
         if value is not None and not is_path_name(value):
             raise UserError(f"{option} {value!r}: it becomes part of a file path; give {PATH_NAME_FORM}")
     check_out_dir(out)
+    try:  # imported, not looked up: an install that is there but broken is as good as none
+        import aiohttp  # noqa: F401
+    except ImportError:
+        raise UserError("serve-bench needs aiohttp (its HTTP client): pip install 'llmbench[serving]'") from None
     base = dict(url=url, model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
                 output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
                 seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
@@ -180,30 +186,59 @@ def serve_bench(
     path = result_path(out, env["gpu"]["slug"], name)
     from llmbench.ids import case_id
 
-    for i, p in enumerate(points, 1):
-        params = redact_value(p.model_dump(mode="json"))  # the case id is of the URL without credentials
-        info: dict[str, Any] = {}
-        started = utc_now()
-        console.print(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
-                      f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
-        try:
-            metrics = measure(p, info)
-            case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
-                              metrics=metrics, timer="perf_counter", started_at=started, info=info)
-        except ServerUnusable as e:
-            if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
-                raise UserError(redact(str(e))) from None
-            case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                              reason=redact(str(e)), started_at=started, info=info)  # the server went away mid-sweep
-        except (RuntimeError, OSError) as e:
-            reason = redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])
-            case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                              reason=reason, started_at=started, info=info)
-        rs.upsert(case)
-        rs.finished_at = utc_now()
+    interrupted, stop = False, []  # stop: a signal came, even where its interrupt was lost (in a finalizer)
+
+    def interrupt(signum: int, frame: object) -> None:
+        stop.append(signum)
+        raise KeyboardInterrupt
+
+    def unraisable(u: Any) -> None:  # the interrupt a finalizer swallowed: `stop` has it, no traceback
+        if not isinstance(u.exc_value, KeyboardInterrupt):
+            sys.__unraisablehook__(u)
+
+    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    sys.unraisablehook = unraisable
+    try:
+        for i, p in enumerate(points, 1):
+            if stop:
+                raise KeyboardInterrupt
+            params = redact_value(p.model_dump(mode="json"))  # the case id is of the URL without credentials
+            info: dict[str, Any] = {}
+            started = utc_now()
+            console.print(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
+                          f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
+            try:
+                metrics = measure(p, info)
+                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
+                                  metrics=metrics, timer="perf_counter", started_at=started, info=info)
+            except ServerUnusable as e:
+                if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
+                    raise UserError(redact(str(e))) from None
+                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
+                                  reason=redact(str(e)), started_at=started, info=info)  # the server went away
+            except (RuntimeError, OSError) as e:
+                why = redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])
+                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
+                                  reason=why, started_at=started, info=info)
+            rs.upsert(case)
+            save(rs, path)  # finished_at stays empty until the last point: a cut sweep is not a finished set
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the points done are saved, the rest are not run
+        interrupted = True
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = sys.__unraisablehook__
+    rs.finished_at = None if interrupted else utc_now()
+    if rs.cases:
         save(rs, path)
-    print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)
-    console.print(f"-> {path}")
+    if rs.cases:
+        print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)
+        console.print(f"-> {path}")
+    if interrupted:
+        SafeConsole(stderr=True).print(f"interrupted: {len(rs.cases)} of {len(points)} point(s) measured"
+                                   + (f" and saved in {path} (not finished)" if rs.cases else "")
+                                   + "; run serve-bench again for the rest", highlight=False, soft_wrap=True)
+        raise typer.Exit(130)
     failed = [c for c in rs.cases if c.status != "ok"]
     if failed:
         SafeConsole(stderr=True).print(f"exit code 1: {len(failed)} of {len(rs.cases)} point(s) failed (the reasons "

@@ -10,14 +10,14 @@ from rich.markup import escape
 from llmbench.analysis.inputs import SetRef, load_checked, newest_in
 from llmbench.commands.common import console
 from llmbench.errors import UserError
-from llmbench.report.terminal import flag_summary, print_terminal, result_table
+from llmbench.report.terminal import flag_summary, print_terminal, result_table, warning_summary
 from llmbench.report.views import seed_tables
 
 
 def show(
     result: Path = typer.Argument(..., help="A result-set JSON file (a folder stands for its newest result set)."),
-    all_metrics: bool = typer.Option(False, "--all", metavar="", help="Every metric and every flag, not only "
-                                     "the headline ones and a summary of the flags."),
+    all_metrics: bool = typer.Option(False, "--all", metavar="", help="Every metric, flag and warning, not "
+                                     "only the headline ones and a summary of the flags and warnings."),
 ) -> None:
     """Show a result set as a table (and what its sweeps answer: watts for 80/90/95% of the best speed of a
     power-limit sweep, the batch where host_bound stops being host-bound)."""
@@ -28,7 +28,7 @@ def show(
     # the table, then the sweeps' answers
     print_terminal([result_table(rs, all_metrics=all_metrics), *seed_tables(SetRef(rs.gpu_slug, rs, path.stem))],
                    console)
-    for w in rs.warnings + flag_summary(rs, every=all_metrics):
+    for w in warning_summary(rs.warnings, every=all_metrics) + flag_summary(rs, every=all_metrics):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
 

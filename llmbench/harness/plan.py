@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from llmbench.caseinfo import ShareGroupInfo
+from llmbench.errors import UserError
 from llmbench.precision import DeviceInfo
-from llmbench.results import CaseResult, ResultSet, latest_result, load
+from llmbench.results import CaseResult, ResultSet, load, set_files
 from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec
 
@@ -79,17 +81,46 @@ def left_for_resume(times: list[CaseTime], budget_s: float) -> list[CaseTime]:
     return out
 
 
-def measured_cases(out_dir: Path, slug: str, suite: str) -> tuple[dict[str, MeasuredCase], Path | None]:
-    """Each case that ran ok in the newest result set of `suite` on `slug`, by id, with its wall time
-    (a failed or timed-out case's time is no guide)."""
-    path = latest_result(out_dir, slug, suite)
-    if path is None:
-        return {}, None
+def measured_cases(out_dir: Path, slug: str, suite: str,
+                   unread: list[str] | None = None) -> tuple[dict[str, MeasuredCase], Path | None]:
+    """Each case that ran ok in the newest readable result set of `suite` on `slug`, by id, with its wall
+    time (a failed or timed-out case's time is no guide). A newer file that is no result set is passed
+    over, said in `unread`."""
+    for path in reversed(set_files(out_dir / slug, [suite])):
+        rs = quote_set(path, unread)
+        if rs is not None:
+            return ok_case_times(rs), path
+    return {}, None
+
+
+def quote_set(path: Path, unread: list[str] | None = None) -> ResultSet | None:
+    """The result set at `path`, or None where it cannot be one (too large, not parsed): its reason goes
+    to `unread` (a quote is a guide; a stray file must cost it neither memory nor the run)."""
     try:
-        rs = load(path)
-    except (OSError, ValueError):
-        return {}, None
-    return ok_case_times(rs), path
+        return load(path)
+    except (OSError, ValueError) as e:  # a pydantic ValidationError and a JSON error are ValueErrors
+        if unread is not None:
+            unread.append(f"{path.name} ({str(e).splitlines()[0].removeprefix(f'{path}: ')})")
+        return None
+
+
+def resumed_set(path: Path) -> ResultSet:
+    """The result set `--resume` continues. A file there that is not one (truncated, another JSON) is one
+    line naming it (exit 2), not a traceback; resuming an older set instead would split a run over two."""
+    try:
+        return load(path)
+    except (OSError, ValueError) as e:
+        why = str(e).splitlines()[0].removeprefix(f"{path}: ")
+        raise UserError(f"--resume: {path} is not a readable result set ({why}); move it out of {path.parent} "
+                        "to resume the set before it, or run without --resume") from None
+
+
+def unread_note(unread: list[str]) -> str | None:
+    """The one warning line for the files the quotes passed over, or None."""
+    if not unread:
+        return None
+    more = f" and {len(unread) - 1} more" if len(unread) > 1 else ""
+    return f"the time quotes passed over {len(unread)} file(s) named like result sets that are not: {unread[0]}{more}"
 
 
 def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCase]:
@@ -293,8 +324,8 @@ def is_cpu(slug: str) -> bool:
     return slug.startswith("cpu-")
 
 
-def reference_times(folder: Path, slug: str, other_gpus: bool = False,
-                    expect: str = "cold") -> dict[str, MeasuredCase]:
+def reference_times(folder: Path, slug: str, other_gpus: bool = False, expect: str = "cold",
+                    suites: Collection[str] | None = None, unread: list[str] | None = None) -> dict[str, MeasuredCase]:
     """Wall times of the cases that ran ok in any measured result set of `slug` under `folder` (the
     committed `results/`, a folder per GPU slug), by id: a suite whose cases share ids with other
     suites' (headline) is quoted from them on a fresh machine. A case measured more than once is quoted
@@ -304,7 +335,8 @@ def reference_times(folder: Path, slug: str, other_gpus: bool = False,
     estimate. A CPU's times say nothing of a GPU's, nor a GPU's of a CPU's: never mixed. `expect`: the
     state the run's compile cache will be in ("cold": a fresh run; "warm": compile_cache.expected_state
     found a kept cache): a compiled case is quoted from its measurements in that state where there are
-    any (a warm compile of an 8B model takes a third of a cold one), else from any."""
+    any (a warm compile of an 8B model takes a third of a cold one), else from any. Only files named like
+    result sets are read (of `suites` where given); one that is not a result set is said in `unread`."""
     out: dict[str, MeasuredCase] = {}
     folders = [folder / slug]
     if other_gpus:
@@ -312,12 +344,9 @@ def reference_times(folder: Path, slug: str, other_gpus: bool = False,
                          and is_cpu(d.name) == is_cpu(slug)) + folders
     for d in folders:
         times: dict[str, MeasuredCase] = {}
-        for path in sorted(d.glob("*.json")):
-            try:
-                rs = load(path)
-            except (OSError, ValueError):
-                continue
-            found = ok_case_times(rs, d.name) if rs.source.kind == "measured" else {}
+        for path in set_files(d, suites):
+            rs = quote_set(path, unread)
+            found = ok_case_times(rs, d.name) if rs is not None and rs.source.kind == "measured" else {}
             for cid, m in found.items():
                 times[cid] = _better_quote(m, times[cid], expect) if cid in times else m
         out = overlay(out, times)  # this GPU's own sets come last and win

@@ -55,12 +55,14 @@ from llmbench.harness.plan import (
     measured_cases,
     ok_case_times,
     overlay,
+    resumed_set,
     share_groups,
     shared_time,
     skip_reason,
+    unread_note,
 )
 from llmbench.precision import DeviceInfo
-from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, load, save, utc_now
+from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, save, utc_now
 from llmbench.scenarios.base import BatchSearch
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
@@ -154,7 +156,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
 
     existing = (opts.resume_from or latest_result(opts.out_dir, slug, suite.name)) if opts.resume else None
     if existing is not None:
-        rs = load(existing)
+        rs = resumed_set(existing)
         path = existing
         if rs.env.get("gpu", {}).get("slug") != slug:
             raise RuntimeError(f"{existing} was measured on {rs.gpu_slug}, not {slug}; cannot resume it here")
@@ -170,8 +172,11 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     todo = [c for c in cases if c.id not in done]
     measured: dict[str, MeasuredCase] = {}
     if opts.budget_s is not None:  # the set being resumed, else the newest earlier one (read before saving a new one)
-        own = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name)[0]
+        unread: list[str] = []
+        own = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name, unread)[0]
         measured = overlay(opts.reference_times, own)
+        if unread:
+            ui.warn(unread_note(unread) or "")
     save(rs, path)
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
     state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)

@@ -339,3 +339,20 @@ def flag_summary(rs: ResultSet, *, every: bool = False, max_lines: int = MAX_FLA
         n = sum(len(h) for h in rest)
         out.append(f"{n} more flag(s) of {len(rest)} other kind(s): llmbench show --all")
     return out
+
+
+def warning_summary(warnings: list[str], *, every: bool = False, max_lines: int = MAX_FLAG_LINES) -> list[str]:
+    """A result set's warnings for a terminal, as `flag_summary` does flags: those that differ only in their
+    figures are one line (with how many), at most `max_lines` lines and then how many more (`every`: all).
+    A set with a warning per step would otherwise print for minutes."""
+    if every:
+        return warnings
+    groups: dict[str, list[str]] = defaultdict(list)
+    for w in warnings:
+        groups[NUMBER.sub("#", w)].append(w)
+    kinds = list(groups.values())
+    out = [ws[0] if len(ws) == 1 else f"{merge_numbers(ws)} ({len(ws)} times)" for ws in kinds[:max_lines]]
+    rest = kinds[max_lines:]
+    if rest:
+        out.append(f"{sum(map(len, rest))} more warning(s) of {len(rest)} other kind(s): llmbench show --all")
+    return out
