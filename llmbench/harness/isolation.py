@@ -37,7 +37,7 @@ COMPILE_TMP = "compile"  # the run's compile-cache folder kind
 RANKS_TMP = "ranks"  # a case's rank launch folder kind (harness/launch_ranks.py; the pid is the case process's)
 TMP_KINDS = ("case", "env", COMPILE_TMP, RANKS_TMP)  # the temporary folders a run makes (llmbench-<kind>-<pid>-...)
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_LIVE: set[subprocess.Popen[str]] = set()  # case processes now running (several in a parallel run)
+_LIVE: dict[subprocess.Popen[str], str] = {}  # case processes now running (several in a parallel run): marker
 _LIVE_LOCK = threading.Lock()
 RUNNER_PID_ENV = "LLMBENCH_RUNNER_PID"  # the runner a case process stops with (watch_runner)
 WATCH_STEP_S = 0.5  # how often a case process looks whether its runner is still there
@@ -242,7 +242,7 @@ def run_child(
             text=True, errors="replace", start_new_session=True,
         )
         with _LIVE_LOCK:
-            _LIVE.add(proc)
+            _LIVE[proc] = token
         other_lines: deque[str] = deque(maxlen=40)
         reader = threading.Thread(target=_read_stdout, args=(proc, on_progress, other_lines), daemon=True)
         reader.start()
@@ -256,7 +256,7 @@ def run_child(
                 _kill_group(proc)
             stop_marked(token)  # children that left the group (setsid, double fork) or outlived its leader
             with _LIVE_LOCK:
-                _LIVE.discard(proc)
+                _LIVE.pop(proc, None)
             reader.join(timeout=5)
         elapsed = time.perf_counter() - t0
         err.seek(0)
@@ -294,16 +294,18 @@ def _read_stdout(proc: subprocess.Popen[str], on_progress: Any, other: deque[str
 
 
 def kill_running() -> None:
-    """Stop every case process still running, with its process group. A parallel run waits on its
-    case processes in threads, which an interrupt (Ctrl-C, SIGTERM) does not reach: the main thread
-    calls this before it lets the interrupt end the run."""
+    """Stop every case process still running, with its process group and what carries its marker. A
+    parallel run waits on its case processes in threads, which an interrupt (Ctrl-C, SIGTERM) does not
+    reach (and which end with the run, before their own clean-up): the main thread calls this before it
+    lets the interrupt end the run."""
     with _LIVE_LOCK:
-        procs = list(_LIVE)
+        procs = dict(_LIVE)
     for proc in procs:  # all at once first, then each waited for
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
+    for proc, token in procs.items():
         _kill_group(proc)
+        stop_marked(token)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
