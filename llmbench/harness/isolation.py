@@ -191,7 +191,7 @@ def stop_marked(token: str, grace_s: float = STOP_GRACE_S) -> list[int]:
 
 def watch_runner() -> None:
     """In a case process: a thread that, once the runner that started it (RUNNER_PID_ENV) is gone,
-    stops the suite's shared servers, every process carrying this case's marker and this process group,
+    stops every process carrying this case's marker, the suite's shared servers and this process group,
     this process last. A thread that polls, not a parent-death signal: PR_SET_PDEATHSIG fires when the
     *thread* that forked exits (a parallel run starts cases from threads), and its signal ends only this
     process, not the group nor the processes that left it."""
