@@ -1,5 +1,11 @@
 """One subprocess per case: a crash, a CUDA error, an out-of-memory or a hang becomes that case's
-status, and the suite goes on. GPU memory is clean for every case because the process is new."""
+status, and the suite goes on. GPU memory is clean for every case because the process is new.
+
+Nothing a case starts outlives it: each case process gets a marker of its own (CASE_TOKEN_ENV) that
+its descendants inherit, and when it ends (ok, failed, timed out, interrupted) the runner stops every
+process still carrying it, also those that left its process group (setsid, a double fork, torchrun's
+ranks); a suite's shared server is started without it (serving/server.py). A case process whose
+runner dies (kill -9) stops itself, its group and what carries its marker (`watch_runner`)."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,14 +30,20 @@ from typing import Any
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.measure import compile_cache, progress
+from llmbench.serving.server import CASE_TOKEN_ENV, SHARED_ENV, stop_shared_servers
 
 STDERR_TAIL = 4000
 COMPILE_TMP = "compile"  # the run's compile-cache folder kind
 RANKS_TMP = "ranks"  # a case's rank launch folder kind (harness/launch_ranks.py; the pid is the case process's)
 TMP_KINDS = ("case", "env", COMPILE_TMP, RANKS_TMP)  # the temporary folders a run makes (llmbench-<kind>-<pid>-...)
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_LIVE: set[subprocess.Popen[str]] = set()  # case processes now running (several in a parallel run)
+_LIVE: dict[subprocess.Popen[str], str] = {}  # case processes now running (several in a parallel run): marker
 _LIVE_LOCK = threading.Lock()
+RUNNER_PID_ENV = "LLMBENCH_RUNNER_PID"  # the runner a case process stops with (watch_runner)
+WATCH_STEP_S = 0.5  # how often a case process looks whether its runner is still there
+STOP_GRACE_S = 3.0  # SIGTERM to SIGKILL, for a case's leftover processes
+SESSION_CLOSE_S = 60.0  # a share group's time to close its sessions after its last case, then it is stopped
+_OOM_TEXT = re.compile(r"out of memory|can(no|')t allocate memory|\bMemoryError\b", re.IGNORECASE)
 
 
 @dataclass
@@ -90,8 +103,6 @@ def sweep_stale_tmp(root: str | None = None) -> int:
             continue
         if nvml.pid_alive(int(parts[2])):
             continue
-        from llmbench.serving.server import stop_shared_servers
-
         stop_shared_servers(d)  # a server a killed run's cases shared (detached, so it outlived them)
         shutil.rmtree(d, ignore_errors=True)
         removed += 1
@@ -133,6 +144,72 @@ def run_compile_cache() -> str | None:
     return folder
 
 
+def says_out_of_memory(text: str) -> bool:
+    """Whether an error text is an allocation failure: CUDA's "out of memory", torch's CPU allocator
+    ("DefaultCPUAllocator: can't allocate memory"), ENOMEM, Python's MemoryError in a traceback."""
+    return _OOM_TEXT.search(text) is not None
+
+
+def marked_pids(token: str) -> list[int]:
+    """The processes (this one aside) whose environment carries CASE_TOKEN_ENV=token: a case process
+    and its descendants, wherever their process group or session. Read from /proc/<pid>/environ, the
+    environment each was started with, so Linux only: elsewhere none are found and only the process
+    group is stopped. A process that drops the variable from its children's environment hides them."""
+    root = Path("/proc")
+    if not token or not root.is_dir():
+        return []
+    needle, me, found = f"{CASE_TOKEN_ENV}={token}".encode(), os.getpid(), []
+    for d in root.iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            environ = (d / "environ").read_bytes()
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(d.name))
+    return found
+
+
+def stop_marked(token: str, grace_s: float = STOP_GRACE_S) -> list[int]:
+    """SIGTERM every process marked with `token` (`marked_pids`), then SIGKILL those still there after
+    `grace_s`; the pids found. What a case leaves behind when it ends: a child in a session of its
+    own escapes the process-group kill."""
+    found = pids = marked_pids(token)
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.1)
+            pids = marked_pids(token)  # by marker, not pid: a reused pid is never signalled
+        if not pids:
+            break
+    return found
+
+
+def watch_runner() -> None:
+    """In a case process: a thread that, once the runner that started it (RUNNER_PID_ENV) is gone,
+    stops every process carrying this case's marker, the suite's shared servers and this process group,
+    this process last. A thread that polls, not a parent-death signal: PR_SET_PDEATHSIG fires when the
+    *thread* that forked exits (a parallel run starts cases from threads), and its signal ends only this
+    process, not the group nor the processes that left it."""
+    runner = os.environ.get(RUNNER_PID_ENV, "")
+    if runner.isdigit():
+        threading.Thread(target=_stop_without_runner, args=(int(runner),), daemon=True, name="runner-watch").start()
+
+
+def _stop_without_runner(runner: int) -> None:
+    parent = os.getppid()  # the runner, unless it is gone already (or started us through a wrapper)
+    while os.getppid() == parent and (parent == runner or nvml.pid_alive(runner)):
+        time.sleep(WATCH_STEP_S)
+    stop_marked(os.environ.get(CASE_TOKEN_ENV, ""))
+    if os.environ.get(SHARED_ENV):  # the suite ended with its runner: so do the servers its cases shared
+        stop_shared_servers(Path(os.environ[SHARED_ENV]))
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -153,7 +230,10 @@ def run_child(
     """Run `python -m llmbench.harness.worker *args` in its own process group. Returns the exit code
     (None on timeout, or where `on_wait` asked for the kill), the stderr tail, and the wall time.
     Progress lines on stdout are forwarded. `on_wait` is called every WAIT_STEP_S from this thread
-    while the child runs; it returns True to have the child killed."""
+    while the child runs; it returns True to have the child killed. However it ends, what it started
+    is stopped with it (its process group, and what carries its marker: `stop_marked`)."""
+    token = uuid.uuid4().hex
+    env = {**env, CASE_TOKEN_ENV: token, RUNNER_PID_ENV: str(os.getpid())}
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
@@ -162,7 +242,7 @@ def run_child(
             text=True, errors="replace", start_new_session=True,
         )
         with _LIVE_LOCK:
-            _LIVE.add(proc)
+            _LIVE[proc] = token
         other_lines: deque[str] = deque(maxlen=40)
         reader = threading.Thread(target=_read_stdout, args=(proc, on_progress, other_lines), daemon=True)
         reader.start()
@@ -174,8 +254,9 @@ def run_child(
         finally:
             if proc.poll() is None:
                 _kill_group(proc)
+            stop_marked(token)  # children that left the group (setsid, double fork) or outlived its leader
             with _LIVE_LOCK:
-                _LIVE.discard(proc)
+                _LIVE.pop(proc, None)
             reader.join(timeout=5)
         elapsed = time.perf_counter() - t0
         err.seek(0)
@@ -213,16 +294,18 @@ def _read_stdout(proc: subprocess.Popen[str], on_progress: Any, other: deque[str
 
 
 def kill_running() -> None:
-    """Stop every case process still running, with its process group. A parallel run waits on its
-    case processes in threads, which an interrupt (Ctrl-C, SIGTERM) does not reach: the main thread
-    calls this before it lets the interrupt end the run."""
+    """Stop every case process still running, with its process group and what carries its marker. A
+    parallel run waits on its case processes in threads, which an interrupt (Ctrl-C, SIGTERM) does not
+    reach (and which end with the run, before their own clean-up): the main thread calls this before it
+    lets the interrupt end the run."""
     with _LIVE_LOCK:
-        procs = list(_LIVE)
+        procs = dict(_LIVE)
     for proc in procs:  # all at once first, then each waited for
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
+    for proc, token in procs.items():
         _kill_group(proc)
+        stop_marked(token)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
@@ -269,11 +352,14 @@ def run_group_process(
     env: dict[str, str],
     on_outcome: Callable[[int, ChildOutcome], None],
     on_progress: Callable[[float, str], None] | None = None,
+    on_warn: Callable[[str], None] | None = None,
 ) -> list[ChildOutcome]:
     """Run a share group's cases in one fresh process (worker `group`), one after another. Each case's
     outcome is handed to `on_outcome(i, outcome)` from this thread as soon as its file appears, with
-    the wall time since the previous one's (the first's includes the process start and the load). A
-    case that runs past its own `settings.timeout_s` is killed with the process. Returns the outcomes
+    the wall time since the previous one's (the first's includes the process start and the load); on
+    an interrupt, the cases whose files are there are handed over before it goes on. A case that runs
+    past its own `settings.timeout_s` is killed with the process; so is a group whose sessions do not
+    close within SESSION_CLOSE_S of its last case (`on_warn` says so; its cases stay). Returns the outcomes
     in order, up to the first that did not end ok or skipped; where the process ended before writing
     a case's outcome (a crash, a kill, a timeout), that case's outcome says how, as a lone case's
     would, and the cases after it have none (the runner runs them alone)."""
@@ -285,6 +371,7 @@ def run_group_process(
         specs_path.write_text(json.dumps(specs))
         mark = time.time()  # wall clock: the case process stamps each case's end on it (same machine)
         killed_at: list[int] = []
+        closing: list[float] = []  # the process was stopped while it closed its sessions (after this long)
 
         def collect() -> bool:
             nonlocal mark
@@ -300,21 +387,32 @@ def run_group_process(
                 on_outcome(len(outcomes) - 1, outcome)
                 if outcome.status not in ("ok", "skipped"):
                     return False
-            i = len(outcomes)
-            if i < len(specs) and time.time() - mark > timeouts[i]:
+            i, waited = len(outcomes), time.time() - mark
+            if i == len(specs) or (outcomes and outcomes[-1].status not in ("ok", "skipped")):
+                if waited > SESSION_CLOSE_S:  # no case left to run: the process is closing its sessions
+                    closing.append(waited)
+                    return True
+            elif waited > timeouts[i]:
                 killed_at.append(i)
                 return True
             return False
 
-        code, tail, _ = run_child(["group", str(specs_path), str(out_dir)], env, sum(timeouts) + 60.0, on_progress,
-                                  on_wait=collect)
+        try:
+            code, tail, _ = run_child(["group", str(specs_path), str(out_dir)], env,
+                                      sum(timeouts) + SESSION_CLOSE_S, on_progress, on_wait=collect)
+        except BaseException:  # an interrupt: the cases the process finished are recorded before it ends the run
+            collect()
+            raise
         collect()  # what the process wrote as it ended
     i = len(outcomes)
+    if closing and on_warn is not None:
+        on_warn(f"the share group's session did not close within {SESSION_CLOSE_S:g}s of its last case and was "
+                f"stopped; its {i} case(s) that ended are recorded")
     if i == len(specs) or (outcomes and outcomes[-1].status not in ("ok", "skipped")):
         return outcomes
     elapsed = time.time() - mark
     if code is None:
-        limit = timeouts[i] if killed_at else sum(timeouts) + 60.0
+        limit = timeouts[i] if killed_at else sum(timeouts) + SESSION_CLOSE_S
         lost = ChildOutcome("timeout", f"the case did not finish within its timeout of {limit:g}s and was killed "
                             "(with its share group's process)", traceback=tail or None, duration_s=elapsed)
     else:
@@ -332,7 +430,7 @@ def _exit_outcome(code: int, tail: str, elapsed: float) -> ChildOutcome:
             return ChildOutcome("oom", "the case process was killed by SIGKILL (most likely the host's "
                                 "out-of-memory killer)", traceback=tail or None, duration_s=elapsed)
         return ChildOutcome("failed", f"the case process died with {name}", traceback=tail or None, duration_s=elapsed)
-    if "out of memory" in tail.lower():
+    if says_out_of_memory(tail):
         return ChildOutcome("oom", f"the case process ran out of memory (exit code {code})", traceback=tail,
                             duration_s=elapsed)
     return ChildOutcome("failed", f"the case process exited with code {code} without a result",

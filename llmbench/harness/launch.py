@@ -35,10 +35,12 @@ class Launcher(Protocol):
 
     def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
                   on_outcome: Callable[[int, ChildOutcome], None],
-                  on_progress: ProgressFn | None = None) -> list[ChildOutcome]:
+                  on_progress: ProgressFn | None = None,
+                  on_warn: Callable[[str], None] | None = None) -> list[ChildOutcome]:
         """Run a share group's cases one after another where they share what they load; each outcome
         goes to `on_outcome` as it ends; the list ends at the first case that did not end ok or
-        skipped (the runner runs the rest alone)."""
+        skipped (the runner runs the rest alone). `on_warn` hears what the person watching should know
+        (a session that did not close in time)."""
 
     def stop_all(self) -> None:
         """Stop every case still running (an interrupt of a parallel run, whose waits are in threads)."""
@@ -54,9 +56,10 @@ class IsolatedProcess:
 
     def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
                   on_outcome: Callable[[int, ChildOutcome], None],
-                  on_progress: ProgressFn | None = None) -> list[ChildOutcome]:
+                  on_progress: ProgressFn | None = None,
+                  on_warn: Callable[[str], None] | None = None) -> list[ChildOutcome]:
         """A share group in one fresh process of its own (the group's cases share it, no other case does)."""
-        return run_group_process(specs, env, on_outcome, on_progress)
+        return run_group_process(specs, env, on_outcome, on_progress, on_warn)
 
     def stop_all(self) -> None:
         kill_running()

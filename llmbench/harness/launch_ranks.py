@@ -12,8 +12,10 @@ and pick theirs by LOCAL_RANK.
 Failure: a rank that exits non-zero, or fewer rank files than ranks, raises in the case process
 (`torch.OutOfMemoryError` when the output says a rank ran out of memory, else RuntimeError), which the
 worker turns into the case's `oom` / `failed` status. torchrun stays in the case process's process
-group, so the case's timeout kill (harness/isolation.py) stops the ranks with it; the rank launch has
-the case's timeout too, after which torchrun is terminated (it stops its ranks) and then killed."""
+group, so the case's timeout kill (harness/isolation.py) stops it; the ranks, which torchrun starts in
+sessions of their own, carry the case's marker and are stopped with what it leaves (also when the
+runner dies). The rank launch has the case's timeout too, after which torchrun is terminated (it stops
+its ranks) and then killed."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from llmbench.harness.isolation import rank_tmp_prefix
+from llmbench.harness.isolation import rank_tmp_prefix, says_out_of_memory
 from llmbench.results import write_atomic
 from llmbench.scenarios.base import RankEntry, Scenario
 
@@ -62,7 +64,7 @@ class Torchrun:
         tail = output[-OUTPUT_TAIL:]
         if code is None:
             raise TimeoutError(f"torchrun with {nproc} processes did not finish within {self.timeout_s:g}s:\n{tail}")
-        if "out of memory" in tail.lower():
+        if says_out_of_memory(tail):
             import torch
 
             raise torch.OutOfMemoryError(f"a rank ran out of memory ({nproc} processes):\n{tail}")

@@ -336,7 +336,7 @@ def _run_group(cases: list[CaseSpec], run: _Run, where: Placement, index: dict[s
 
     run.ui.case_start(cases[0], index[cases[0].id])
     specs = [{**_spec(c, run.opts.device), "id": c.id} for c in cases]
-    outcomes = run.opts.launcher.run_group(specs, where.env, done, run.ui.case_progress)
+    outcomes = run.opts.launcher.run_group(specs, where.env, done, run.ui.case_progress, run.ui.warn)
     if len(outcomes) == len(cases) and outcomes[-1].status in ("ok", "skipped"):
         return
     last = outcomes[-1]

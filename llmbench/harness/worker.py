@@ -39,9 +39,13 @@ def device_info(want: str) -> DeviceInfo:
 
 
 def _is_oom(e: BaseException) -> bool:
+    """An allocation failure: torch's (CUDA) OutOfMemoryError, MemoryError, or an error that says so
+    (torch's CPU allocator raises a RuntimeError: "DefaultCPUAllocator: can't allocate memory")."""
     import torch
 
-    return isinstance(e, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(e).lower()
+    from llmbench.harness.isolation import says_out_of_memory
+
+    return isinstance(e, (torch.OutOfMemoryError, MemoryError)) or says_out_of_memory(str(e))
 
 
 def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict[str, Any]:
@@ -111,6 +115,9 @@ def run_group(specs: list[dict[str, Any]], out_dir: Path) -> None:
 
 def main(argv: list[str]) -> int:
     faulthandler.enable()  # a segfault still leaves a Python stack in stderr
+    from llmbench.harness.isolation import watch_runner
+
+    watch_runner()  # a runner killed with kill -9 takes this process and what it started with it
     if len(argv) == 2 and argv[0] == "fingerprint":
         from llmbench.hardware.fingerprint import collect
 

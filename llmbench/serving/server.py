@@ -9,7 +9,9 @@ SIGTERM (Linux), so no server outlives its case.
 A server shared by the cases of a suite (`server_scope = "suite"`) is the exception: the runner gives
 its case processes a folder (SHARED_ENV); the first case starts the server detached and records it
 there, later cases with the same server key reuse it, a case with another key stops it first, and the
-runner stops whatever is recorded when the suite ends (also when it is interrupted).
+runner stops whatever is recorded when the suite ends (also when it is interrupted). It is started
+without the case's marker (CASE_TOKEN_ENV), so the sweep at the end of the case that started it
+(harness/isolation.py) leaves it running.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from llmbench.errors import UserError
 
 READY_PATHS = ("/health", "/v1/models")
 SHARED_ENV = "LLMBENCH_SHARED_SERVERS"  # folder where a suite's shared servers are recorded
+CASE_TOKEN_ENV = "LLMBENCH_CASE_TOKEN"  # marks a case process and its descendants (harness/isolation.py)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
 _EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception): .*")
 
@@ -75,11 +78,14 @@ class ServerProcess:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = self.env
+        if self.detach:  # unmarked: the end of the case that starts it does not stop it
+            env = {k: v for k, v in (os.environ if env is None else env).items() if k != CASE_TOKEN_ENV}
         with self.log_path.open("wb") as log:
             try:
                 self.proc = subprocess.Popen(
                     self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=self.env, start_new_session=True, preexec_fn=None if self.detach else _die_with_parent,
+                    env=env, start_new_session=True, preexec_fn=None if self.detach else _die_with_parent,
                 )
             except OSError as e:
                 raise RuntimeError(f"cannot start the server command {self.command[0]!r}: {e.strerror}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
 import time
 from typing import Any, Literal
 
@@ -12,8 +13,23 @@ from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Scenari
 
 
 class FaultParams(ScenarioParams):
-    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep", "env"] = "ok"
+    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep", "env", "cpu_alloc"] = "ok"
     seconds: float = 0.0
+    detach_child: bool = False  # first start a child in a session of its own, left running
+
+
+def _note_pid(suffix: str, pid: int, text: str = "") -> None:
+    """<pid><suffix> in $LLMBENCH_TEST_PID_DIR: lets a test find a process and check it is gone."""
+    pid_dir = os.environ.get("LLMBENCH_TEST_PID_DIR")
+    if pid_dir:
+        with open(os.path.join(pid_dir, f"{pid}{suffix}"), "w") as f:
+            f.write(text)
+
+
+def _detached_child() -> None:
+    """A child that leaves the case's process group (as a daemon or torchrun's ranks do) and is never waited for."""
+    child = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    _note_pid(".child", child.pid)
 
 
 @SCENARIOS.register("fault")
@@ -27,6 +43,12 @@ class Fault(Scenario):
 
     def run(self, params: Any, ctx: CaseContext) -> None:
         kind = params.kind
+        if params.detach_child:
+            _detached_child()
+        if kind == "cpu_alloc":  # far past any machine's memory: torch's CPU allocator refuses at once
+            import torch
+
+            torch.empty(1 << 60, dtype=torch.uint8)
         if kind == "raise":
             raise ValueError("planted failure")
         if kind == "segfault":
@@ -39,11 +61,8 @@ class Fault(Scenario):
             raise MemoryError("planted out of memory")
         if kind == "skip":
             raise Skip("planted: this case cannot run here")
-        if kind == "sleep":
-            pid_dir = os.environ.get("LLMBENCH_TEST_PID_DIR")
-            if pid_dir:  # lets a test check that an interrupted run leaves no case process behind
-                with open(os.path.join(pid_dir, f"{os.getpid()}.pid"), "w") as f:
-                    f.write(str(params.seconds))
+        if kind == "sleep":  # the pid lets a test check that an interrupted run leaves no case process behind
+            _note_pid(".pid", os.getpid(), str(params.seconds))
             time.sleep(params.seconds)
         if kind == "env":  # what the case process was started with
             ctx.info["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
@@ -152,14 +171,18 @@ class SharedParams(ScenarioParams):
     share: str = "a"  # cases of one `share` value form a share group ("": none)
     tag: int = 0
     kind: Literal["ok", "raise", "exit", "oom"] = "ok"
+    seconds: float = 0.0  # sleep this long (its pid noted, as fault's `sleep`)
+    close: Literal["ok", "hang"] = "ok"  # how the session it loads closes at the group's end
 
 
 class _Session:
-    def __init__(self, loaded_by: str) -> None:
+    def __init__(self, loaded_by: str, close: str = "ok") -> None:
         self.loaded_by = loaded_by
+        self.hangs = close == "hang"
 
     def close(self) -> None:
-        pass
+        if self.hangs:
+            time.sleep(3600)
 
 
 @SCENARIOS.register("shared")
@@ -182,9 +205,12 @@ class Shared(Scenario):
         if kept is None:
             ctx.info["build_s"] = 0.5
             if ctx.shared is not None and params.share:
-                ctx.shared.keep(params.share, _Session(ctx.case_id), ctx.case_id)
+                ctx.shared.keep(params.share, _Session(ctx.case_id, params.close), ctx.case_id)
         else:
             ctx.info["session_of"] = kept[1]
+        if params.seconds:
+            _note_pid(f"-{params.tag}.shared", os.getpid())
+            time.sleep(params.seconds)
         if params.kind == "raise":
             raise ValueError("planted failure")
         if params.kind == "exit":
