@@ -4,12 +4,14 @@ version said in one line, never a traceback."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from llmbench.results import (
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = "tests.plugins.nonfinite_scenarios"
+Command = Callable[[list[str]], tuple[int, str, str]]  # a CLI command run in this process: code, stdout, stderr
 SETS = sorted(p for p in (ROOT / "results").rglob("*.json")
               if isinstance(d := json.loads(p.read_text()), dict) and d.get("schema_version") is not None)
 
@@ -188,13 +191,43 @@ matrix.secondary = ["nan", "inf"]
 
 
 @pytest.fixture
-def plugin_env() -> dict[str, str]:
-    return {**os.environ, PLUGINS_ENV: PLUGIN,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+def plugin_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The nonfinite scenario registered in case processes, commands started here, and this process."""
+    from llmbench.scenarios.base import SCENARIOS
+
+    env = {PLUGINS_ENV: PLUGIN, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    SCENARIOS._loaded = False
+    importlib.import_module(PLUGIN)
+    return {**os.environ, **env}
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Command:
+    """A command run in this process, as `llmbench` runs it (cli.main): its exit code, stdout and stderr."""
+    from llmbench.cli import main
+
+    def run(args: list[str]) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["llmbench", *args])
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # as a fresh process: a read warning printed once per message
+            warnings.simplefilter("error", RuntimeWarning)  # numpy's noise about NaN is no output of a command
+            try:
+                main()
+                code: object = 0
+            except SystemExit as e:
+                code = e.code
+        got = capsys.readouterr()
+        assert "Traceback" not in got.err
+        return (code if isinstance(code, int) else 0), got.out, got.err
+    return run
 
 
 @pytest.mark.slow
-def test_a_nan_headline_is_a_failed_case_every_command_reads(tmp_path: Path, plugin_env: dict[str, str]) -> None:
+def test_a_nan_headline_is_a_failed_case_every_command_reads(
+    tmp_path: Path, plugin_env: dict[str, str], cli: Command
+) -> None:
     suite = tmp_path / "nonfinite.toml"
     suite.write_text(SUITE)
     out = tmp_path / "out"
@@ -213,14 +246,16 @@ def test_a_nan_headline_is_a_failed_case_every_command_reads(tmp_path: Path, plu
     assert by[("finite", "inf")].status == "ok" and by[("finite", "inf")].metrics["energy_j"].value == math.inf
     assert all(c.settings["timeout_s"] == math.inf for c in rs.cases)
 
-    shown = _llmbench("show", str(path), env=plugin_env)
-    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
-    assert "time_ms" in " ".join(shown.stdout.split())  # the failed case's reason names the metric
     twin = tmp_path / "twin.json"
     twin.write_text(path.read_text())
-    compared = _llmbench("compare", str(path), str(twin), "--all", "--format", "csv", env=plugin_env)
-    assert compared.returncode == 0 and "Traceback" not in compared.stderr, compared.stderr
-    assert "nan" in compared.stdout and "inf" in compared.stdout
+    code, out_text, err = cli(["show", str(path)])
+    assert code == 0 and "time_ms" in " ".join(out_text.split()), err  # the failed case's reason names the metric
+    code, out_text, err = cli(["compare", str(path), str(twin), "--all", "--format", "csv"])
+    assert code == 0 and "nan" in out_text and "inf" in out_text, err
+    code, out_text, err = cli(["spread", str(path), str(twin), "--all"])
+    assert code == 0, err
+    code, out_text, err = cli(["report", str(path), "--out", str(tmp_path / "report.md")])
+    assert code == 0 and "<td>nan</td>" in (tmp_path / "report.md").read_text(), err
 
     before = {c.id: c.started_at for c in rs.cases if c.status == "ok"}
     resumed = _llmbench("run", str(suite), "--out", str(out), "--cpu", "--resume", env=plugin_env)
@@ -250,7 +285,7 @@ matrix.secondary = ["finite", "inf"]
 
 @pytest.mark.slow
 def test_wrong_typed_info_is_one_warning_for_show_resume_budget_and_dry_run(
-    tmp_path: Path, plugin_env: dict[str, str]
+    tmp_path: Path, plugin_env: dict[str, str], cli: Command
 ) -> None:
     suite = tmp_path / "wronginfo.toml"
     suite.write_text(WRONG_INFO_SUITE)
@@ -260,11 +295,16 @@ def test_wrong_typed_info_is_one_warning_for_show_resume_budget_and_dry_run(
     data = json.loads(path.read_text())
     data["cases"][0]["info"].update(share_group="one", info_version=7)
     path.write_text(json.dumps(data))
-    for args in (["show", str(path)], ["run", str(suite), "--out", str(out), "--cpu", "--resume", "--dry-run"],
+    shown = _llmbench("show", str(path), env=plugin_env)  # as a user sees it: one calm line per problem
+    lines = [x for x in shown.stderr.splitlines() if x.strip()]
+    assert shown.returncode == 0 and all(x.startswith("warning:") for x in lines), shown.stderr
+    assert any(path.name in x and "info.share_group" in x for x in lines), shown.stderr
+    for args in (["run", str(suite), "--out", str(out), "--cpu", "--resume", "--dry-run"],
                  ["run", str(suite), "--out", str(out), "--cpu", "--resume", "--budget", "600"]):
-        got = _llmbench(*args, env=plugin_env)
-        assert got.returncode == 0 and "Traceback" not in got.stderr, (args, got.stderr)
-        lines = [x for x in got.stderr.splitlines() if x.strip()]
-        assert any(path.name in x and "info.share_group" in x for x in lines), (args, got.stderr)
-        assert any("info_version 7 is newer" in x for x in lines), (args, got.stderr)
-        assert all(x.startswith("warning:") for x in lines), (args, got.stderr)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            code, _, err = cli(args)
+        assert code == 0, (args, err)
+        said = [str(w.message) for w in got if issubclass(w.category, ReadWarning)] or err.splitlines()
+        assert any(path.name in x and "info.share_group" in x for x in said), (args, said)
+        assert any("info_version 7 is newer" in x for x in said), (args, said)
