@@ -11,13 +11,17 @@ Versioned: `info_version` is written with every case (INFO_VERSION); sets writte
 version 0 and load through the same models (every field optional, unknown entries kept), which a test
 checks on every committed result set. A change that cannot read old sets that way raises the version
 and converts in `CaseInfo.of`.
+
+Reading never stops at an entry of the wrong type (a hand-edited or foreign set): `of` reads it as
+absent, and reading a set (results.from_json) warns about it through `info_problems`, as it does about
+an `info_version` newer than this llmbench's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import Self
 
 INFO_VERSION = 1
@@ -29,9 +33,15 @@ class InfoModel(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     @classmethod
-    def of(cls, info: dict[str, Any] | None) -> Self:
-        """The typed view of a case's info (of any version)."""
-        return cls.model_validate(info or {})
+    def of(cls, info: Any) -> Self:
+        """The typed view of a case's info (of any version); an entry of the wrong type reads as absent
+        (its set warned about it when read), so no reader stops at a hand-edited set."""
+        data = info if isinstance(info, dict) else {}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            bad = {err["loc"][0] for err in e.errors() if err["loc"]}
+            return cls.model_validate({k: v for k, v in data.items() if k not in bad})
 
 
 class MaxBatchInfo(InfoModel):
@@ -65,6 +75,7 @@ class CaseInfo(InfoModel):
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None
+    skipped_by: str | None = None  # "runner": skipped without starting its process (harness/plan.RUNNER_SKIP)
 
 
 class Timeline(InfoModel):
@@ -105,3 +116,29 @@ class PublishedInfo(CaseInfo):
     """A case of a published reference set."""
 
     match: PublishedMatch | None = None
+
+
+def _models(model: type[CaseInfo] = CaseInfo) -> list[type[CaseInfo]]:
+    """CaseInfo and every model derived from it (a scenario's own, a plugin's): what an entry may be read as."""
+    return [model, *(m for sub in model.__subclasses__() for m in _models(sub))]
+
+
+def info_problems(info: Any) -> list[str]:
+    """What of a case's info a reader cannot read as its model types it, one line each (the entry, what is
+    wrong, what it holds): an entry of the wrong type, an info_version newer than INFO_VERSION."""
+    if not isinstance(info, dict):
+        return [f"info is a JSON {type(info).__name__}, not an object: read as empty"]
+    found: dict[str, str] = {}
+    for model in _models():
+        try:
+            model.model_validate(info)
+        except ValidationError as e:
+            for err in e.errors():
+                entry = ".".join(str(p) for p in err["loc"])
+                found.setdefault(str(err["loc"][0]) if err["loc"] else "", f"info.{entry}: {err['msg']} "
+                                 f"(got {err.get('input')!r:.60}): read as absent")
+    version = info.get("info_version")
+    if isinstance(version, int) and version > INFO_VERSION:
+        found["info_version"] = (f"info_version {version} is newer than this llmbench reads ({INFO_VERSION}): its "
+                                 "entries are read as far as they fit; update llmbench to read them all")
+    return list(found.values())

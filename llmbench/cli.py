@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import warnings
 
 import typer
 from rich.markup import escape
@@ -13,6 +14,7 @@ from llmbench.commands import ALL
 from llmbench.commands.common import INTERRUPTED, console, err_console
 from llmbench.errors import UserError
 from llmbench.registry import PluginError
+from llmbench.results import ReadWarning
 
 app = typer.Typer(  # its help is the root callback's docstring (with the exit codes)
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -48,8 +50,21 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+_show_warning = warnings.showwarning
+
+
+def _warn_in_one_line(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """A result set's read warning (results.ReadWarning) as one calm line on stderr; others as Python shows them."""
+    if not issubclass(category, ReadWarning):
+        _show_warning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+        return
+    err_console.print(f"[yellow]warning:[/yellow] {escape(' '.join(str(message).split()))}", highlight=False,
+                      soft_wrap=True)
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    warnings.showwarning = _warn_in_one_line
     try:
         app()
     except (UserError, PluginError) as e:

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
 import time
-from collections.abc import Collection
+import warnings
+from collections.abc import Collection, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from llmbench.caseinfo import info_problems
 from llmbench.measure.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
 from llmbench.redact import redact
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: `repeat`, `history` and the stats keys were undeclared extras (read by `_from_v1`)
 Status = Literal["ok", "skipped", "oom", "failed", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "skipped", "oom", "failed", "timeout")
 
@@ -27,32 +30,80 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class MetricResult(BaseModel):
+class Closed(BaseModel):
+    """A model of the result-set contract: a key it does not declare is refused (a newer llmbench's
+    field or a typo is said, not carried along unread), and NaN and infinities are written as the
+    strings "NaN", "Infinity", "-Infinity" (valid JSON) and read back as the floats they were."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings", validate_assignment=True)
+
+
+UNSET: Any = Field(default=None, exclude_if=lambda v: v is None)  # an optional key, left out where absent
+
+
+class Interval(Closed):
+    """The median's order-statistic interval and the coverage it achieves (measure/stats.median_ci)."""
+
+    lo: float
+    hi: float
+    level: float
+    method: str
+
+
+class Stats(Closed):
+    """What measure/stats.summarize returns for a metric's samples, plus its `drift`. Sets written before
+    a key existed lack it (no `ci`/`ci_method` before the order-statistic interval); a ratio of two
+    measurements (linear_fp8's speedups) holds median, a bootstrap `ci95`, `n` and `n_bf16` only."""
+
+    median: float | None = UNSET  # every key optional (a hand-made set may hold any of them); absent: not written
+    mean: float | None = UNSET
+    p90: float | None = UNSET
+    p99: float | None = UNSET
+    min: float | None = UNSET
+    max: float | None = UNSET
+    stdev: float | None = UNSET
+    cv: float | None = UNSET
+    ci95: list[float] | None = None  # [lo, hi] where the interval reaches 95%, else null (written)
+    ci: Interval | None = UNSET
+    ci_method: str | None = UNSET
+    n: int | None = UNSET
+    drift: float | None = UNSET  # measure/stats.drift: last tenth against first tenth (20 samples or more)
+    n_bf16: int | None = UNSET  # a ratio against bf16: the bf16 side's sample count
+
+    def non_finite(self) -> list[str]:
+        """The summary's numbers that are NaN or infinite, by name ('cv', 'ci95')."""
+        found = [k for k, v in self if isinstance(v, float) and not math.isfinite(v)]
+        if self.ci95 and not all(math.isfinite(v) for v in self.ci95):
+            found.append("ci95")
+        if self.ci and not (math.isfinite(self.ci.lo) and math.isfinite(self.ci.hi)):
+            found.append("ci")
+        return found
+
+
+class MetricResult(Closed):
     """One metric of one case: the headline value (the median of the samples, unless the metric is
     a single reading), its unit, statistics from the raw samples, and the samples themselves."""
 
-    model_config = ConfigDict(extra="allow")
-
     value: float
     unit: str
-    stats: dict[str, Any] | None = None
+    stats: Stats | None = None
     samples: list[float] | None = None
     flags: list[str] = Field(default_factory=list)
 
     @classmethod
     def from_samples(cls, name: str, samples: list[float], flags: list[str] | None = None) -> MetricResult:
-        stats = summarize(samples)
+        stats = Stats.model_validate(summarize(samples))
         flags = list(flags or [])
         d = drift(samples)
         if d is not None:
-            stats["drift"] = d
+            stats.drift = d
             if abs(d) > DRIFT_THRESHOLD and metric(name).better != "neither":
                 flags.append(
                     f"drifted {d:+.0%} from the first to the last tenth of the timed window (clock or power"
                     " throttling, thermal state, caching): the median is a sustained figure, not a burst one"
                 )
         return cls(
-            value=float(stats["median"]),  # type: ignore[arg-type]
+            value=float(stats.median),  # type: ignore[arg-type]  # summarize always gives it
             unit=metric(name).unit,
             stats=stats,
             samples=[float(f"{s:.6g}") for s in samples],
@@ -63,10 +114,40 @@ class MetricResult(BaseModel):
     def single(cls, name: str, value: float, flags: list[str] | None = None) -> MetricResult:
         return cls(value=float(value), unit=metric(name).unit, flags=flags or [])
 
+    def non_finite(self) -> list[str]:
+        """What of the metric is NaN or infinite: 'value nan', 'stats cv, ci95', '2 of 10 samples'."""
+        found = [] if math.isfinite(self.value) else [f"value {self.value}"]
+        stats = self.stats.non_finite() if self.stats else []
+        if stats:
+            found.append(f"stats {', '.join(stats)}")
+        bad = sum(not math.isfinite(s) for s in self.samples or [])
+        if bad:
+            found.append(f"{bad} of {len(self.samples or [])} samples")
+        return found
 
-class CaseResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
+class MetricValue(Closed):
+    """A metric as `history` keeps a replaced result's: the value, no samples."""
+
+    value: float
+    unit: str
+
+
+class HistoryEntry(Closed):
+    """One replaced result of a case (`compact_entry`): what it measured and with which code."""
+
+    status: str
+    started_at: str | None = None
+    llmbench_commit: str | None = None
+    llmbench_tree_modified: bool | None = None
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    reason: str | None = UNSET
+
+
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}  # how Closed writes them
+
+
+class CaseResult(Closed):
     id: str
     scenario: str
     params: dict[str, Any]
@@ -82,11 +163,37 @@ class CaseResult(BaseModel):
     # kernels): `compare` flags joined cases whose code paths differ. Empty in sets written before it.
     code_path: dict[str, Any] = Field(default_factory=dict)
     traceback: str | None = None
+    # the earlier results a re-measure replaced, oldest first (`upsert`); absent for a case measured once
+    history: list[HistoryEntry] = Field(default_factory=list, exclude_if=lambda v: not v)
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _settings_numbers(cls, v: Any) -> Any:
+        """Settings are numbers (measure/timing.StopRule): `--timeout inf` reads back as the float it was."""
+        if not isinstance(v, dict):
+            return v
+        return {k: NON_FINITE[x] if isinstance(x, str) and x in NON_FINITE else x for k, x in v.items()}
 
 
 def history_of(case: CaseResult) -> list[dict[str, Any]]:
     """The earlier results a case replaced, oldest first (empty for a case measured once)."""
-    return list((case.model_extra or {}).get("history") or [])
+    return [h.model_dump() for h in case.history]
+
+
+def check_finite(case: CaseResult, headline: Sequence[str]) -> CaseResult:
+    """A case whose headline metric (the first of `headline`, its scenario's, that it recorded) is NaN
+    or infinite measured nothing usable: it is `failed`, the reason naming the metric, its samples kept.
+    Any other non-finite number (an energy, a CV, an interval) is flagged on its metric; the case stays."""
+    lead = next((n for n in headline if n in case.metrics), None)
+    for name, m in case.metrics.items():
+        found = m.non_finite()
+        if not found:
+            continue
+        m.flags = [*m.flags, f"not a finite number: {'; '.join(found)}"]
+        if name == lead and not math.isfinite(m.value) and case.status == "ok":
+            case.status = "failed"
+            case.reason = f"the headline metric {name} is {m.value}, not a finite number (its samples are kept)"
+    return case
 
 
 def compact_entry(case: CaseResult) -> dict[str, Any]:
@@ -101,18 +208,22 @@ def compact_entry(case: CaseResult) -> dict[str, Any]:
     }
 
 
-class Source(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class Source(Closed):
     kind: Literal["measured", "published", "projected"] = "measured"
     citation: str | None = None
     url: str | None = None
     note: str | None = None
 
 
-class ResultSet(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class Repeat(Closed):
+    """One pass of `llmbench run --repeat N`: its group (shared by the passes), its index and N."""
 
+    group: str
+    index: int
+    of: int
+
+
+class ResultSet(Closed):
     schema_version: int = SCHEMA_VERSION
     suite: str
     description: str | None = None
@@ -123,6 +234,7 @@ class ResultSet(BaseModel):
     source: Source = Field(default_factory=Source)
     warnings: list[str] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
+    repeat: Repeat | None = UNSET  # absent from single runs
 
     def case(self, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.id == case_id), None)
@@ -133,7 +245,7 @@ class ResultSet(BaseModel):
         values, not its samples): a re-measure (`--force`) does not erase what was measured before."""
         old = self.case(result.id)
         if old is not None and old is not result:
-            result.history = [*history_of(old), compact_entry(old)]  # type: ignore[attr-defined]
+            result.history = [*old.history, HistoryEntry.model_validate(compact_entry(old))]
         self.cases = [c for c in self.cases if c.id != result.id] + [result]
 
     @property
@@ -144,8 +256,7 @@ class ResultSet(BaseModel):
     def repeat_info(self) -> dict[str, Any] | None:
         """`{"group", "index", "of"}` for one pass of `llmbench run --repeat N` (an optional header field:
         sets without it are single runs), else None."""
-        r = (self.model_extra or {}).get("repeat")
-        return r if isinstance(r, dict) and r.get("group") else None
+        return self.repeat.model_dump() if self.repeat is not None and self.repeat.group else None
 
     @property
     def machine(self) -> str | None:
@@ -172,7 +283,8 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-_NUMBER_LIST = re.compile(r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]")
+_NUMBER = r'(?:-?[\d.eE+-]+|"NaN"|"-?Infinity")'  # a number, or a non-finite one as Closed writes it
+_NUMBER_LIST = re.compile(rf"\[\s*({_NUMBER}(?:,\s*{_NUMBER})*)\s*\]")
 
 
 def to_json(result_set: ResultSet) -> str:
@@ -205,15 +317,90 @@ def load(path: str | Path) -> ResultSet:
     return from_json(p.read_text(encoding="utf-8"), str(p))
 
 
+class ReadWarning(UserWarning):
+    """Something of a result set read that a reader can go on without (a wrong-typed info entry, an
+    info_version newer than this llmbench): the CLI prints each as one line on stderr."""
+
+
 def from_json(text: str, where: str) -> ResultSet:
-    """A result set from its JSON text (`where` names it in messages: a file, a bundle member)."""
-    data = json.loads(text)
+    """A result set from its JSON text (`where` names it in messages: a file, a bundle member). A set of
+    an older schema is upgraded in memory (the file is not rewritten; a save writes SCHEMA_VERSION);
+    one that does not fit the schema is a ValueError naming the key and what fits there."""
+    try:
+        data = json.loads(text)
+    except RecursionError:  # nested deeper than the parser goes: no result set is shaped so
+        raise ValueError(f"{where}: JSON nested too deep to be a result set") from None
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a result set is a JSON object; this file holds a JSON {type(data).__name__}")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"{where}: schema_version {version!r} is not supported (this llmbench reads {SCHEMA_VERSION})")
-    return ResultSet.model_validate(data)
+    if version not in (1, SCHEMA_VERSION):
+        raise ValueError(f"{where}: schema_version {version!r} is not supported (this llmbench reads 1 and "
+                         f"{SCHEMA_VERSION})")
+    if version == 1:
+        data = _from_v1(data)
+    try:
+        rs = ResultSet.model_validate(data)
+    except ValidationError as e:
+        raise ValueError(f"{where}: {_first_problem(e)}") from None
+    found: dict[str, list[str]] = {}  # a problem -> the cases that have it: one line each, not one per case
+    for case in rs.cases:
+        for problem in info_problems(case.info):
+            found.setdefault(problem, []).append(case.id)
+    for problem, ids in found.items():
+        more = f" (and {len(ids) - 1} more cases)" if len(ids) > 1 else ""
+        warnings.warn(ReadWarning(f"{where}: case {ids[0]}{more}: {problem}"), stacklevel=2)
+    return rs
+
+
+def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 set as version 2. Version 1 wrote a NaN or infinite number as null (pydantic's
+    default): a metric's null value or sample reads as NaN, a null `timeout_s` as the `--timeout inf` it
+    was; `repeat` and `history` it kept as undeclared keys of the shapes version 2 declares."""
+    for case in data.get("cases") or []:
+        if not isinstance(case, dict):
+            continue
+        settings = case.get("settings")
+        if isinstance(settings, dict) and "timeout_s" in settings and settings["timeout_s"] is None:
+            settings["timeout_s"] = math.inf
+        for m in (case.get("metrics") or {}).values():
+            if isinstance(m, dict) and "value" in m and m["value"] is None:
+                m["value"] = math.nan
+            if isinstance(m, dict) and isinstance(m.get("samples"), list):
+                m["samples"] = [math.nan if x is None else x for x in m["samples"]]
+    return {**data, "schema_version": SCHEMA_VERSION}
+
+
+def _first_problem(e: ValidationError) -> str:
+    """The first thing of a set that does not fit the schema, on one line: where (`cases[2] (id ...)
+    .metrics.tflops`), what, and for an unknown key the keys that object has."""
+    err = e.errors()[0]
+    loc = list(err["loc"])
+    extra = err["type"] == "extra_forbidden"
+    model = _model_at(loc[:-1]) if extra else None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in (loc[:-1] if extra else loc)).lstrip(".")
+    if extra and model is not None:
+        return (f"{where or 'the set'}: unknown key {loc[-1]!r} (not in schema_version {SCHEMA_VERSION}: a newer "
+                f"llmbench's set, or hand-edited); {model.__name__} keys: {', '.join(model.model_fields)}")
+    return f"{where}: {err['msg']} (got {err.get('input')!r:.80})"
+
+
+def _model_at(loc: list[Any]) -> type[BaseModel] | None:
+    """The model of the object at `loc` in a ResultSet (None where it is no model: a dict of free keys)."""
+    model: type[BaseModel] | None = ResultSet
+    for part in loc:
+        if model is None or isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:  # a key of a dict (a metric's name): the model is the dict's value type
+            continue
+        model = _model_in(field.annotation)
+    return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for a in get_args(annotation) if (m := _model_in(a)) is not None), None)
 
 
 def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:

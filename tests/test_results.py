@@ -61,9 +61,9 @@ def test_upsert_replaces_a_rerun_case() -> None:
 def test_other_schema_versions_are_refused(tmp_path: Path) -> None:
     p = tmp_path / "b.json"
     data = json.loads(_rs().model_dump_json())
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     p.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="schema_version 2 is not supported"):
+    with pytest.raises(ValueError, match="schema_version 3 is not supported"):
         load(p)
 
 

@@ -107,7 +107,7 @@ def test_a_large_itl_distribution_keeps_exact_percentiles_and_every_sample() -> 
     chunks = [0.001 * i for i in range(1, 20002)]
     m, _ = summarize([rec(0, 0.0, chunks, chunks[-1], tokens=len(chunks), asked=len(chunks))])
     itl = m["itl_ms"]
-    assert itl.stats["n"] == 20000 and len(itl.samples) == 20000
+    assert itl.stats.n == 20000 and len(itl.samples) == 20000
     assert itl.value == pytest.approx(1.0)
 
 

@@ -61,7 +61,7 @@ def test_the_serving_scenario_end_to_end(tmp_path: Path) -> None:
     assert sorted(c.params["concurrency"] for c in ok) == [1, 4]
     for c in ok:
         assert c.metrics["failed_requests"].value == 0
-        assert c.metrics["ttft_ms"].stats["n"] == 12
+        assert c.metrics["ttft_ms"].stats.n == 12
         assert c.metrics["goodput_per_s"].value == pytest.approx(c.metrics["request_throughput_per_s"].value)
         records = from_columns(c.info["requests"])
         assert [r.output_tokens for r in records] == [6] * 12

@@ -113,7 +113,7 @@ def test_mid_stream_errors_are_counted_failures_and_kept_out_of_latencies() -> N
         metrics = run_point(ep, sessions(10, 6), Schedule(concurrency=1), info=info)
     assert metrics["failed_requests"].value == 5
     assert info["requests_failed"] == 5 and info["requests_ok"] == 5
-    assert metrics["ttft_ms"].stats["n"] == 5
+    assert metrics["ttft_ms"].stats.n == 5
     assert any("planted mid-stream failure" in e for e in info["requests"]["errors"].values())
     assert len(info["requests"]["errors"]) == 5
 
@@ -147,7 +147,7 @@ def test_a_failed_test_request_is_counted_as_a_failed_request_of_the_point() -> 
     assert metrics["failed_requests"].value == 1 and info["requests_failed"] == 1
     assert info["first_errors"][0].startswith("test request: HTTP 500")
     assert info["test_request"]["error"].startswith("HTTP 500")
-    assert metrics["ttft_ms"].stats["n"] == 3  # the load itself was measured
+    assert metrics["ttft_ms"].stats.n == 3  # the load itself was measured
 
 
 def test_a_model_the_server_does_not_serve_is_a_clear_error() -> None:
@@ -161,7 +161,7 @@ def test_a_wrong_usage_count_is_flagged_and_counted() -> None:
     metrics, info = summarize(res.records)
     assert info["length_mismatches"] == 4
     assert any("another output length than asked" in f for f in metrics["output_tokens_per_s"].flags)
-    assert metrics["tpot_ms"].stats["n"] == 4  # TPOT divides by what the server says it sent (7 - 1)
+    assert metrics["tpot_ms"].stats.n == 4  # TPOT divides by what the server says it sent (7 - 1)
 
 
 def test_several_tokens_per_chunk_are_noted_on_itl() -> None:

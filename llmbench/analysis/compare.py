@@ -373,9 +373,8 @@ def sample_count(m: MetricResult | None) -> int | None:
     """How many raw samples a value is the median of (None for a single reading or no value)."""
     if m is None:
         return None
-    n = (m.stats or {}).get("n")
-    if isinstance(n, int):
-        return n
+    if m.stats is not None and m.stats.n is not None:
+        return m.stats.n
     return len(m.samples) if m.samples else None
 
 

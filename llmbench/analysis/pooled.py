@@ -57,10 +57,11 @@ class PooledMetric:
 
     @property
     def between_run_cv(self) -> float | None:
-        """Standard deviation of the runs' medians over their mean; None with fewer than 2 runs."""
-        if self.runs < 2:
-            return None
+        """Standard deviation of the runs' medians over their mean; None with fewer than 2 runs, or where
+        a run's figure is NaN or infinite (no spread is measured from it)."""
         x = np.asarray(self.values, dtype=np.float64)
+        if self.runs < 2 or not np.isfinite(x).all():
+            return None
         return float(x.std(ddof=1) / x.mean()) if x.mean() else None
 
 

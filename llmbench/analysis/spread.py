@@ -74,7 +74,7 @@ def spread_rows(sets: list[SetRef], all_metrics: bool = False) -> list[SpreadRow
                     continue
                 got = [c.metrics[name] for c in ok if name in c.metrics]
                 pooled = pool_metric(got, [sample_count(m) for m in got])
-                cvs = [float(m.stats["cv"]) for m in got if m.stats and m.stats.get("cv") is not None]
+                cvs = [m.stats.cv for m in got if m.stats and m.stats.cv is not None]
                 rows.append(SpreadRow(
                     s.name, rep.id, rep.scenario, labels[rep.id], name, got[0].unit, pooled.values, pooled.n,
                     machine_count(runs_with(s, rep.id, name)), pooled.between_run_cv,

@@ -84,7 +84,8 @@ def _value(m: dict[str, MetricResult], name: str, stat: str | None = None) -> fl
     r = m.get(name)
     if r is None:
         return None
-    return float((r.stats or {}).get(stat, r.value)) if stat else r.value
+    got = getattr(r.stats, stat, None) if stat and r.stats else None
+    return float(got) if got is not None else r.value
 
 
 COLUMNS = ("point", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from llmbench.caseinfo import ShareGroupInfo
+from llmbench.caseinfo import CaseInfo, ShareGroupInfo
 from llmbench.errors import UserError
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, load, set_files
@@ -297,7 +297,7 @@ def done_before(results: list[CaseResult], cases: list[CaseSpec], device: Device
 
     def lifted(r: CaseResult) -> bool:
         spec = specs.get(r.id)
-        return (r.status == "skipped" and r.info.get("skipped_by") == RUNNER_SKIP and spec is not None
+        return (r.status == "skipped" and CaseInfo.of(r.info).skipped_by == RUNNER_SKIP and spec is not None
                 and device is not None and skip_reason(spec, device) is None)
 
     return {r.id for r in results if r.status in DONE_STATUSES and not lifted(r)}

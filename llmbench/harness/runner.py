@@ -62,8 +62,8 @@ from llmbench.harness.plan import (
     unread_note,
 )
 from llmbench.precision import DeviceInfo
-from llmbench.results import CaseResult, ResultSet, fresh_result_path, latest_result, save, utc_now
-from llmbench.scenarios.base import BatchSearch
+from llmbench.results import CaseResult, ResultSet, check_finite, fresh_result_path, latest_result, save, utc_now
+from llmbench.scenarios.base import SCENARIOS, BatchSearch
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
@@ -452,7 +452,7 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
     """A case the parent knows cannot run here: recorded `skipped` without starting a process."""
     return CaseResult(id=case.id, scenario=case.scenario, params=case.params_dict, status="skipped", reason=reason,
                       started_at=utc_now(), duration_s=0.0, settings=case.settings.model_dump(),
-                      info={"skipped_by": RUNNER_SKIP})
+                      info=CaseInfo(skipped_by=RUNNER_SKIP).model_dump(exclude_none=True, exclude_defaults=True))
 
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: ProgressFn | None = None, *,
@@ -499,11 +499,13 @@ def _spec(case: CaseSpec, device: str) -> dict[str, Any]:
 
 
 def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) -> CaseResult:
+    """The result of a case's outcome (alone, in a share group, after a max-batch search), its metrics
+    checked for NaN and infinities against its scenario's headline (results.check_finite)."""
     payload = out.payload
-    return CaseResult(
+    return check_finite(CaseResult(
         id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
         reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),
         started_at=started, duration_s=round(seconds, 3),
         settings=case.settings.model_dump(), info=payload.get("info", {}), code_path=payload.get("code_path", {}),
         traceback=out.traceback,
-    )
+    ), SCENARIOS.get(case.scenario).headline)

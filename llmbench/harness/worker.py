@@ -83,7 +83,7 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
                 "traceback": traceback.format_exc()[-TRACEBACK_TAIL:], "info": ctx.info,
                 "code_path": ctx.code_path, "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
     try:  # what others read back from the info is typed: a wrong type fails here, not in a report
-        scenario.Info.of(ctx.info)
+        scenario.Info.model_validate(ctx.info)  # strict: `of` reads a wrong type as absent
     except ValidationError as e:
         return {**out, "status": "failed", "reason": f"the case's info does not fit {type(scenario).__name__}.Info "
                 f"({scenario.Info.__name__}): {_first_error(e)}", "info": ctx.info}

@@ -58,6 +58,8 @@ def drift(samples: Sequence[float] | np.ndarray) -> float | None:
         return None
     k = max(2, x.size // 10)
     first, last = float(np.median(x[:k])), float(np.median(x[-k:]))
+    if not (math.isfinite(first) and math.isfinite(last)):
+        return None  # no drift of NaN or infinite samples (results.check_finite flags them)
     return last / first - 1.0 if first else None
 
 
@@ -110,27 +112,28 @@ def interval_stats(samples: Sequence[float] | np.ndarray) -> dict[str, object]:
     return {"ci95": [ci["lo"], ci["hi"]] if reaches else None, "ci": ci, "ci_method": CI_METHOD}
 
 
-def summarize(samples: Sequence[float]) -> dict[str, object]:
+def summarize(samples: Sequence[float] | np.ndarray) -> dict[str, object]:
     """median, mean, p90, p99, min, max, stdev, cv, n, the median's order-statistic interval `ci`
     (with its exact coverage) and `ci95` = [lo, hi] where that coverage reaches 95% (n >= 6), else
     None: no 95% interval exists from so few samples, and none is claimed."""
     x = np.asarray(samples, dtype=np.float64)
     if x.size == 0:
         raise ValueError("no samples")
-    mean = float(x.mean())
-    stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
-    return {
-        "median": float(np.median(x)),
-        "mean": mean,
-        "p90": float(np.percentile(x, 90)),
-        "p99": float(np.percentile(x, 99)),
-        "min": float(x.min()),
-        "max": float(x.max()),
-        "stdev": stdev,
-        "cv": stdev / mean if mean else 0.0,
-        **interval_stats(x),
-        "n": int(x.size),
-    }
+    with np.errstate(invalid="ignore", over="ignore"):  # a NaN or infinite sample gives NaN figures, not a warning
+        mean = float(x.mean())
+        stdev = float(x.std(ddof=1)) if x.size > 1 else 0.0
+        return {
+            "median": float(np.median(x)),
+            "mean": mean,
+            "p90": float(np.percentile(x, 90)),
+            "p99": float(np.percentile(x, 99)),
+            "min": float(x.min()),
+            "max": float(x.max()),
+            "stdev": stdev,
+            "cv": stdev / mean if mean else 0.0,
+            **interval_stats(x),
+            "n": int(x.size),
+        }
 
 
 def _betacf(a: float, b: float, x: float) -> float:

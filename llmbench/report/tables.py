@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,8 +65,11 @@ def fmt_num(v: float | None) -> str:
 
 
 def fmt_ratio(value: float, ci: tuple[float, float] | None) -> str:
+    """'1.23x [1.10, 1.35]'; a ratio of a NaN or infinite value as 'nan', with no interval."""
+    if not math.isfinite(value):
+        return str(value)
     text = f"{value:.2f}x"
-    return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else text
+    return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and all(map(math.isfinite, ci)) else text
 
 
 def fmt_pct(v: float | None) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -213,9 +214,8 @@ def fmt_metric(m: MetricResult) -> str:
     """value unit [95% interval] n=N: the sample count beside every interval; no interval where
     none reaches 95% (fewer than 6 samples; a set stored before that rule may hold one: not shown)."""
     text = f"{fmt_num(m.value)} {m.unit}"
-    stats = m.stats or {}
-    ci, n = stats.get("ci95"), stats.get("n")
-    if ci and ci[0] != ci[1] and (not isinstance(n, int) or n >= MIN_N_FOR_CI95):
+    ci, n = (m.stats.ci95, m.stats.n) if m.stats else (None, None)
+    if ci and ci[0] != ci[1] and all(map(math.isfinite, ci)) and (n is None or n >= MIN_N_FOR_CI95):
         text += f" [{fmt_num(ci[0])}, {fmt_num(ci[1])}]"
     if isinstance(n, int) and n > 1:
         text += f" n={n}"

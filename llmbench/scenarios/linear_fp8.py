@@ -22,6 +22,7 @@ from llmbench.measure.stats import bootstrap_distribution
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS, known_preset
 from llmbench.precision import DeviceInfo
+from llmbench.results import Stats
 from llmbench.scenarios import fp8_impls
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
@@ -35,6 +36,8 @@ Proj = Literal["q", "k", "v", "o", "qkv", "gate", "up", "gate_up", "down", "mlp"
 TOKENS = (16, 128, 1024, 4096, 16384)
 REF_ROWS = 256  # rows of the output checked against fp32 (rows are independent: a sample is enough)
 LAUNCH_PROBE_CALLS = 200
+
+RATIO_CI = "bootstrap (percentile, ratio of medians)"  # the interval of a speedup over bf16
 
 
 class LinearFp8Params(ScenarioParams):
@@ -212,9 +215,8 @@ class LinearFp8(Scenario):
         if params.impl != "bf16":
             ratio, lo, hi = ratio_ci(mb.samples_s, meas.samples_s)
             ctx.record_value("speedup_vs_bf16", ratio)
-            ctx.metrics["speedup_vs_bf16"].stats = {"median": ratio, "ci95": [lo, hi], "n": len(meas.samples_s),
-                                                     "n_bf16": len(mb.samples_s),
-                                                     "ci_method": "bootstrap (percentile, ratio of medians)"}
+            ctx.metrics["speedup_vs_bf16"].stats = Stats(median=ratio, ci95=[lo, hi], n=len(meas.samples_s),
+                                                         n_bf16=len(mb.samples_s), ci_method=RATIO_CI)
         ctx.record_monitors(meas)
         ctx.info.update(m=m, n=n, k=k, flops_per_call=flops, kernels_predicted=len(ks_impl))
         if params.impl != "bf16":
@@ -231,9 +233,8 @@ class LinearFp8(Scenario):
         ctx.record("gemm_only_ms", [t * 1e3 for t in fp8.samples_s])
         ratio, lo, hi = ratio_ci(bf16.samples_s, fp8.samples_s)
         ctx.record_value("gemm_only_speedup_vs_bf16", ratio)
-        ctx.metrics["gemm_only_speedup_vs_bf16"].stats = {
-            "median": ratio, "ci95": [lo, hi], "n": len(fp8.samples_s), "n_bf16": len(bf16.samples_s),
-            "ci_method": "bootstrap (percentile, ratio of medians)"}
+        ctx.metrics["gemm_only_speedup_vs_bf16"].stats = Stats(
+            median=ratio, ci95=[lo, hi], n=len(fp8.samples_s), n_bf16=len(bf16.samples_s), ci_method=RATIO_CI)
         ctx.info["gemm_only"] = {"shapes": [list(s) for s in shapes], "bf16_ms_median": float(np.median(
             bf16.samples_s)) * 1e3, "kernel": "torch._scaled_mm, e4m3 x e4m3, unit scales, bf16 out"}
 

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from llmbench.errors import UserError
-from llmbench.measure.stats import interval_stats
-from llmbench.results import MetricResult
+from llmbench.measure.stats import summarize as summarize_samples
+from llmbench.results import MetricResult, Stats
 from llmbench.serving.records import NO_COUNT, RequestRecord
 
 SLO_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "e2el": "e2e_ms"}
@@ -93,13 +93,10 @@ def distribution(name: str, samples: list[float]) -> MetricResult:
         m = MetricResult.from_samples(name, [samples[int(i * step)] for i in range(MAX_BOOTSTRAP)])
         x = np.asarray(samples, dtype=np.float64)
         assert m.stats is not None
-        m.stats.update(median=float(np.median(x)), mean=float(x.mean()), p90=float(np.percentile(x, 90)),
-                       p99=float(np.percentile(x, 99)), min=float(x.min()), max=float(x.max()),
-                       stdev=float(x.std(ddof=1)), n=int(x.size), **interval_stats(x))
-        m.stats["cv"] = m.stats["stdev"] / m.stats["mean"] if m.stats["mean"] else 0.0
-        m.value = m.stats["median"]
+        m.stats = Stats.model_validate({**summarize_samples(x), "drift": m.stats.drift})
+        m.value = float(m.stats.median)  # type: ignore[arg-type]  # summarize always gives it
         m.samples = [float(f"{s:.6g}") for s in samples]
-    d = (m.stats or {}).get("drift")
+    d = m.stats.drift if m.stats else None
     m.flags = [f for f in m.flags if not f.startswith("drifted")]
     if d is not None and d > QUEUE_GROWTH and name in QUEUE_METRICS and np.median(samples[-len(samples) // 10:]) >= 1.0:
         m.flags.append(f"{d:+.0%} from the first to the last tenth of the requests: a queue grew during the run "
