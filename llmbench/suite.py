@@ -163,7 +163,7 @@ def load_suite(name_or_path: str, extra: Sequence[Path] = ()) -> Suite:
     path = found.path
     fname = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (some editors write one) is no TOML error
     except tomllib.TOMLDecodeError as e:
         raise SuiteError(fname, f"malformed TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -48,8 +48,9 @@ def _setup_sets(tmp: Path) -> dict[str, str]:
     (tmp / "adir").mkdir()
     (tmp / "afile").write_text("x")
     (tmp / "matrix.toml").write_text('name = "m"\n[[case]]\nscenario = "gemm"\nmatrix.min_iters = [1, 2, 3]\n')
+    (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     return {k: str(tmp / k) for k in ("list.json", "a.json", "b.json", "other.json", "adir", "afile",
-                                      "matrix.toml")}
+                                      "matrix.toml", "deep.json")}
 
 
 Row = tuple[str, Callable[[dict[str, str]], list[str]], str]
@@ -94,6 +95,10 @@ ROWS: list[Row] = [
      "is not a folder"),
     ("run --ceilings that does not exist", lambda p: ["run", "quickstart", "--cpu", "--ceilings", p["adir"] + "/no"],
      "does not exist"),
+    ("serve-bench --url that is no URL",
+     lambda p: ["serve-bench", "--url", "notaurl", "--model", "m", "--rate", "1", "--out", p["adir"]],
+     "give the server's base URL"),
+    ("show of JSON nested too deep to parse", lambda p: ["show", p["deep.json"]], "not a readable"),
     ("run --ceilings that is not a result set", lambda p: ["run", "quickstart", "--cpu", "--ceilings", p["afile"]],
      "is not a result set"),
 ]
@@ -119,6 +124,25 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     assert len(lines) == 1, err
     assert says in lines[0] and "Traceback" not in err
     assert files_under(tmp_path) == before
+
+
+def test_a_suite_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    from llmbench.suite import load_suite
+
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + b'name = "bom"\n[[case]]\nscenario = "gemm"\n')
+    assert load_suite(str(tmp_path / "bom.toml")).name == "bom"
+
+
+def test_a_nan_param_is_refused_where_its_field_has_no_bound_of_its_own() -> None:
+    """A float param without a range (a plugin's) took NaN and the case failed at run time; inf stays
+    valid where a field allows it (an unbounded request rate)."""
+    from pydantic import ValidationError
+
+    from tests.plugins.fault_scenarios import FaultParams
+
+    with pytest.raises(ValidationError, match="seconds is NaN"):
+        FaultParams(seconds=float("nan"))
+    assert FaultParams(seconds=float("inf")).seconds == float("inf")
 
 
 def test_the_filter_message_names_the_valid_values(

@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
@@ -164,6 +165,10 @@ def serve_bench(
     for option, value in (("--name", name), ("--gpu", gpu)):
         if value is not None and not is_path_name(value):
             raise UserError(f"{option} {value!r}: it becomes part of a file path; give {PATH_NAME_FORM}")
+    scheme_host = urlsplit(url)
+    if scheme_host.scheme not in ("http", "https") or not scheme_host.hostname:
+        raise UserError(f"--url {redact(url)!r}: give the server's base URL, http(s)://HOST[:PORT], "
+                        "e.g. http://127.0.0.1:8000")
     check_out_dir(out)
     try:  # imported, not looked up: an install that is there but broken is as good as none
         import aiohttp  # noqa: F401

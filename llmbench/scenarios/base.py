@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 from llmbench import precision as prec
 from llmbench.caseinfo import CaseInfo
@@ -32,6 +33,17 @@ class ScenarioParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     added_later: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="after")
+    def _no_nan(self) -> ScenarioParams:
+        """NaN is no setting of anything (it would also become part of the case id); inf stays valid
+        where a field takes it (an unbounded request rate)."""
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if any(isinstance(v, float) and math.isnan(v) for v in values):
+                raise ValueError(f"{name} is NaN; give a number")
+        return self
 
     @model_serializer(mode="wrap")
     def _omit_added_defaults(self, handler: Any) -> Any:
