@@ -23,6 +23,7 @@ uncertainty into the t quantile of the interval.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 from llmbench.analysis.codepath import compared_path
 from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS
-from llmbench.results import ResultSet
+from llmbench.results import ReadWarning, ResultSet, load
 
 SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: repeat runs kept apart from the published sets
 
@@ -118,13 +119,11 @@ def floor_from_folders(folders: Iterable[Path]) -> NoiseFloor:
 
 
 def _result_set(path: Path) -> ResultSet | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or "cases" not in data:
-        return None
-    try:
-        return ResultSet.model_validate(data)
-    except ValueError:
-        return None
+    """The set at `path` through the one reader (size cap, older schemas upgraded), or None for a file
+    that is none; what it would warn about is the comparison's business, not the floor's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReadWarning)
+        try:
+            return load(path)
+        except (OSError, ValueError):
+            return None
