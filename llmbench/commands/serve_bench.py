@@ -17,7 +17,7 @@ from llmbench.commands.common import check_out_dir
 from llmbench.errors import UserError
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.report.terminal import one_line, print_terminal
-from llmbench.results import CaseResult, MetricResult, ResultSet, result_path, save, utc_now
+from llmbench.results import CaseResult, MetricResult, ResultSet, save, save_new, utc_now
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
 E2E latency, throughput and goodput at each point of a sweep.
@@ -172,7 +172,7 @@ def serve_bench(
     env = _env(gpu)
     rs = ResultSet(suite=name, description=f"serve-bench against {url} ({model})",
                    llmbench={**llmbench_info(), "version": __version__}, env=env)
-    path = result_path(out, env["gpu"]["slug"], name)
+    path: Path | None = None  # named at its first write: a name no other writer has
     from llmbench.ids import case_id
 
     for i, p in enumerate(points, 1):
@@ -195,7 +195,10 @@ def serve_bench(
                               reason=f"{type(e).__name__}: {e}".splitlines()[0][:500], started_at=started, info=info)
         rs.upsert(case)
         rs.finished_at = utc_now()
-        save(rs, path)
+        if path is None:
+            path = save_new(rs, out, env["gpu"]["slug"], name)
+        else:
+            save(rs, path)
     print_terminal([results_table(rs.cases, f"serve-bench {model} at {url}")], console)
     console.print(f"-> {path}")
     failed = [c for c in rs.cases if c.status != "ok"]
