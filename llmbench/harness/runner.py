@@ -180,7 +180,8 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         try:
             path = save_new(rs, opts.out_dir, slug, suite.name)
         except OSError as e:
-            raise NotSaved(f"cannot write a new result set under {opts.out_dir / slug}: {e}; nothing was run") from None
+            raise NotSaved(f"cannot write a new result set under {opts.out_dir / slug}: {e.strerror or e}; "
+                           "nothing was run") from None
     state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
     if existing is not None:
         state.save()
@@ -269,7 +270,8 @@ class _Run:
         except OSError as e:
             saved = f"the {lost} case(s) it lacks could not be written anywhere ({e.strerror or e}): their metrics " \
                     "are in the table above"
-        return NotSaved(f"cannot write {self.path}: {self.save_error}; it holds its last good version, {saved}")
+        why = self.save_error.strerror if self.save_error is not None and self.save_error.strerror else self.save_error
+        return NotSaved(f"cannot write {self.path}: {why}; it holds its last good version, {saved}")
 
     def defer_if_over_budget(self, case: CaseSpec, ahead_s: float = 0.0, shared: bool = False) -> bool:
         """Leave the case out of the result set (a later --resume runs it) when its quoted time does
