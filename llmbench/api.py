@@ -38,7 +38,7 @@ from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_from_folders, folders_for
 from llmbench.analysis.prices import Price, resolve_prices
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
-from llmbench.bundle import Bundle, bundle_name, is_bundle, write_bundle
+from llmbench.bundle import Bundle, is_bundle, write_new_bundle
 from llmbench.caseinfo import CaseInfo
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
@@ -954,4 +954,4 @@ def _write(out: Path, slug: str, written: list[Path], previous: Bundle | None, f
     parts = [*((previous.manifest.get("parts") or []) if previous else []), summary]
     suites = [n[len("suites/"):-len(".toml")] for n in files if n.startswith("suites/")]
     extra = {"command": "oneshot", "suites": suites, "parts": parts, **({"report_missing": why} if why else {})}
-    return write_bundle(out / bundle_name(slug), {w.name: load(w) for w in written}, members, extra)
+    return write_new_bundle(out, slug, {w.name: load(w) for w in written}, members, extra)

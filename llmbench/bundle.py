@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -26,7 +24,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llmbench.redact import redact, redact_bytes
-from llmbench.results import MAX_SET_BYTES, ResultSet, from_json, to_json, utc_now
+from llmbench.results import (
+    MAX_SET_BYTES,
+    STAMP,
+    ResultSet,
+    from_json,
+    stamped_names,
+    to_json,
+    utc_now,
+    write_atomic,
+    write_new,
+)
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -59,8 +67,9 @@ def bundle_stem(path: Path) -> str:
 
 
 def bundle_name(slug: str, now: datetime | None = None) -> str:
-    """`<gpu-slug>-<UTC>.tar.gz`: which GPU, and when; UTC stamps sort by name."""
-    return f"{slug}-{(now or datetime.now(timezone.utc)).strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
+    """`<gpu-slug>-<UTC>.tar.gz`: which GPU, and when; UTC stamps sort by name (`write_new_bundle` adds
+    `_<microseconds>` where another bundle took the name within the same second)."""
+    return f"{slug}-{(now or datetime.now(timezone.utc)).strftime(STAMP)}.tar.gz"
 
 
 def tail(data: bytes, limit: int = LOG_TAIL_BYTES) -> bytes:
@@ -86,6 +95,20 @@ def write_bundle(
     previous file or none, never half of one). `result_sets` maps each set's file name to the set;
     `files` maps member names (e.g. "logs/run.log") to contents; names under logs/ keep their tail.
     Credentials in any member (a token in a pip freeze's VCS URL, a password in a log) are redacted."""
+    write_atomic(path, bundle_bytes(result_sets, files, extra_manifest))
+    return path
+
+
+def write_new_bundle(folder: Path, slug: str, result_sets: dict[str, ResultSet],
+                     files: dict[str, bytes | str] | None = None, extra_manifest: dict[str, Any] | None = None) -> Path:
+    """`write_bundle` under a new name in `folder` (`bundle_name`'s form) that no other writer has: two
+    oneshots into one --out each keep their bundle."""
+    return write_new(stamped_names(folder, slug, ".tar.gz"), bundle_bytes(result_sets, files, extra_manifest))
+
+
+def bundle_bytes(result_sets: dict[str, ResultSet], files: dict[str, bytes | str] | None = None,
+                 extra_manifest: dict[str, Any] | None = None) -> bytes:
+    """The bundle's `.tar.gz` (see `write_bundle`)."""
     members: dict[str, bytes] = {}
     listed = []
     for name, rs in result_sets.items():
@@ -101,23 +124,13 @@ def write_bundle(
                 "gpu_slugs": sorted({rs.gpu_slug for rs in result_sets.values()}), "result_sets": listed,
                 **(extra_manifest or {})}
     members = {MANIFEST: redact(json.dumps(manifest, indent=1)).encode(), **members}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            with tarfile.open(fileobj=f, mode="w:gz") as tar:
-                for name, data in members.items():
-                    info = tarfile.TarInfo(name)
-                    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
-                    tar.addfile(info, io.BytesIO(data))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
 
 
 def safe_member(name: str) -> str:

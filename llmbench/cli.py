@@ -12,7 +12,7 @@ from rich.markup import escape
 from llmbench import __version__
 from llmbench.commands import ALL
 from llmbench.commands.common import INTERRUPTED, console, err_console
-from llmbench.errors import UserError
+from llmbench.errors import NotSaved, UserError
 from llmbench.registry import PluginError
 from llmbench.results import ReadWarning
 
@@ -29,7 +29,8 @@ def _version(value: bool) -> None:
 
 HELP = ("Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.\n\n"
         "Exit codes: 0 every case ok or skipped; 1 a case failed or timed out (oom counts as a result unless "
-        "run --strict); 2 bad input (one message, nothing written); 130 interrupted (finished cases are saved).")
+        "run --strict); 2 bad input (one message, nothing written); 3 results could not be written (a full disk; "
+        "the message says where they went); 130 interrupted (finished cases are saved).")
 
 
 @app.callback(help=HELP)
@@ -67,7 +68,7 @@ def main() -> None:
     warnings.showwarning = _warn_in_one_line
     try:
         app()
-    except (UserError, PluginError) as e:
+    except (UserError, PluginError, NotSaved) as e:
         text = " ".join(str(e).split())  # one line, never wrapped: a script can grep it
         err_console.print(f"[red]error:[/red] {escape(text)}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)

@@ -50,3 +50,11 @@ class SuiteError(UserError):
             hint = did_you_mean(value, self.choices)
             text += f"; {hint + ' ' if hint else ''}valid: {choices_text(self.choices)}"
         super().__init__(text)
+
+
+class NotSaved(Exception):
+    """Measured results that could not be written (a full disk, a lost mount): exit code 3, apart from
+    a failed case's 1, because the answer was measured but not kept. The message names the file, the
+    OS error and where the cases it lacks went."""
+
+    exit_code = 3

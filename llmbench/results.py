@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import os
 import re
 import tempfile
-import time
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -22,6 +24,7 @@ from llmbench.metrics import metric
 from llmbench.redact import redact
 
 SCHEMA_VERSION = 2  # 1: `repeat`, `history` and the stats keys were undeclared extras (read by `_from_v1`)
+STAMP = "%Y%m%dT%H%M%SZ"  # the UTC stamp in names of result sets and bundles
 Status = Literal["ok", "skipped", "oom", "failed", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "skipped", "oom", "failed", "timeout")
 
@@ -266,21 +269,100 @@ class ResultSet(Closed):
         return str(got) if got else None
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write via a temporary file in the same folder and rename: a reader (or a crash, or kill -9)
-    sees either the old file or the new one, never half of one."""
+    sees either the old file or the new one, never half of one. A symlink is written through (its
+    target gets the new content; the link stays a link)."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    os.replace(_written_temp(path, text), path)
+
+
+def write_new(names: Iterable[Path], text: str | bytes) -> Path:
+    """Write a new file under the first of `names` that no file has, and return it. The name is
+    claimed atomically (a hard link of the finished temporary file, which fails where the name exists),
+    so any number of writers — processes, GPUs, nodes on a shared folder — each get a name of their
+    own and a reader never sees a half-written file."""
+    names = iter(names)
+    first = next(names)
+    tmp = _written_temp(first, text)
+    try:
+        for path in (first, *names):
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                continue
+            except OSError as e:  # a file system without hard links: claim the name empty, then fill it
+                if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                    raise
+                try:
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                except FileExistsError:
+                    continue
+                os.replace(tmp, path)
+            return path
+        raise FileExistsError(f"{first.parent}: no free name like {first.name}")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _written_temp(path: Path, text: str | bytes) -> str:
+    """A temporary file beside `path` holding `text`, flushed to disk (removed again if writing fails)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result set is for sharing
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def stamped_names(folder: Path, prefix: str, suffix: str) -> Iterator[Path]:
+    """Names for a new file, `<prefix>-<UTC><suffix>` and, where another writer took that within the
+    same second, `<prefix>-<UTC>_<microseconds><suffix>`: UTC stamps sort by name, and an underscore
+    sorts after the plain name's dot, so a folder listed by name is still oldest first."""
+    for _ in range(10_000):
+        now = datetime.now(timezone.utc)
+        yield folder / f"{prefix}-{now.strftime(STAMP)}{suffix}"
+        yield folder / f"{prefix}-{now.strftime(STAMP)}_{now.microsecond:06d}{suffix}"
+
+
+@contextmanager
+def set_lock(path: Path) -> Iterator[None]:
+    """Hold the advisory lock of one result set (`.<name>.lock` beside its real file) while its copy
+    on disk is read, merged and rewritten: concurrent runs (--resume with other filters) then add to
+    one file instead of overwriting each other's cases."""
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(real.parent / f".{real.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def save_merged(path: Path, ours: ResultSet, new_cases: list[CaseResult]) -> ResultSet:
+    """Under the set's lock: read the set on disk (another run may have added cases since), upsert
+    the cases this run measured (a case the other run measured too keeps that result in `history`),
+    add our warnings, take our `finished_at`, and write it atomically. Returns the merged set; `ours`
+    stands in where the file is gone or unreadable. Raises OSError where it cannot be written."""
+    with set_lock(path):
+        try:
+            merged = load(path)
+        except (OSError, ValueError):
+            merged = ours.model_copy(deep=True)
+        for case in new_cases:
+            merged.upsert(case.model_copy())
+        merged.warnings += [w for w in ours.warnings if w not in merged.warnings]
+        merged.finished_at = ours.finished_at
+        save(merged, path)
+    return merged
 
 
 _NUMBER = r'(?:-?[\d.eE+-]+|"NaN"|"-?Infinity")'  # a number, or a non-finite one as Closed writes it
@@ -304,7 +386,7 @@ def save(result_set: ResultSet, path: Path) -> None:
 
 
 MAX_SET_BYTES = 512 << 20  # far above any real result set: a larger file is refused unread, never loaded whole
-SET_NAME = re.compile(r"(?P<suite>.+?)-\d{8}T\d{6}Z(?:-[^/]+)?\.json")  # <suite>-<UTC stamp>[-<suffix>].json
+SET_NAME = re.compile(r"(?P<suite>.+?)-\d{8}T\d{6}Z(?:[-_][^/]+)?\.json")  # <suite>-<UTC stamp>[_<us>|-<suffix>].json
 
 
 def load(path: str | Path) -> ResultSet:
@@ -404,19 +486,31 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
-    """Where a new result set goes: OUT/<gpu-slug>/<suite>-<UTC>.json (UTC stamps sort by name)."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    """The plain name of a result set stamped `now`: OUT/<gpu-slug>/<suite>-<UTC>.json (a new set is
+    written under a name claimed by `save_new`, which adds `_<microseconds>` where this one is taken)."""
+    stamp = (now or datetime.now(timezone.utc)).strftime(STAMP)
     return out_dir / slug / f"{suite}-{stamp}.json"
 
 
-def fresh_result_path(out_dir: Path, slug: str, suite: str) -> Path:
-    """`result_path`, waiting for the next second when a set of that name exists already (the passes
-    of `run --repeat` over skipped cases can end within one second): no run overwrites another."""
-    path = result_path(out_dir, slug, suite)
-    while path.exists():
-        time.sleep(1.0 - time.time() % 1.0 + 0.01)
-        path = result_path(out_dir, slug, suite)
-    return path
+def save_new(result_set: ResultSet, out_dir: Path, slug: str, name: str) -> Path:
+    """Write a new result set under OUT/<gpu-slug>/ with a name no other writer has (`stamped_names`):
+    runs started at once into one --out each get a set of their own."""
+    return write_new(stamped_names(out_dir / slug, name, ".json"), to_json(result_set))
+
+
+def save_aside(result_set: ResultSet, cases: list[CaseResult]) -> Path:
+    """Cases that could not be written into their set, as a set of their own (the same header) in the
+    system's temporary folder: often another disk, and a file `show` reads and a person can merge."""
+    return write_new(stamped_names(Path(tempfile.gettempdir()), f"llmbench-unsaved-{result_set.suite}", ".json"),
+                     to_json(result_set.model_copy(update={"cases": list(cases)})))
+
+
+def set_order(path: Path, suite: str) -> tuple[str, int] | None:
+    """Where a set file named the llmbench way for `suite` sorts among that suite's (its UTC stamp,
+    then microseconds); None for a name of another form or of another suite (`fp8-linear-tiny-<UTC>`
+    is not `fp8-linear`'s)."""
+    m = re.fullmatch(re.escape(suite) + r"-(\d{8}T\d{6}Z)(?:_(\d{6}))?\.json", path.name)
+    return (m.group(1), int(m.group(2) or -1)) if m else None
 
 
 def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:

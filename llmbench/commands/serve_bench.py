@@ -21,7 +21,7 @@ from llmbench.ids import PATH_NAME_FORM, is_path_name
 from llmbench.redact import redact, redact_value
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.report.terminal import SafeConsole, one_line, print_terminal
-from llmbench.results import CaseResult, MetricResult, ResultSet, result_path, save, utc_now
+from llmbench.results import CaseResult, MetricResult, ResultSet, save, save_new, utc_now
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
 E2E latency, throughput and goodput at each point of a sweep.
@@ -189,7 +189,7 @@ def serve_bench(
     shown = redact(url)  # the URL as written and printed: its credentials are used, never kept
     rs = ResultSet(suite=name, description=f"serve-bench against {shown} ({model})",
                    llmbench={**llmbench_info(), "version": __version__}, env=env)
-    path = result_path(out, env["gpu"]["slug"], name)
+    path: Path | None = None  # named at its first write: a name no other writer has
     from llmbench.ids import case_id
 
     interrupted, stop = False, []  # stop: a signal came, even where its interrupt was lost (in a finalizer)
@@ -227,7 +227,10 @@ def serve_bench(
                 case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
                                   reason=why, started_at=started, info=info)
             rs.upsert(case)
-            save(rs, path)  # finished_at stays empty until the last point: a cut sweep is not a finished set
+            if path is None:  # finished_at stays empty until the last point: a cut sweep is not a finished set
+                path = save_new(rs, out, env["gpu"]["slug"], name)
+            else:
+                save(rs, path)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the points done are saved, the rest are not run
         interrupted = True
     finally:
@@ -235,7 +238,7 @@ def serve_bench(
             signal.signal(sig, handler)
         sys.unraisablehook = sys.__unraisablehook__
     rs.finished_at = None if interrupted else utc_now()
-    if rs.cases:
+    if path is not None:
         save(rs, path)
     if rs.cases:
         print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)

@@ -33,6 +33,7 @@ from typing import Any
 
 from llmbench import __version__
 from llmbench.caseinfo import INFO_VERSION, CaseInfo, ShareGroupInfo
+from llmbench.errors import NotSaved, UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
@@ -62,7 +63,16 @@ from llmbench.harness.plan import (
     unread_note,
 )
 from llmbench.precision import DeviceInfo
-from llmbench.results import CaseResult, ResultSet, check_finite, fresh_result_path, latest_result, save, utc_now
+from llmbench.results import (
+    CaseResult,
+    ResultSet,
+    check_finite,
+    latest_result,
+    save_aside,
+    save_merged,
+    save_new,
+    utc_now,
+)
 from llmbench.scenarios.base import SCENARIOS, BatchSearch
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
@@ -158,12 +168,16 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
     if existing is not None:
         rs = resumed_set(existing)
         path = existing
+        if rs.suite != suite.name:  # a set renamed, or given by --resume-from: another suite's cases
+            raise UserError(f"--resume: {existing} holds a result set of suite {rs.suite!r}, not {suite.name!r}; "
+                            f"resume it with suite {rs.suite!r}, or run {suite.name!r} without --resume")
         if rs.env.get("gpu", {}).get("slug") != slug:
-            raise RuntimeError(f"{existing} was measured on {rs.gpu_slug}, not {slug}; cannot resume it here")
+            raise UserError(f"--resume: {existing} was measured on {rs.gpu_slug}, not {slug}; resume it on a "
+                            f"{rs.gpu_slug} machine, or run without --resume")
     else:
         if opts.resume:
             ui.warn(f"nothing to resume for suite {suite.name!r} on {slug}: starting a new run")
-        path = fresh_result_path(opts.out_dir, slug, suite.name)
+        path = Path()  # named when first written (below): a name no other writer has
         rs = ResultSet(suite=suite.name, description=suite.description,
                        llmbench={**llmbench_info(), "version": __version__}, env=fp,
                        warnings=environment_warnings(fp), **opts.header)
@@ -177,28 +191,42 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         measured = overlay(opts.reference_times, own)
         if unread:
             ui.warn(unread_note(unread) or "")
-    save(rs, path)
-    ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
-    state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
-    share = suite.share_engines if opts.share_engines is None else opts.share_engines
-    if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
-        if any(suite_scoped_server(c) for c in todo):
-            ui.warn(PARALLEL_SERVER_NOTE)
-        if share and any(len(u) > 1 for u in share_groups(todo, device)):
-            ui.warn(PARALLEL_SHARE_NOTE)
-        _run_parallel(todo, state)
-    else:
-        shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
-        units = share_groups(todo, device) if share else [[c] for c in todo]
+    if existing is None:
         try:
-            _run_serial(units, state, replace(whole, env={**whole.env, SHARED_ENV: str(shared)}))
-        finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
-            stop_shared_servers(shared)
-            shutil.rmtree(shared, ignore_errors=True)
+            path = save_new(rs, opts.out_dir, slug, suite.name)
+        except OSError as e:
+            raise NotSaved(f"cannot write a new result set under {opts.out_dir / slug}: {e.strerror or e}; "
+                           "nothing was run") from None
+    state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
+    if existing is not None:
+        state.save()
+    ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
+    share = suite.share_engines if opts.share_engines is None else opts.share_engines
+    try:
+        if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
+            if any(suite_scoped_server(c) for c in todo):
+                ui.warn(PARALLEL_SERVER_NOTE)
+            if share and any(len(u) > 1 for u in share_groups(todo, device)):
+                ui.warn(PARALLEL_SHARE_NOTE)
+            _run_parallel(todo, state)
+        else:
+            shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
+            units = share_groups(todo, device) if share else [[c] for c in todo]
+            try:
+                _run_serial(units, state, replace(whole, env={**whole.env, SHARED_ENV: str(shared)}))
+            finally:  # servers the cases shared (serving's server_scope = "suite") end with the suite
+                stop_shared_servers(shared)
+                shutil.rmtree(shared, ignore_errors=True)
+    except BaseException:  # an interrupt: cases measured but not yet written get one more try
+        if state.unsaved and not state.save():
+            ui.warn(str(state.not_saved()))
+        raise
 
-    rs.finished_at = None if state.deferred else utc_now()  # cases left for --resume: the run is not finished
-    save(rs, path)
-    ui.suite_done(rs, path)
+    state.rs.finished_at = None if state.deferred else utc_now()  # cases left for --resume: the run is not finished
+    saved = state.save()
+    ui.suite_done(state.shown(), path)
+    if not saved:
+        raise state.not_saved()
     return path
 
 
@@ -217,6 +245,48 @@ class _Run:
     modified: bool | None
     deferred: int = 0
     t_start: float = field(default_factory=time.monotonic)
+    unsaved: list[CaseResult] = field(default_factory=list)  # measured, not yet on disk (a write failed)
+    save_error: OSError | None = None
+
+    def save(self) -> bool:
+        """Merge this run's new cases and header into the set on disk, under the set's lock (another run
+        of the same set may have added cases since). A write that fails (a full disk) keeps the cases for
+        the next save and says so once. True when the set on disk holds everything this run measured."""
+        try:
+            self.rs = save_merged(self.path, self.rs, self.unsaved)
+        except OSError as e:
+            if self.save_error is None:
+                self.ui.warn(f"cannot write {self.path}: {e.strerror or e}; the file keeps its last good version "
+                             "and the cases not written are kept here and written with the next case")
+            self.save_error = e
+            return False
+        if self.save_error is not None:
+            self.ui.warn(f"{self.path} written again: the {len(self.unsaved)} case(s) that waited are in it")
+        self.unsaved.clear()
+        self.save_error = None
+        return True
+
+    def shown(self) -> ResultSet:
+        """The set as this run knows it: the one on disk and the cases it could not write."""
+        if not self.unsaved:
+            return self.rs
+        shown = self.rs.model_copy(deep=True)
+        for case in self.unsaved:
+            shown.upsert(case.model_copy())
+        return shown
+
+    def not_saved(self) -> NotSaved:
+        """The error a run ends with when its last write failed: the cases not written go to a file in
+        the system's temporary folder (a set of their own, `llmbench show`-able), named in the message,
+        else their metrics are only in the table printed above."""
+        lost = len(self.unsaved)
+        try:
+            saved = f"the {lost} case(s) it lacks are in {save_aside(self.rs, self.unsaved)}"
+        except OSError as e:
+            saved = f"the {lost} case(s) it lacks could not be written anywhere ({e.strerror or e}): their metrics " \
+                    "are in the table above"
+        why = self.save_error.strerror if self.save_error is not None and self.save_error.strerror else self.save_error
+        return NotSaved(f"cannot write {self.path}: {why}; it holds its last good version, {saved}")
 
     def defer_if_over_budget(self, case: CaseSpec, ahead_s: float = 0.0, shared: bool = False) -> bool:
         """Leave the case out of the result set (a later --resume runs it) when its quoted time does
@@ -264,8 +334,8 @@ class _Run:
         not_reused = search.not_reused if search else None
         if not_reused:  # a recorded search of another llmbench or GPU: searched afresh, said out loud
             self.ui.warn(f"case {case.id}: max_batch probes {not_reused}")
-        self.rs.upsert(result)
-        save(self.rs, self.path)
+        self.unsaved.append(result)
+        self.save()  # on disk before the runner says it is done or starts another case
         self.ui.case_done(case, result)
         if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
             self.measured = overlay(self.measured, {case.id: measured_case(result)})
@@ -362,6 +432,7 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
     heard: queue.Queue[tuple[CaseSpec, dict[str, Any]]] = queue.Queue()  # max_batch probes, for the UI
     pending = list(enumerate(todo))
     running = 0
+    ended: list[Finished] = []  # taken from the queue, not yet recorded
 
     def tell() -> None:
         """Pass the probes that ended to the UI, from this thread (the one that owns the console)."""
@@ -411,31 +482,45 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 running += 1
             if not running:
                 break
-            case, where, result, others = _next(done, tell)
-            tell()  # probes before the result they led to
-            running -= 1
-            run.slots.release(where)
-            if isinstance(result, BaseException):
-                raise result
-            run.record(case, result, where.visible, others)
+            errors: list[BaseException] = []
+            ended = [_next(done, tell)]
+            while ended:  # every case that has ended is on disk before another case starts
+                tell()  # probes before the result they led to
+                case, where, result, others = ended.pop(0)
+                running -= 1
+                run.slots.release(where)
+                if isinstance(result, BaseException):
+                    errors.append(result)
+                else:
+                    run.record(case, result, where.visible, others)
+                ended = ended or _waiting(done)
+            if errors:
+                raise errors[0]
     except BaseException:
         try:  # cases that finished before the interrupt, still in the queue, are recorded first
-            _drain(done, run)
+            _drain(done, run, ended)
         finally:  # then the ones still running are stopped (their outcomes are the kill's: not recorded)
             run.opts.launcher.stop_all()
         raise
 
 
-def _drain(done: queue.Queue[Finished], run: _Run) -> None:
-    """Record the finished cases waiting in the queue (an interrupt, or one case's error, ends the run
-    while the main thread is not reading it), without waiting for the ones still running."""
-    while True:
-        try:
-            case, where, result, others = done.get_nowait()
-        except queue.Empty:
-            return
+def _drain(done: queue.Queue[Finished], run: _Run, ended: list[Finished]) -> None:
+    """Record the finished cases taken from the queue (`ended`) and those waiting in it (an interrupt,
+    or one case's error, ends the run while the main thread is not reading it), without waiting for
+    the ones still running."""
+    for case, where, result, others in [*ended, *_waiting(done)]:
         if not isinstance(result, BaseException):
             run.record(case, result, where.visible, others)
+
+
+def _waiting(done: queue.Queue[Finished]) -> list[Finished]:
+    """The finished cases already in the queue, without waiting for more."""
+    out = []
+    while True:
+        try:
+            out.append(done.get_nowait())
+        except queue.Empty:
+            return out
 
 
 def _next(done: queue.Queue[Finished], between: Callable[[], None] = lambda: None) -> Finished:
