@@ -4,6 +4,8 @@ ids unchanged), and a served engine's lifecycle (start, health, URL, stop) throu
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,22 @@ def test_vllm_typed_options_rebuild_the_packaged_sweeps_command_lines() -> None:
         raw = CommandServer(case.params.server).command(SITE)
         options = VLLMServeOptions(precision=precision, max_model_len=4096)
         assert server_command(options, SITE) == raw
+
+
+def test_a_tensor_parallel_server_keeps_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """vLLM picks FlashInfer's multicast all-reduce at TP > 1 unless told not to; multicast must stay off on
+    shared machines (only NCCL_NVLS_ENABLE=1 lets vLLM's defaults stand)."""
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    engine = VLLMEngine(VLLMServeOptions(tensor_parallel=2))
+    cmd = engine.command(SITE)
+    assert json.loads(cmd[cmd.index("--compilation-config") + 1]) == {"pass_config": {"fuse_allreduce_rms": False}}
+    proc = engine.server(SITE, tmp_path / "log")
+    assert proc.env is not None and proc.env["PATH"] == os.environ["PATH"]  # the environment, not only these
+    assert proc.env["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm" and proc.env["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "0"
+    assert "--compilation-config" not in server_command(VLLMServeOptions(), SITE)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
+    assert "--compilation-config" not in VLLMEngine(VLLMServeOptions(tensor_parallel=2)).command(SITE)
 
 
 def test_vllm_options_reach_the_command() -> None:

@@ -37,6 +37,22 @@ def args(precision: str = "bf16", mode: str = "eager", device: DeviceInfo = H200
     return engine_args(ModelRef(model="llama-3-8b"), options, device, "/m")
 
 
+def test_a_tensor_parallel_engine_keeps_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No all-reduce + RMSNorm fusion (FlashInfer's multicast backend) at TP > 1 unless NCCL_NVLS_ENABLE=1;
+    the CUDA-graph sizes stay beside it."""
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    def config(tensor_parallel: int) -> dict[str, Any]:
+        options = LoadOptions(precision="bf16", mode="compiled", tensor_parallel=tensor_parallel,
+                              size=CaseSize(max_batch=8, max_model_len=2176))
+        return dict(engine_args(ModelRef(model="llama-3-8b"), options, H200, "/m")["compilation_config"])
+
+    assert config(2)["pass_config"] == {"fuse_allreduce_rms": False}
+    assert config(2)["cudagraph_capture_sizes"][:3] == [1, 2, 4]
+    assert "pass_config" not in config(1)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
+    assert "pass_config" not in config(2)
+
+
 def test_engine_args_follow_precision_mode_and_case_size() -> None:
     bf16 = args()
     assert bf16["dtype"] == "bfloat16" and "quantization" not in bf16 and bf16["load_format"] == "dummy"

@@ -27,9 +27,11 @@ cases identical: in a suite with `share_engines`, they run on one started engine
 from __future__ import annotations
 
 import gc
+import json
 import os
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -46,6 +48,7 @@ from llmbench.engines.base import (
 )
 from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
 from llmbench.precision import DeviceInfo
+from llmbench.serving.server import ServerProcess
 
 if TYPE_CHECKING:
     from llmbench.models.shape import ModelShape
@@ -59,6 +62,20 @@ CPU_KV_CACHE_BYTES = 512 << 20  # the CPU backend reserves host memory for the K
 # only the first case of each compiles (the others load it from VLLM_CACHE_ROOT).
 BATCH_BUCKETS = (32, 64, 128, 256, 512)
 MODEL_LEN_BUCKETS = (4096, 8192, 16384, 32768, 131072)
+
+
+# NVLink multicast must stay off on shared machines (a program using it can take the host's GPUs out of
+# service): vLLM picks FlashInfer's multicast all-reduce (backend "mnnvl") and a symmetric-memory
+# all-reduce by default at tensor_parallel > 1. Unless NCCL_NVLS_ENABLE=1 says multicast is wanted, a TP
+# engine gets these variables and no all-reduce + RMSNorm fusion (docs/scenarios.md, generate on vLLM).
+MULTICAST_OFF_ENV = {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}
+NO_ALLREDUCE_FUSION = {"pass_config": {"fuse_allreduce_rms": False}}
+
+
+def multicast_off(tensor_parallel: int) -> bool:
+    """Whether a TP engine must keep NVLink multicast off: every TP > 1 engine unless the environment
+    turns multicast on (NCCL_NVLS_ENABLE=1)."""
+    return tensor_parallel > 1 and os.environ.get("NCCL_NVLS_ENABLE", "0") != "1"
 
 
 def _bucket(n: int, buckets: tuple[int, ...]) -> int:
@@ -93,6 +110,8 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
         args["max_num_seqs"] = slots
         if options.mode == "compiled" and device.is_cuda:
             args["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, *range(8, slots + 1, 8)]}
+    if multicast_off(options.tensor_parallel):
+        args["compilation_config"] = {**args.get("compilation_config", {}), **NO_ALLREDUCE_FUSION}
     if device.is_cuda:
         args["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
     else:
@@ -128,6 +147,8 @@ def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
         cmd += ["--quantization", "fp8"]
     if options.tensor_parallel > 1:
         cmd += ["--tensor-parallel-size", str(options.tensor_parallel)]
+    if multicast_off(options.tensor_parallel):
+        cmd += ["--compilation-config", json.dumps(NO_ALLREDUCE_FUSION)]
     if options.max_num_seqs is not None:
         cmd += ["--max-num-seqs", str(options.max_num_seqs)]
     if options.gpu_memory_utilization is not None:
@@ -156,6 +177,14 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         assert isinstance(self.options, VLLMServeOptions)
         return server_command(self.options, site)
 
+    def server(self, site: ServerSite, log: Path, env: dict[str, str] | None = None,
+               detach: bool = False) -> ServerProcess:
+        """The server's process, with multicast kept off at tensor_parallel > 1 (`multicast_off`)."""
+        assert isinstance(self.options, VLLMServeOptions)
+        if multicast_off(self.options.tensor_parallel):
+            env = {**(os.environ if env is None else env), **MULTICAST_OFF_ENV}  # env: the whole environment
+        return super().server(site, log, env, detach)
+
     @classmethod
     def unsupported_reason(cls, options: LoadOptions, device: DeviceInfo) -> str | None:
         why = super().unsupported_reason(options, device)
@@ -177,8 +206,6 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         """The engine arguments themselves: the batch slots, max_model_len and CUDA-graph sizes are
         bucketed (engine_args), so cases of one precision that differ in batch or lengths below a
         bucket's edge load the same engine and may share it."""
-        import json
-
         return json.dumps({"model": [model.model, model.pretrained, model.weights, model.seed],
                            "args": engine_args(model, options, device, "")}, sort_keys=True)
 
@@ -197,6 +224,8 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         from llmbench.measure import compile_cache
 
         cache = compile_cache.vllm_state()
+        if multicast_off(options.tensor_parallel):  # read by vLLM's workers, which inherit this environment
+            os.environ.update(MULTICAST_OFF_ENV)
         llm = vllm.LLM(**args)
         return VLLMSession(llm, model, args, tmp, device, cache)
 
