@@ -485,13 +485,6 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return next((m for a in get_args(annotation) if (m := _model_in(a)) is not None), None)
 
 
-def result_path(out_dir: Path, slug: str, suite: str, now: datetime | None = None) -> Path:
-    """The plain name of a result set stamped `now`: OUT/<gpu-slug>/<suite>-<UTC>.json (a new set is
-    written under a name claimed by `save_new`, which adds `_<microseconds>` where this one is taken)."""
-    stamp = (now or datetime.now(timezone.utc)).strftime(STAMP)
-    return out_dir / slug / f"{suite}-{stamp}.json"
-
-
 def save_new(result_set: ResultSet, out_dir: Path, slug: str, name: str) -> Path:
     """Write a new result set under OUT/<gpu-slug>/ with a name no other writer has (`stamped_names`):
     runs started at once into one --out each get a set of their own."""
@@ -505,14 +498,6 @@ def save_aside(result_set: ResultSet, cases: list[CaseResult]) -> Path:
                      to_json(result_set.model_copy(update={"cases": list(cases)})))
 
 
-def set_order(path: Path, suite: str) -> tuple[str, int] | None:
-    """Where a set file named the llmbench way for `suite` sorts among that suite's (its UTC stamp,
-    then microseconds); None for a name of another form or of another suite (`fp8-linear-tiny-<UTC>`
-    is not `fp8-linear`'s)."""
-    m = re.fullmatch(re.escape(suite) + r"-(\d{8}T\d{6}Z)(?:_(\d{6}))?\.json", path.name)
-    return (m.group(1), int(m.group(2) or -1)) if m else None
-
-
 def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
     """The newest result set of `suite` on `slug` under `out_dir`, or None."""
     files = set_files(out_dir / slug, [suite])
@@ -520,7 +505,7 @@ def latest_result(out_dir: Path, slug: str, suite: str) -> Path | None:
 
 
 def set_files(folder: Path, suites: Collection[str] | None = None) -> list[Path]:
-    """The result sets in `folder` by name (`<suite>-<UTC stamp>[-<suffix>].json`, of `suites` where given),
+    """The result sets in `folder` by name (`<suite>-<UTC stamp>[_<µs>].json`, of `suites` where given),
     sorted: other files there (notes, a stray download) are never read as result sets."""
     found = ((p, SET_NAME.fullmatch(p.name)) for p in folder.glob("*.json"))
     return sorted(p for p, m in found if m is not None and (suites is None or m["suite"] in suites))

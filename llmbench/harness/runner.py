@@ -73,7 +73,7 @@ from llmbench.results import (
     save_new,
     utc_now,
 )
-from llmbench.scenarios.base import SCENARIOS, BatchSearch
+from llmbench.scenarios.base import BatchSearch
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
@@ -593,4 +593,4 @@ def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) 
         started_at=started, duration_s=round(seconds, 3),
         settings=case.settings.model_dump(), info=payload.get("info", {}), code_path=payload.get("code_path", {}),
         traceback=out.traceback,
-    ), SCENARIOS.get(case.scenario).headline)
+    ), case.scenario_obj().headline)
