@@ -313,6 +313,12 @@ class _Run:
             return None
         return ProbeLog(probes_path(self.path, case.id), case.id, self.rs.gpu_slug, self.commit)
 
+    @property
+    def beside(self) -> bool:
+        """Cases may run at the same time as this one (--parallel over several slots): another measurement
+        than a case alone, which analysis/runs.py never pools with it."""
+        return self.opts.parallel and len(self.slots.slots) > 1
+
     def others_on(self, case: CaseSpec, gpus: str | None) -> list[dict[str, Any]]:
         """Foreign processes on these GPUs (none of ours runs there now), warned about and recorded."""
         others = foreign_gpu_processes(gpus) if self.opts.device != "cpu" else []
@@ -328,7 +334,7 @@ class _Run:
         """Add a finished case to the result set and write it (atomically)."""
         noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
                          llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None,
-                         share_group=group)
+                         share_group=group, ran_beside_cases=self.beside or None)
         result.info.update(noted.model_dump(exclude_none=True))
         search = CaseInfo.of(result.info).max_batch
         not_reused = search.not_reused if search else None

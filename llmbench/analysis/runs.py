@@ -1,0 +1,212 @@
+"""The one rule: which runs of a case on a GPU stand for it, and how they pool.
+
+Every page, `compare`, the README table and `versus` ask this module, so one case reads one figure
+wherever it is shown. A *run* is one case result in one measured result set (a file, a repeat pass, a
+spread run, a set in a bundle). For a case on a GPU:
+
+1. only `ok` runs count; the others are listed as left out with their status;
+2. runs differ in *identity* (GPUs held, topology, launcher, whether other cases ran beside it); the
+   identity of the newest run stands, the others are left out: a run on two GPUs or beside another
+   case is another measurement, never pooled with one that ran alone;
+3. of those, the runs of the newest recorded code path (with the same timing settings) stand; a run of
+   another path is left out, never pooled silently; runs that recorded no code path pool only with
+   each other, where no run recorded one, and say so (`path_recorded` False);
+4. the figure is the median of the chosen runs' medians (`pooled.PooledMetric`); their between-run
+   spread is what a ratio's interval rests on (`pooled.log_ratio_interval`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmbench.analysis.codepath import compared_path
+from llmbench.analysis.inputs import load_checked
+from llmbench.analysis.labels import is_measured
+from llmbench.analysis.pooled import PooledMetric, pool_metric
+from llmbench.analysis.suitejoin import measurement_settings
+from llmbench.caseinfo import CaseInfo
+from llmbench.results import CaseResult, MetricResult, ResultSet
+
+SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: extra runs of a suite, measured for the noise floor
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a run measured besides its case: never pooled across."""
+
+    gpus: int = 1  # GPUs the case held
+    topology: str = ""  # how they were joined ('' for one GPU or not recorded)
+    launcher: str = "local"
+    alone: bool = True  # False: other cases ran beside it (run --parallel)
+
+    @property
+    def label(self) -> str:
+        parts = [f"{self.gpus} GPUs" if self.gpus != 1 else "1 GPU"]
+        parts += [self.topology] if self.topology else []
+        parts += [f"launcher {self.launcher}"] if self.launcher != "local" else []
+        parts += [] if self.alone else ["beside other cases"]
+        return ", ".join(parts)
+
+
+def identity_of(rs: ResultSet, case: CaseResult) -> Identity:
+    info = CaseInfo.of(case.info)
+    gpus = len([g for g in (info.gpus or "").split(",") if g.strip()]) or 1
+    topology = str((rs.env.get("gpu") or {}).get("topology") or "") if gpus > 1 else ""
+    return Identity(gpus, topology, info.launcher or "local", not info.ran_beside_cases)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a case: the case as one measured set holds it."""
+
+    file: str  # where it was read from (a path, or bundle:member)
+    rs: ResultSet
+    case: CaseResult
+
+    @property
+    def when(self) -> str:
+        return self.case.started_at or self.rs.created_at
+
+    @property
+    def identity(self) -> Identity:
+        return identity_of(self.rs, self.case)
+
+    @property
+    def path(self) -> dict[str, Any] | None:
+        return compared_path(self.case)
+
+    @property
+    def how(self) -> str:
+        """The code path and timing settings, as one comparable key."""
+        return json.dumps([self.path, measurement_settings(self.case.settings or {})], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    run: Run
+    why: str
+
+
+@dataclass
+class CaseRuns:
+    """The runs that stand for one case on one GPU, and those left out with why."""
+
+    gpu: str
+    case_id: str
+    used: list[Run]
+    left_out: list[LeftOut] = field(default_factory=list)
+
+    @property
+    def case(self) -> CaseResult:
+        """The newest chosen run's case: its params, info and code path speak for the runs."""
+        return self.used[0].case
+
+    @property
+    def path_recorded(self) -> bool:
+        return self.used[0].path is not None
+
+    @property
+    def identity(self) -> Identity:
+        return self.used[0].identity
+
+    @property
+    def note(self) -> str:
+        """'' for runs of one recorded code path; otherwise what the figure is."""
+        return "" if self.path_recorded else "no code path recorded: runs pooled only with each other"
+
+    def metric(self, name: str) -> PooledMetric | None:
+        got: list[MetricResult] = [m for r in self.used if (m := r.case.metrics.get(name)) is not None]
+        return pool_metric(got, [m.stats.n if m.stats else None for m in got]) if got else None
+
+    def value(self, name: str) -> float | None:
+        pooled = self.metric(name)
+        return pooled.value if pooled is not None else None
+
+
+def _differs(a: Run, b: Run) -> str:
+    """Why run `b` is not pooled with the chosen run `a` (same identity assumed)."""
+    if b.path is None and a.path is not None:
+        return "recorded no code path"
+    if a.path is not None and b.path is not None and a.path != b.path:
+        keys = sorted(k for k in a.path.keys() | b.path.keys() if a.path.get(k) != b.path.get(k))
+        return f"another code path ({', '.join(keys)})"
+    return "other timing settings"
+
+
+def choose(gpu: str, case_id: str, runs: list[Run]) -> CaseRuns | None:
+    """The rule (module docstring) over every run of one case on one GPU; None where none ran ok."""
+    ok = sorted((r for r in runs if r.case.status == "ok"), key=lambda r: (r.when, r.file), reverse=True)
+    left = [LeftOut(r, f"{r.case.status}: {r.case.reason or ''}".rstrip(": ")) for r in runs if r.case.status != "ok"]
+    if not ok:
+        return None
+    ident = ok[0].identity
+    same = [r for r in ok if r.identity == ident]
+    left += [LeftOut(r, f"another measurement ({r.identity.label}, not {ident.label})")
+             for r in ok if r.identity != ident]
+    lead = next((r for r in same if r.path is not None), same[0])
+    used = [r for r in same if r.how == lead.how]
+    left += [LeftOut(r, _differs(lead, r)) for r in same if r.how != lead.how]
+    return CaseRuns(gpu, case_id, used, left)
+
+
+@dataclass
+class GpuRuns:
+    """Every case of one GPU (slug), each with its chosen runs."""
+
+    gpu: str
+    cases: dict[str, CaseRuns]
+    files: list[str]  # every file read for this GPU
+
+    def case(self, case_id: str) -> CaseRuns | None:
+        return self.cases.get(case_id)
+
+    @property
+    def used_files(self) -> list[str]:
+        """The files at least one chosen run came from."""
+        used = {r.file for c in self.cases.values() for r in c.used}
+        return [f for f in self.files if f in used]
+
+
+def case_runs(sets: Iterable[tuple[str, ResultSet]]) -> dict[str, GpuRuns]:
+    """Per GPU slug, every case's chosen runs over the measured sets given (name, set); published and
+    projected sets are not runs and are ignored here."""
+    by_gpu: dict[str, dict[str, list[Run]]] = {}
+    files: dict[str, list[str]] = {}
+    for name, rs in sets:
+        if not is_measured(rs):
+            continue
+        files.setdefault(rs.gpu_slug, []).append(name)
+        for c in rs.cases:
+            by_gpu.setdefault(rs.gpu_slug, {}).setdefault(c.id, []).append(Run(name, rs, c))
+    out: dict[str, GpuRuns] = {}
+    for gpu, cases in by_gpu.items():
+        chosen = {cid: got for cid, runs in cases.items() if (got := choose(gpu, cid, runs)) is not None}
+        out[gpu] = GpuRuns(gpu, chosen, files[gpu])
+    return out
+
+
+def tree_files(results_dir: Path, slug: str) -> list[Path]:
+    """A GPU's committed runs in a results tree: results/<slug>/*.json and results/spread/<slug>/*.json
+    (not benchmarks/, checks/ or bundles/: plain-torch references and one-off checks are not runs of a
+    suite)."""
+    return [p for d in (results_dir / slug, results_dir / SPREAD_DIR / slug) for p in sorted(d.glob("*.json"))]
+
+
+def tree_sets(results_dir: Path, slugs: Iterable[str] | None = None) -> list[tuple[str, ResultSet]]:
+    """Every measured run of every GPU folder (or of `slugs`) in a results tree, named by their path
+    relative to it."""
+    if slugs is None:
+        skip = {SPREAD_DIR, "published"}
+        slugs = sorted(p.name for p in results_dir.iterdir() if p.is_dir() and p.name not in skip) \
+            if results_dir.is_dir() else []
+    out = []
+    for slug in slugs:
+        for p in tree_files(results_dir, slug):
+            rs = load_checked(p)
+            if is_measured(rs):
+                out.append((str(p.relative_to(results_dir)), rs))
+    return out
