@@ -193,6 +193,9 @@ def test_trainer_excludes_warmup_and_diffs_against_fp32() -> None:
         assert info["warmup_steps"] == 2 and info["timed_steps"] == 3 and info["steps"] == 5
         assert len(metrics["step_ms"]["samples"]) == 3 and len(metrics["train_samples_per_s"]["samples"]) == 3
         assert metrics["trainer_reported_samples_per_s"]["value"] > 0
+        path = out["code_path"]  # what ran, read from the Trainer: the amp mode it actually used
+        assert path["engine"] == "hf-trainer" and path["amp"] == ("bf16" if precision == "bf16" else "none (fp32)")
+        assert path["optimizer"].startswith("AdamW") and path["layers"] == ["Linear"]
         from llmbench.scenarios.trainer import TrainerParams
 
         pdict = TrainerParams.model_validate(params).model_dump(mode="json")

@@ -108,6 +108,28 @@ class TrainerScenario(Scenario):
         ctx.record_monitors(m, units_per_iter=params.batch_size, energy_metric="energy_j_per_sample")
         tr.loss_metrics(ctx, trainer.loss_history())
         ctx.info["model_class"] = type(model).__name__
+        ctx.code_path.update(_code_path(trainer))
+
+
+def _code_path(trainer: Any) -> dict[str, Any]:
+    """What ran, read from the Trainer after training (not from the params): its precision mode, math
+    mode, optimizer, compilation and the model's attention and layer classes."""
+    import torch
+
+    args, model = trainer.args, trainer.model
+    opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)  # accelerate wraps it
+    fused = bool(opt.defaults.get("fused")) or bool(opt.defaults.get("foreach"))
+    layers = sorted({type(m).__name__ for m in model.modules() if type(m).__name__ in ("Linear", "Conv1D")})
+    return {
+        "engine": "hf-trainer",
+        "amp": "fp16" if args.fp16 else "bf16" if args.bf16 else "none (fp32)",
+        "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "optimizer": type(opt).__name__ + (" (fused/foreach)" if fused else ""),
+        "torch_compile": bool(args.torch_compile),
+        "gradient_checkpointing": bool(getattr(model, "is_gradient_checkpointing", False)),
+        "attention": getattr(model.config, "_attn_implementation", None) or "eager",
+        "layers": layers,
+    }
 
 
 def _build(params: Any, device: str) -> Any:
