@@ -100,3 +100,11 @@ def test_a_pooled_side_names_each_corrected_run_by_its_file(tmp_path: Path) -> N
     table = corrections_table([SetRef("side", load(a), "a", runs=[load(a), load(b)], stems=["a", "b"])])
     assert table is not None and table.rows == [["b", "2026-01-02T03:04:05Z", "x: 1 -> 2", "why", "—"]]
 
+
+@pytest.mark.parametrize("name", ["headline-20261125T084744Z.json", "headline-20261125T085444Z.json"])
+def test_the_h200_spread_sets_whose_commit_was_rewritten_say_so(name: str) -> None:
+    rs = load(ROOT / "results" / "spread" / "h200-sxm-141gb" / name)
+    (c,) = rs.corrections
+    commit = rs.llmbench["git_commit"]
+    assert f"to {commit}" in c.what and all(k.info["llmbench_commit"] == commit for k in rs.cases)
+    assert c.when == "2026-11-25T09:49:40Z" and "commit 1ff4ef6" in c.why and "placeholder by mistake" in c.why
