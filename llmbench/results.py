@@ -226,6 +226,25 @@ class Repeat(Closed):
     of: int
 
 
+class Correction(Closed):
+    """A change made to a set after it was written (`correct`): recorded in the set, so every reader of
+    it sees what was changed, not only a commit message."""
+
+    what: str = Field(min_length=1)  # the field or cases changed, from what to what
+    when: str  # UTC, as utc_now writes it
+    why: str = Field(min_length=1)
+    by: str | None = UNSET  # who or which session made it
+
+    @field_validator("when")
+    @classmethod
+    def _utc(cls, v: str) -> str:
+        try:
+            datetime.strptime(v, "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            raise ValueError("not a UTC time written YYYY-MM-DDTHH:MM:SSZ") from None
+        return v
+
+
 class ResultSet(Closed):
     schema_version: int = SCHEMA_VERSION
     suite: str
@@ -238,6 +257,7 @@ class ResultSet(Closed):
     warnings: list[str] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     repeat: Repeat | None = UNSET  # absent from single runs
+    corrections: list[Correction] = Field(default_factory=list, exclude_if=lambda v: not v)  # absent if none
 
     def case(self, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.id == case_id), None)
@@ -363,6 +383,20 @@ def save_merged(path: Path, ours: ResultSet, new_cases: list[CaseResult]) -> Res
         merged.finished_at = ours.finished_at
         save(merged, path)
     return merged
+
+
+def correct(path: Path, what: str, why: str, *, when: str | None = None, by: str | None = None) -> ResultSet:
+    """Record in the set at `path`, under its lock, a change made to it after it was written (the change
+    itself is the caller's: this touches no figure). `when` defaults to now. Returns the set as saved."""
+    try:  # a bad entry fails before the file is read
+        entry = Correction(what=what, why=why, when=when or utc_now(), by=by)
+    except ValidationError as e:
+        raise ValueError(f"{path}: correction {_first_problem(e)}") from None
+    with set_lock(path):
+        rs = load(path)
+        rs.corrections = [*rs.corrections, entry]
+        save(rs, path)
+    return rs
 
 
 _NUMBER = r'(?:-?[\d.eE+-]+|"NaN"|"-?Infinity")'  # a number, or a non-finite one as Closed writes it

@@ -11,7 +11,7 @@ from llmbench.analysis.inputs import SetRef, load_checked, newest_in
 from llmbench.commands.common import console
 from llmbench.errors import UserError
 from llmbench.report.terminal import flag_summary, print_terminal, result_table, warning_summary
-from llmbench.report.views import seed_tables
+from llmbench.report.views import corrections_table, seed_tables
 
 
 def show(
@@ -25,9 +25,10 @@ def show(
         raise UserError(f"result set {str(result)!r} does not exist")
     path = newest_in(result) if result.is_dir() else result
     rs = load_checked(path)
-    # the table, then the sweeps' answers
-    print_terminal([result_table(rs, all_metrics=all_metrics), *seed_tables(SetRef(rs.gpu_slug, rs, path.stem))],
-                   console)
+    # the table, the sweeps' answers, then what was changed in the file after its run
+    ref = SetRef(rs.gpu_slug, rs, path.stem)
+    tables = [result_table(rs, all_metrics=all_metrics), *seed_tables(ref), corrections_table([ref])]
+    print_terminal([t for t in tables if t is not None], console)
     for w in warning_summary(rs.warnings, every=all_metrics) + flag_summary(rs, every=all_metrics):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 

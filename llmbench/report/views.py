@@ -272,6 +272,18 @@ def basediff_tables(bd: BaseDiff) -> list[Table]:
     ]
 
 
+def corrections_table(sets: list[SetRef]) -> Table | None:
+    """What was changed in the sets' files after they were written (`results.Correction`), one row each,
+    by file; None where no set records a change."""
+    rows = []
+    for s in sets:  # a pooled side names each run by its file
+        names = s.stems if len(s.stems) == len(s.all_runs) else [s.stem or s.name] * len(s.all_runs)
+        rows += [[n, c.when, c.what, c.why, c.by or MISSING] for n, rs in zip(names, s.all_runs, strict=True)
+                 for c in rs.corrections]
+    return Table("Corrections recorded in the result sets", ["set", "when (UTC)", "what was changed", "why", "by"],
+                 rows, caption="changes made to a set's file after its run, as the set records them") if rows else None
+
+
 def seed_tables(ref: SetRef) -> list[Table]:
     """The answers a set's sweeps were run for, where it holds one: the watts for 80/90/95% of the best
     speed (a power-limit sweep) and the batch where the host stops bounding training (host_bound)."""
@@ -304,7 +316,7 @@ def set_tables(ref: SetRef) -> list[Table]:
                 notes=short_note([ref]),
             )
         )
-    return tables + seed_tables(ref)
+    return tables + seed_tables(ref) + [t for t in [corrections_table([ref])] if t is not None]
 
 
 def validation_tables(v: Validation, projected: SetRef, measured: SetRef) -> list[Table]:
