@@ -81,7 +81,8 @@ def tests_fleet(session: nox.Session) -> None:
 def wheel(session: nox.Session) -> None:
     """What `pip install llmbench` gives a user: build the wheel, install it (with the report extra and
     the CPU torch) in a fresh virtualenv, and in an empty folder, with nothing of the checkout on the
-    path, list the suites (all packaged), run the quickstart suite and draw its report."""
+    path, list the suites (all packaged), run the quickstart suite and draw its report, and answer a GPU pair
+    from the packaged reference data alone (`llmbench versus`)."""
     session.install("build")
     tmp = Path(session.create_tmp()).resolve() / "wheel"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -103,6 +104,9 @@ def wheel(session: nox.Session) -> None:
         session.run(llmbench, "run", "quickstart", "--out", "results", external=True, env=env)
         (measured,) = (work / "results").glob("*/quickstart-*.json")
         session.run(llmbench, "report", str(measured), "--out", "report.html", external=True, env=env)
+        pair = session.run(llmbench, "versus", "-f", "markdown", external=True, env=env, silent=True) or ""
+        if "controlled published pair" not in pair:
+            session.error(f"the installed wheel answers no GPU pair from its packaged references:\n{pair}")
 
 
 @nox.session(python=PYTHON)

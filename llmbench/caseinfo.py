@@ -104,6 +104,17 @@ class RequestRateInfo(CaseInfo):
     asked_request_rate_per_s: float | str | None = None
 
 
+class StepInfo(CaseInfo):
+    """A generation's step, split (scenarios/generate.py): its roofline bounds and the GPU-busy time per
+    decode step (the rest of a step is host time); analysis/parts.py projects each part by its own ratio."""
+
+    decode_step_bound_ms: float | None = None
+    decode_bound_by: str | None = None  # "memory" or "compute"
+    bandwidth_tb_s: float | None = None  # the bandwidth the bounds were computed at (a measured ceiling, or the spec)
+    prefill_bound_ms: float | None = None
+    gpu_busy_ms_per_step: float | None = None
+
+
 class PublishedMatch(InfoModel):
     """How a published figure matches an llmbench case (references/)."""
 
@@ -112,6 +123,8 @@ class PublishedMatch(InfoModel):
     quote: str | None = None  # the source's own words or cell
     conditions: dict[str, Any] = Field(default_factory=dict)
     differences: list[Any] = Field(default_factory=list)
+    grade: str | None = None  # controlled: the source measured every GPU with one model, software and settings
+    grade_note: str | None = None  # why the grade
 
 
 class PublishedInfo(CaseInfo):

@@ -1,7 +1,7 @@
 """Hourly prices the user gives: `--price SLUG=USD` (repeatable) and a prices TOML file they keep.
 
 The file has one table per GPU slug; `usd_per_hour` is required, `provider`, `source` and `checked`
-say where the figure came from and when (shown beside the cost table), e.g.
+and `offer` (on-demand, serverless, ...) say where the figure came from and when (shown beside the cost table), e.g.
 
     [h100-sxm-80gb]
     usd_per_hour = 2.49
@@ -24,13 +24,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-TEXT_KEYS = ("provider", "source", "checked", "note")
+TEXT_KEYS = ("provider", "offer", "source", "checked", "note")
 
 
 @dataclass(frozen=True)
 class Price:
     usd_per_hour: float
     provider: str = ""
+    offer: str = ""  # the offer class (on-demand, serverless, spot, reserved): prices compare like for like
     source: str = ""
     checked: str = ""
     note: str = ""
@@ -38,7 +39,7 @@ class Price:
     def origin(self) -> str:
         """Where the figure came from, in a few words ('given on the command line' without a file)."""
         checked = f"checked {self.checked}" if self.checked else ""
-        parts = [p for p in (self.provider, self.source, checked, self.note) if p]
+        parts = [p for p in (self.provider, self.offer, self.source, checked, self.note) if p]
         return ", ".join(parts) or "given on the command line"
 
 

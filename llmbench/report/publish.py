@@ -9,7 +9,8 @@
 - results/report.html: the same answer on its first screen, then the same comparisons as an HTML page
   (html.py), plus a section per suite measured on one machine only and the published reference
   figures under results/published/ (each labelled as published);
-- results/h100-vs-a100.md and the top of both pages: the H100-vs-A100 answer (report/a100_view.py);
+- results/h100-vs-a100.md: the GPU-pair answer (report/pair_view.py), linked after the measured answer and
+  first in report.html;
 - engines side by side: a suite run on another engine (vLLM, TensorRT-LLM) gets, in both pages, each
   of its cases against the transformers engine's case of the same params on the same GPU
   (`llmbench compare ... --base engine=hf`).
@@ -28,11 +29,12 @@ from llmbench.analysis.labels import is_measured
 from llmbench.analysis.noisefloor import SPREAD_DIR, floor_from_folders
 from llmbench.analysis.prices import Price, load_prices
 from llmbench.analysis.project import project, validate
-from llmbench.report.a100_view import a100_section
+from llmbench.references import PUBLISHED
 from llmbench.report.cost_view import cost_table
 from llmbench.report.firstscreen import answers_markdown, pair_answers
 from llmbench.report.gpunames import gpu_name
 from llmbench.report.html import Section, render_html
+from llmbench.report.pair_view import pair_page
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import basediff_tables, comparison_tables, validation_tables
 from llmbench.results import CaseResult, write_atomic
@@ -241,20 +243,22 @@ def publish(results_dir: Path) -> list[Path]:
             [[sec.title.split(":")[0], sec.sets[0].rs.gpu_slug, path, _ok_count(sec.sets)]
              for sec, path in single],
         ))
-    a100 = a100_section(results_dir, prices, f"{PRICES_EXAMPLE} (public list prices, each with its date)")
+    pair = pair_page(results_dir)
+    write_atomic(results_dir / pair.name, pair.markdown)
     answers = pair_answers(comparisons)
-    md = a100.markdown + f"\n# {MARKDOWN_TITLE}\n\n"
+    md = f"# {MARKDOWN_TITLE}\n\n"
     md += answers_markdown(answers) if answers else "No suite has a measured result set on both machines yet.\n"
+    md += f"\nThe GPU-pair answer, with published and projected evidence: [{pair.name}]({pair.name}).\n"
     md += f"\n{DETAILS_LINE}\n\n" + to_markdown([*tables, inputs])
     md_path, html_path = results_dir / MARKDOWN_NAME, results_dir / HTML_NAME
     write_atomic(md_path, md)
     write_atomic(
         html_path,
         render_html(
-            sections + [sec for sec, _ in single] + _published_sections(results_dir / PUBLISHED_DIR),
+            sections + [sec for sec, _ in single] + _published_sections(PUBLISHED),
             "llmbench: H100 vs H200 and published references",
             answers=answers,
-            lead=a100.html,
+            lead=pair.html,
         ),
     )
     return [md_path, html_path]

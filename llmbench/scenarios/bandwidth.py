@@ -43,7 +43,6 @@ class Bandwidth(Scenario):
     Params = BandwidthParams
     headline = ("tb_per_s", "gb_per_s")
     bounds: ClassVar[dict[str, Bound]] = {"*": "memory"}
-    families: ClassVar[dict[str, str]] = {"tb_per_s": "bandwidth"}
     description = "Copy bandwidth: d2d (TB/s, read+write), h2d/d2h pinned or pageable (GB/s), host copy"
 
     def projection_skip(self, params: dict[str, Any]) -> str | None:

@@ -266,7 +266,7 @@ class Scenario(ABC):
 
     What the harness and the report do for some scenarios only, a scenario declares here and they read
     generically (never a scenario's name or its params' names): `gpus_needed`, `rank_entry`,
-    `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `bottleneck_sweep`, `family`, and the engine
+    `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `bottleneck_sweep`, and the engine
     a case runs on (`engine_slot`, built by `build_engine` and handed over in the CaseContext)."""
 
     name: ClassVar[str]
@@ -276,9 +276,6 @@ class Scenario(ABC):
     # Which ceiling binds each metric ("memory" bandwidth or "compute" peak; "*" for every metric), so
     # `llmbench project` scales it to another GPU without knowing the scenario (see bound()).
     bounds: ClassVar[dict[str, Bound]] = {}
-    # The workload family (decode, prefill, matmul, ...) each metric informs: the projection check groups
-    # its errors by family and the H100-vs-A100 answer takes each workload's error band from its family.
-    families: ClassVar[dict[str, str]] = {}
     max_batch_search: ClassVar[BatchSearch | None] = None  # the runner's largest-batch search, where offered
     rank_entry: ClassVar[RankEntry | None] = None  # a case run as torchrun ranks (ctx.run_ranks), where it is
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
@@ -325,11 +322,6 @@ class Scenario(ABC):
     def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
         """The ceiling that binds `metric` of a case with `params` on `spec`; None: not projected."""
         return self.bounds.get(metric) or self.bounds.get("*")
-
-    def family(self, params: dict[str, Any], metric: str) -> str | None:
-        """The family a case's metric informs; None where it informs none, or where the case lies outside
-        its family's bound regime (a scenario narrows this: a 128-token prefill is launch overhead)."""
-        return self.families.get(metric)
 
     def compute_precision(self, params: dict[str, Any]) -> str:
         """The dense peak (spec-table key) a case's matrix math runs at: its precision's, from

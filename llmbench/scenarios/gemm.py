@@ -70,15 +70,6 @@ class Gemm(Scenario):
     Params = GemmParams
     headline = ("tflops",)
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
-    families: ClassVar[dict[str, str]] = {"tflops": "matmul"}
-    MATMUL_BOUND_FROM = 4096  # the smallest dimension from which a matmul is compute-bound (1024^3 is not)
-
-    def family(self, params: dict[str, Any], metric: str) -> str | None:
-        shape = params.get("shape")
-        if shape is not None and min(int(d) for d in shape) < self.MATMUL_BOUND_FROM:
-            return None
-        return super().family(params, metric)
-
     description = "Matmul TFLOP/s per precision and shape (random inputs; 2*M*N*K FLOPs per product)"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:

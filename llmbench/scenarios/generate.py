@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from llmbench import precision as prec
+from llmbench.caseinfo import StepInfo
 from llmbench.engines.base import (
     Capability,
     CaseSize,
@@ -198,6 +199,7 @@ class GenerateScenario(Scenario):
     Params = GenerateParams
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
     engine_slot = EngineSlot(InferenceEngine)
+    Info = StepInfo
 
     def gpus_needed(self, params: Any) -> int:
         return int(params.tensor_parallel)
@@ -211,16 +213,6 @@ class GenerateScenario(Scenario):
         "decode_tokens_per_s": "memory",
         "roofline_efficiency": "memory",
     }
-    families: ClassVar[dict[str, str]] = {
-        "decode_tokens_per_s": "decode", "output_tokens_per_s": "decode", "ttft_ms": "prefill"}
-    PREFILL_BOUND_FROM = 1024  # prompt tokens from which a prefill is compute-bound (128 is mostly launches)
-
-    def family(self, params: dict[str, Any], metric: str) -> str | None:
-        family = super().family(params, metric)
-        if family == "prefill" and int(params.get("input_len") or 0) < self.PREFILL_BOUND_FROM:
-            return None
-        return family
-
     description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
 
     def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:

@@ -136,7 +136,6 @@ class LinearFp8(Scenario):
                    "torch._scaled_mm) against bf16 in the same case and mode, the GEMMs alone beside it, "
                    "with a roofline prediction")
     bounds: ClassVar[dict[str, Bound]] = {"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"}
-    families: ClassVar[dict[str, str]] = {"fwd_ms": "fp8 linear"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         return fp8_impls.mode_reason(params.impl, params.run_mode) or impl_reason(params.impl, device, params.dims())

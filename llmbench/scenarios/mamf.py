@@ -65,7 +65,6 @@ class Mamf(Scenario):
     headline = ("tflops",)
     description = "Maximum achievable matmul TFLOP/s per precision: the best of a shape search (MAMF)"
     bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
-    families: ClassVar[dict[str, str]] = {"tflops": "matmul"}  # the best of a search: large shapes
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         """The gemm gate of the precision, checked on the search's first shape and on every shape's

@@ -61,7 +61,6 @@ class QLoRA(Scenario):
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
-    families: ClassVar[dict[str, str]] = {"train_tokens_per_s": "qlora"}
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
     engine_slot = EngineSlot(TrainingEngine)
 

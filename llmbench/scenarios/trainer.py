@@ -58,7 +58,6 @@ class TrainerScenario(Scenario):
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
     headline = ("train_samples_per_s", "step_ms", "peak_memory_gib")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
-    families: ClassVar[dict[str, str]] = {"train_samples_per_s": "trainer"}
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         reason = tr.engine_reason(params.engine)
