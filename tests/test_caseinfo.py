@@ -15,7 +15,7 @@ from llmbench.harness.worker import run_case
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
 
 ROOT = Path(__file__).resolve().parent.parent
-SETS = sorted(p for p in (ROOT / "results").rglob("*.json")
+SETS = sorted(p for top in ("results", "llmbench/references/data") for p in (ROOT / top).rglob("*.json")
               if isinstance(d := json.loads(p.read_text()), dict) and isinstance(d.get("cases"), list)
               and d.get("schema_version") is not None)
 

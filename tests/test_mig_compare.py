@@ -23,8 +23,8 @@ from llmbench.report.views import comparison_tables
 from tests.fake_nvml import FakeNvml
 
 ROOT = Path(__file__).resolve().parents[1]
-FULL = ROOT / "results/published/a100-pcie-40gb/triton-a100-mig-2021.json"
-SLICE = ROOT / "results/published/a100-pcie-40gb-mig-3g.20gb/triton-a100-mig-2021.json"
+FULL = ROOT / "llmbench/references/data/published/a100-pcie-40gb/triton-a100-mig-2021.json"
+SLICE = ROOT / "llmbench/references/data/published/a100-pcie-40gb-mig-3g.20gb/triton-a100-mig-2021.json"
 A100 = "NVIDIA A100-SXM4-40GB"
 
 

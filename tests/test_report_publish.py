@@ -7,11 +7,8 @@ from pathlib import Path
 from test_compare_support import h100_set, h200_set
 
 from llmbench.ids import case_id
-from llmbench.references.published_sets import published_sets
 from llmbench.report.publish import publish
-from llmbench.results import CaseResult, load, save
-
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+from llmbench.results import CaseResult, save
 
 
 def test_publish_compares_newest_sets_of_common_suites(tmp_path: Path) -> None:
@@ -19,17 +16,14 @@ def test_publish_compares_newest_sets_of_common_suites(tmp_path: Path) -> None:
     save(h100_set(created_at="2026-11-22T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-new.json")
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
     save(h100_set(suite="only-h100"), tmp_path / "h100-sxm-80gb" / "only-h100-1.json")
-    save(h200_set(source=None), tmp_path / "published" / "h200-sxm-141gb" / "x.json")
-    pub = load(tmp_path / "published" / "h200-sxm-141gb" / "x.json")
-    pub.source.kind, pub.source.citation = "published", "a vendor table"
-    save(pub, tmp_path / "published" / "h200-sxm-141gb" / "x.json")
     md, html = publish(tmp_path)
     text = md.read_text()
     assert "h100-sxm-80gb/quickstart-new.json" in text and "quickstart-old" not in text
     assert "measured on one machine only: only-h100" in text
     assert "Geometric means of ratios" in text and "[" in text  # CIs
     page = html.read_text()
-    assert "Published reference: quickstart" in page and 'class="tag published"' in page
+    # the reference sets shipped with the package (llmbench/references/data/published/), labelled so
+    assert "Published reference: mamf-ml-engineering" in page and 'class="tag published"' in page
 
 
 def test_the_markdown_page_opens_with_the_answer_and_ends_with_its_inputs(tmp_path: Path) -> None:
@@ -37,10 +31,10 @@ def test_the_markdown_page_opens_with_the_answer_and_ends_with_its_inputs(tmp_pa
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
     md, _ = publish(tmp_path)
     text = md.read_text()
-    assert text.startswith("# H100 vs A100\n")  # the answer the design names comes first (report/a100_view.py)
+    assert text.startswith("# H100 SXM vs H200 SXM (measured)\n")  # what was measured first (issue 39)
     headings = [line for line in text.splitlines() if line.startswith("## ")]
-    pair = headings.index("## H200 SXM 141GB vs H100 SXM5 80GB")  # then the measured pair's answer
-    assert headings[:pair] == ["## H100 vs A100: the answer"] and headings[-1] == "## Inputs"
+    pair = headings.index("## H200 SXM 141GB vs H100 SXM5 80GB")  # the measured pair's answer
+    assert pair == 0 and headings[-1] == "## Inputs"
     answer = text[text.index(headings[pair]): text.index(headings[pair + 1])]
     assert "### quickstart: H100 vs H200" in answer and "| all workloads | 1." in answer
     assert "H100 SXM5 80GB: 1 run; H200 SXM 141GB: 1 run" in answer  # runs per side
@@ -50,15 +44,6 @@ def test_the_markdown_page_opens_with_the_answer_and_ends_with_its_inputs(tmp_pa
 def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
     md, html = publish(tmp_path)
     assert "No suite has a measured result set on both machines" in md.read_text() and html.exists()
-
-
-def test_committed_published_sets_match_their_sources() -> None:
-    for rel, rs in published_sets().items():
-        committed = load(RESULTS / "published" / rel)
-        assert committed.model_dump() == rs.model_dump(), f"regenerate {rel} with llmbench.references.published_sets"
-        assert committed.source.kind == "published" and committed.source.citation
-        for c in committed.cases:
-            assert c.id == case_id(c.scenario, c.params)
 
 
 def test_a_headline_set_is_published_against_the_other_gpus_cases_of_the_same_ids(tmp_path: Path) -> None:

@@ -1,0 +1,249 @@
+"""GPU pairs (analysis/pairs.py, parts.py, `llmbench versus`): the answer by one rule (measured > a controlled
+published pair > a validated projection, else not known), graded evidence, the projection by parts with
+bands per class, like-for-like prices, and the reference data shipped in the package. Synthetic sets are
+built here, never committed as if measured; the committed tree is read to show each defect of issue 39 fixed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from test_compare_support import H100_ENV, H200_ENV, case, metric, result_set
+from typer.testing import CliRunner
+
+from llmbench.analysis import pairs
+from llmbench.analysis.pairs import PairAnswer, Row, build_pair, pair_prices
+from llmbench.analysis.prices import Price
+from llmbench.bundle import write_bundle
+from llmbench.caseinfo import PublishedInfo
+from llmbench.commands import compare, versus
+from llmbench.errors import UserError
+from llmbench.hardware.specs import lookup
+from llmbench.ids import case_id
+from llmbench.references import DATA, GRADES, claims, published_sets, workloads
+from llmbench.report.pair_view import pair_markdown
+from llmbench.report.publish import publish
+from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+H100, H200, A100 = "h100-sxm-80gb", "h200-sxm-141gb", "a100-sxm-80gb"
+A100_ENV = {"gpu": {"name": "NVIDIA A100-SXM4-80GB", "slug": A100, "count": 1, "compute_capability": "8.0"}}
+runner = CliRunner()
+
+
+def _w(key: str) -> pairs.Workload:
+    return next(w for w in workloads() if w.key == key)
+
+
+def _decode(tps: float, seed: int, bound_ms: float, busy_ms: float, precision: str = "bf16") -> CaseResult:
+    """The decode-b1 workload's case: tpot from the rate, its step split as generate records it."""
+    w = _w("decode-b1")
+    tpot = 1000.0 / tps
+    c = case("generate", {**w.params, "precision": precision}, {
+        "decode_tokens_per_s": metric("decode_tokens_per_s", tps, seed=seed),
+        "tpot_ms": metric("tpot_ms", tpot, seed=seed + 1)})
+    return c.model_copy(update={"info": {"decode_step_bound_ms": bound_ms, "decode_bound_by": "memory",
+                                         "gpu_busy_ms_per_step": busy_ms}})
+
+
+def _matmul(tflops: float, seed: int) -> CaseResult:
+    return case("gemm", _w("matmul").params, {"tflops": metric("tflops", tflops, seed=seed)})
+
+
+def _tree(tmp: Path) -> Path:
+    """An H100 and an H200 set: decode at batch 1 (bandwidth-bound: its roof is 80% of the step) and the
+    bf16 matmul (compute-bound)."""
+    save(result_set(H100_ENV, [_decode(160.0, 1, 5.0, 6.2), _decode(150.0, 5, 2.6, 5.3, "fp8"), _matmul(700, 2)],
+                    "headline"), tmp / H100 / "headline-1.json")
+    save(result_set(H200_ENV, [_decode(200.0, 3, 3.5, 4.9), _matmul(705, 4)], "headline"),
+         tmp / H200 / "headline-1.json")
+    return tmp
+
+
+def _row(a: PairAnswer, key: str, fp8: bool = False) -> Row:
+    return next(r for r in a.rows if r.workload.key == key and (r.sides[0] == "fp8") == fp8)
+
+
+def _a100(tps: float = 100.0) -> ResultSet:
+    return result_set(A100_ENV, [_decode(tps, 7, 7.8, 9.6)], "headline")
+
+
+# -- the rule: measured > controlled published pair > validated projection, else not known -------------
+
+def test_measured_runs_are_the_answer_and_the_projection_stays_beside_them(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    before = _row(build_pair(H100, A100, tree), "decode-b1")
+    assert before.chosen is not None and before.chosen.kind == "projection" and before.chosen.grade == "validated"
+    after = _row(build_pair(H100, A100, tree, [("my-a100", _a100())]), "decode-b1")
+    assert after.chosen is not None and after.chosen.kind == "measured"
+    assert after.chosen.ratio == pytest.approx(1.6, rel=0.02)
+    assert any(e.kind == "projection" for e in after.evidence)  # still shown, so the projection is checked
+    fp8 = _row(build_pair(H100, A100, tree, [("my-a100", _a100())]), "decode-b1", fp8=True)
+    assert fp8.sides == ("fp8", "bf16") and fp8.chosen is not None and fp8.chosen.ratio == pytest.approx(1.5, rel=0.02)
+
+
+def _published(slug: str, tps: float, grade: str) -> tuple[str, ResultSet]:
+    c = case("generate", _w("decode-b1").params, {"decode_tokens_per_s": MetricResult.single("decode_tokens_per_s",
+                                                                                             tps)})
+    c.info = {"match": {"workload": "decode-b1", "quality": "close", "grade": grade}}
+    rs = result_set({"gpu": {"slug": slug, "name": slug}}, [c], f"src-{grade}",
+                    source=Source(kind="published", citation="a table"))
+    return f"{slug}/src-{grade}.json", rs
+
+
+def test_a_controlled_published_pair_beats_the_projection_and_an_uncontrolled_one_never_answers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path)
+    monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 120.0, "uncontrolled"),
+                                                          _published(A100, 100.0, "uncontrolled")])
+    row = _row(build_pair(H100, A100, tree), "decode-b1")
+    pub = next(e for e in row.evidence if e.kind == "published pair")
+    assert pub.grade == "uncontrolled" and not pub.picks and row.chosen is not None and row.chosen.kind == "projection"
+    assert row.disagree and row.span is not None and row.span[0] == pytest.approx(1.2)  # 1.2x against ~1.6x: said
+    monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 120.0, "controlled"),
+                                                          _published(A100, 100.0, "controlled")])
+    row = _row(build_pair(H100, A100, tree), "decode-b1")
+    assert row.chosen is not None and row.chosen.kind == "published pair" and row.chosen.ratio == pytest.approx(1.2)
+
+
+def test_with_no_source_that_may_answer_the_row_is_not_known_with_the_evidence_range(tmp_path: Path) -> None:
+    a = build_pair(H100, A100, _tree(tmp_path))
+    mm = _row(a, "matmul")  # compute-bound: H100 and H200 share the peak, so nothing validates it
+    assert mm.chosen is None and mm.projection is not None and mm.span is not None
+    assert "not known — measure it" in pair_markdown(a)
+    assert a.bands["compute-bound"].seen > 0 and not a.bands["compute-bound"].checks
+    assert a.bands["memory-bound"].checks  # decode at batch 1 on H100 and H200
+
+
+# -- the projection by parts -----------------------------------------------------------------------
+
+def test_parts_scale_by_their_own_ratio_and_host_time_stays(tmp_path: Path) -> None:
+    a = build_pair(H100, A100, _tree(tmp_path))
+    p = _row(a, "decode-b1").projection
+    assert p is not None and p.split.shares == pytest.approx({"memory": 0.8, "gpu": 0.192, "host": 0.008},
+                                                             abs=0.01)
+    bw = lookup(H100).bandwidth_tb_s / lookup(A100).bandwidth_tb_s  # type: ignore[union-attr]
+    assert p.point == pytest.approx(0.992 * bw + 0.008, rel=0.01)  # GPU time at the bandwidth ratio, host at 1
+
+
+@pytest.fixture(scope="module")
+def committed() -> PairAnswer:
+    return build_pair(H100, A100, RESULTS)
+
+
+def test_batch_32_decode_is_gpu_time_never_an_a100_faster(committed: PairAnswer) -> None:
+    """Issue 39: the old model kept 48% of the batch-32 step fixed as if host time (1.33x, below the
+    bandwidth ratio) and its band allowed 0.69x."""
+    p = _row(committed, "decode-b32").projection
+    bw = lookup(H100).bandwidth_tb_s / lookup(A100).bandwidth_tb_s  # type: ignore[union-attr]
+    assert p is not None and p.split.shares["host"] < 0.05 and p.point is not None and p.point >= bw * 0.99
+    assert p.low >= 1.0 and _row(committed, "decode-b32").chosen is None  # mixed: not validated by H100/H200
+
+
+def test_ttft_never_above_the_compute_ratio_and_training_never_from_a_spec_ratio(committed: PairAnswer) -> None:
+    compute = 989.5 / 312
+    ttft = _row(committed, "ttft-2048")
+    assert ttft.projection is not None and ttft.projection.high <= compute * 1.001 and ttft.chosen is None
+    for key in ("qlora-8b", "qlora-70b", "trainer-bf16", "trainer-fp32"):
+        row = _row(committed, key)
+        assert row.chosen is None and row.verdict is not None and row.verdict.cheaper == "not known", key
+        assert row.projection is not None and row.projection.point is None, key  # no point from a spec ratio
+
+
+def test_the_uncontrolled_torchao_pair_is_evidence_and_the_disagreement_is_said(committed: PairAnswer) -> None:
+    """Issue 39: 1.33x came from torchao rows added in different PRs for different models."""
+    row = _row(committed, "decode-b1")
+    torchao = next(e for e in row.evidence if e.kind == "published pair" and e.source == "torchao-decode-2024")
+    assert torchao.grade == "uncontrolled" and row.chosen is not torchao and not torchao.picks
+    assert row.disagree and row.span is not None and row.span[0] <= torchao.ratio <= row.span[1]  # type: ignore[operator]
+
+
+def test_the_eager_fp8_prefill_row_is_dropped_with_why(committed: PairAnswer) -> None:
+    dropped = dict(committed.omitted)
+    assert any("TTFT" in t and "mode compiled or engine vllm" in why for t, why in dropped.items())
+    assert not any(r.workload.key == "ttft-2048" and r.sides[0] == "fp8" for r in committed.rows)
+
+
+def test_prices_compare_like_for_like_or_as_given() -> None:
+    got, why = pair_prices(H100, A100, None)
+    assert got is not None and got[0].offer == got[1].offer and got[0].checked == got[1].checked
+    assert "like for like" in why and got[0].offer != "on-demand"  # the data's A100 is serverless only
+    assert pair_prices(H100, H200, None)[0] is None  # on-demand, but checked on other dates
+    mine, why = pair_prices(H100, A100, {H100: Price(3.0), A100: Price(2.0)})
+    assert mine == (Price(3.0), Price(2.0)) and "your prices" in why
+    with pytest.raises(UserError, match="give both GPUs' prices"):
+        pair_prices(H100, A100, {H100: Price(3.0)})
+
+
+# -- versus --------------------------------------------------------------------------------------------
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    versus.register(app)
+    compare.register(app)  # a second command, so typer keeps the command name
+    return app
+
+
+def test_versus_from_a_pip_install_answers_from_the_packaged_references(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no results/ here: nothing of a checkout
+    got = runner.invoke(_app(), ["versus", "-f", "json"])
+    assert got.exit_code == 0, got.output
+    data = json.loads(got.stdout)
+    serving = next(r for r in data["rows"] if r["workload"] == "serving-max-load" and r["sides"][0] == "fp16")
+    assert serving["chosen"]["kind"] == "published pair" and serving["chosen"]["grade"] == "controlled"
+
+
+def test_versus_puts_your_sets_in_and_takes_any_pair(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "results")
+    bundle = write_bundle(tmp_path / "a100-sxm-80gb-20261125T000000Z.tar.gz", {"headline-1.json": _a100()})
+    got = runner.invoke(_app(), ["versus", str(bundle), "--results", str(tree), "--price", f"{H100}=3",
+                                 "--price", f"{A100}=2", "-f", "json"])  # the pair: H100 against your GPU
+    assert got.exit_code == 0, got.output
+    data = json.loads(got.stdout)
+    row = next(r for r in data["rows"] if r["workload"] == "decode-b1" and r["sides"] == ["bf16", "bf16"])
+    assert data["pair"] == [H100, A100] and row["chosen"]["kind"] == "measured"
+    assert row["verdict"]["break_even"][0] == pytest.approx(3 / row["chosen"]["high"])
+    other = runner.invoke(_app(), ["versus", "--results", str(tree), "--gpus", f"{H200},{H100}", "-f", "json"])
+    assert json.loads(other.stdout)["rows"][0]["chosen"]["kind"] == "measured"
+    bad = runner.invoke(_app(), ["versus", "--gpus", "h100-sxm-80gb,b900", "--results", str(tree)])
+    assert isinstance(bad.exception, UserError) and "unknown GPU 'b900'" in str(bad.exception)
+    wrong = runner.invoke(_app(), ["versus", str(bundle), "--gpus", f"{H100},{H200}", "--results", str(tree)])
+    assert isinstance(wrong.exception, UserError) and "not of h100-sxm-80gb or h200-sxm-141gb" in str(wrong.exception)
+
+
+# -- the reference data ----------------------------------------------------------------------------
+
+def test_reference_data_is_graded_joins_llmbench_cases_and_ships_with_the_package() -> None:
+    sets = published_sets()
+    assert sets and all(rs.source.kind == "published" and rs.source.citation for _, rs in sets)
+    for name, rs in sets:
+        for c in rs.cases:
+            assert c.id == case_id(c.scenario, c.params), name
+            match = PublishedInfo.of(c.info).match
+            assert match is None or (match.grade in GRADES and match.grade_note), (name, c.id)
+    assert all(c.grade in GRADES and c.grade_note for c in claims())
+    assert next(e for _, rs in sets if rs.suite == "torchao-decode-2024" for c in rs.cases
+                if (e := PublishedInfo.of(c.info).match)).grade == "uncontrolled"
+    measured = {c["id"] for p in (RESULTS / H100).glob("*.json") for c in json.loads(p.read_text())["cases"]}
+    assert all(w.ids[0] in measured for w in workloads() if w.scenario), "a workload's case is not in results/"
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["llmbench"]
+    shipped = {p for g in globs for p in (ROOT / "llmbench").glob(g)}
+    assert {p for p in DATA.rglob("*") if p.is_file()} <= shipped
+    assert not (RESULTS / "published").exists()  # one home: the package
+
+
+def test_publish_writes_the_pair_page_and_the_measured_page_opens_with_measurements(tmp_path: Path) -> None:
+    md, _ = publish(_tree(tmp_path))
+    page = (tmp_path / "h100-vs-a100.md").read_text()
+    assert page.startswith("# H100 SXM5 80GB vs A100 SXM4 80GB\n") and "What was measured" in page
+    assert md.read_text().startswith("# H100 SXM vs H200 SXM (measured)") and "(h100-vs-a100.md)" in md.read_text()
