@@ -120,7 +120,7 @@ class PairAnswer:
     def to_dict(self) -> dict[str, Any]:
         def ev(e: Evidence | None) -> Any:
             return asdict(e) if e else None
-        return {"gpus": [self.a, self.b], "price_basis": self.price_basis,
+        return {"pair": [self.a, self.b], "price_basis": self.price_basis,
                 "prices": [asdict(p) for p in self.prices] if self.prices else None,
                 "rows": [{"workload": r.workload.key, "title": r.title, "metric": r.workload.metric, "sides": r.sides,
                           "chosen": ev(r.chosen), "span": r.span, "disagree": r.disagree,
@@ -334,12 +334,15 @@ def build_pair(a: str, b: str, results_dir: Path | None, given: list[tuple[str, 
 
 
 def _drop(row: Row, cases: tuple[str, str], gpu_runs: tuple[Any, Any], gpus: tuple[str, str]) -> str | None:
-    """Why an fp8 row is not shown: its fp8 case ran llmbench's eager path, which users do not run."""
+    """Why an fp8 row is not shown: its fp8 case took none of the code paths users run (the workload's
+    `fp8_paths`: llmbench's eager fp8 is its own)."""
+    paths = row.workload.fp8_paths
     for side, cid, gr, gpu in zip(row.sides, cases, gpu_runs, gpus, strict=True):
-        cr = gr.case(cid) if gr and side == "fp8" else None
-        mode = (cr.case.code_path or cr.case.params).get("mode") if cr else None
-        if mode == "eager":
-            return f"{gpu}'s fp8 case ran llmbench's eager fp8 path, not one users run (compiled, or vLLM)"
+        cr = gr.case(cid) if gr and side == "fp8" and paths else None
+        took = {**cr.case.params, **cr.case.code_path} if cr else {}
+        if cr and not any(all(took.get(k) == v for k, v in p.items()) for p in paths):
+            users = " or ".join(", ".join(f"{k} {v}" for k, v in p.items()) for p in paths)
+            return f"{gpu}'s fp8 case took none of the paths users run ({users}): it measures llmbench's own path"
     return None
 
 

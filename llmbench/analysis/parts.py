@@ -11,9 +11,10 @@ target's host is unknown: it stays as measured), and an unsplit rest anywhere fr
 estimate then). Mixed by their shares, the parts' lowest and highest ratios are the physical bounds of
 the projection.
 
-The class of a case is the part that holds most of it (`CLASS_SHARE`). A measured pair of GPUs checks the
-projection of every case both measured (`checks`), but validates only the classes whose parts it moves:
-H100 and H200 share their compute peak, so they validate bandwidth-bound cases only; host-bound cases
+The class of a case (memory-, compute- or host-bound, or mixed) is the part that holds most of it. A
+measured pair of GPUs checks the projection of every case both measured (`checks`), but validates only the
+classes whose parts it moves:
+H100 and H200 share their compute peak, so they validate memory-bound cases only; host-bound cases
 are never validated (no host is modelled). A class's band is the range of its checks' errors.
 """
 
@@ -31,17 +32,18 @@ from llmbench.results import CaseResult
 
 CLASS_SHARE = 0.6  # the part holding this share of a case's time names its class; none does: "mixed"
 MOVES = 0.05  # a pair of GPUs moves a part when that part's ratio differs from 1 by more than this
-CLASSES = {"bandwidth": "bandwidth-bound", "compute": "compute-bound", "host": "host-bound"}
-NEEDS = {"bandwidth-bound": ("bandwidth",), "compute-bound": ("compute",), "mixed": ("bandwidth", "compute")}
-ROOF_UNITS = {"TFLOP/s": "compute", "TB/s": "bandwidth"}  # rates of the bound resource itself
+CLASSES = {"memory": "memory-bound", "compute": "compute-bound", "host": "host-bound"}
+NEEDS = {"memory-bound": ("memory",), "compute-bound": ("compute",), "mixed": ("memory", "compute")}
+ROOF_UNITS = {"TFLOP/s": "compute", "TB/s": "memory"}  # rates of the bound resource itself
 
 
 @dataclass(frozen=True)
 class Split:
-    """Shares of a case's time per part (bandwidth, compute, gpu: busy below the roof, host, rest: not split)."""
+    """Shares of a case's time per part (memory: its bandwidth roof, compute: its peak roof, gpu: busy below the
+    roof, host, rest: not split)."""
 
     shares: dict[str, float]
-    bound: str  # the roof the case is bound by: bandwidth or compute
+    bound: str  # the roof the case is bound by: memory or compute
     bandwidth_at: float | None = None  # TB/s the bandwidth part was taken at (a measured ceiling); None: the spec
 
     @property
@@ -63,10 +65,10 @@ def split(case: CaseResult, metric: str, src: GpuSpec) -> Split | None:
     info, m = StepInfo.of(case.info), case.metrics
     family, unit = METRICS[metric].family, METRICS[metric].unit
     scenario = scenario_of(case)
-    bound = "bandwidth" if scenario and scenario.bound(case.params, metric, src) == "memory" else "compute"
+    bound = "memory" if scenario and scenario.bound(case.params, metric, src) == "memory" else "compute"
     if family == DECODE_RATE and "tpot_ms" in m and info.decode_step_bound_ms:
         step = m["tpot_ms"].value
-        kind = "compute" if info.decode_bound_by == "compute" else "bandwidth"
+        kind = "compute" if info.decode_bound_by == "compute" else "memory"
         roof = min(info.decode_step_bound_ms, step)
         if info.gpu_busy_ms_per_step is None:
             return _of({kind: roof, "rest": step - roof}, kind, info.bandwidth_tb_s)
@@ -104,12 +106,12 @@ class Scales:
         c = self.compute if self.compute is not None else b
         top, floor = max(b, c), min(1.0, b, c)
         at = sp.bandwidth_at or self.bandwidth * self.dst_bandwidth
-        return {"bandwidth": (min(b, at / self.dst_bandwidth), b, top), "compute": (c, c, top),
-                "gpu": (floor, b if sp.bound == "bandwidth" else c, top), "host": (1.0, 1.0, 1.0),
+        return {"memory": (min(b, at / self.dst_bandwidth), b, top), "compute": (c, c, top),
+                "gpu": (floor, b if sp.bound == "memory" else c, top), "host": (1.0, 1.0, 1.0),
                 "rest": (floor, None, max(1.0, top))}
 
     def moves(self, klass: str) -> bool:
-        moved = {"bandwidth": abs(self.bandwidth - 1) > MOVES,
+        moved = {"memory": abs(self.bandwidth - 1) > MOVES,
                  "compute": self.compute is not None and abs(self.compute - 1) > MOVES}
         return klass in NEEDS and all(moved[k] for k in NEEDS[klass])
 
@@ -151,7 +153,7 @@ def project(case: CaseResult, metric: str, value: float, src: str, dst: str) -> 
     if sp is None:
         return f"the case recorded nothing that splits {metric} into parts"
     sc = scales(case, s, d)
-    if sc.compute is None and any(k != "bandwidth" and k != "host" for k in sp.shares):
+    if sc.compute is None and any(k not in ("memory", "host") for k in sp.shares):
         return f"{dst} has no math of the case's precision"
     ranges = sc.parts(sp)
     mix = [(share, *ranges[kind]) for kind, share in sp.shares.items()]

@@ -80,6 +80,7 @@ class Workload:
     params: dict[str, Any]
     metric: str
     fp8: dict[str, Any] | None = None
+    fp8_paths: tuple[dict[str, Any], ...] = ()  # code paths users run; an fp8 case that took none is not shown
     also: tuple[str, ...] = ()  # other metrics a published figure of it may give
     ids: tuple[str, str | None] = field(init=False)  # the case id, and its fp8 counterpart's
 
@@ -95,7 +96,8 @@ class Workload:
 
 @cache
 def workloads() -> tuple[Workload, ...]:
-    return tuple(Workload(**{**w, "also": tuple(w.get("also", ()))}) for w in _read("workloads.json")["workloads"])
+    return tuple(Workload(**{**w, "also": tuple(w.get("also", ())), "fp8_paths": tuple(w.get("fp8_paths", ()))})
+                 for w in _read("workloads.json")["workloads"])
 
 
 @cache

@@ -102,11 +102,12 @@ def projection_table(ans: PairAnswer) -> Table:
                      f"x{sc.bandwidth:.2f}", MISSING if sc.compute is None else f"x{sc.compute:.2f}",
                      MISSING if p.point is None else f"x{p.point:.2f}", _x(p.low, p.high)])
     return Table("Projection by parts (time multipliers, > 1: slower on the target)",
-                 ["workload", "projected", "class", "parts of the measured time", "bandwidth",
-                  "compute (its precision)", "point", "the parts' bounds"], rows,
-                 caption="bandwidth and compute: the roofline bound of the step at each; gpu: the rest of the GPU-busy "
-                 "time (between the bandwidth and compute ratios; the case's own bound for the point); host: as "
-                 "measured; rest: not split by what the case recorded (from host to GPU: no point estimate).",
+                 ["workload", "projected", "class", "parts of the measured time", "memory (bandwidth ratio)",
+                  "compute (peak ratio of its precision)", "point", "the parts' bounds"], rows,
+                 caption="memory and compute: the step's roofline bound at the bandwidth or at the peak; gpu: the "
+                 "rest of the GPU-busy time (between the bandwidth and compute ratios; the case's own bound for the "
+                 "point); host: as measured; rest: not split by what the case recorded (from host to GPU: no "
+                 "point estimate).",
                  empty="no case of these workloads was measured on either GPU")
 
 
@@ -124,7 +125,7 @@ def validation_table(ans: PairAnswer) -> Table:
                  caption="Each case measured on two GPUs projected from one to the other, and each controlled "
                  "published pair of a case llmbench measured (its ratio against the projection's). A pair validates "
                  "only the classes whose parts it moves: H100 and H200 share their compute peak, so they validate "
-                 "bandwidth-bound cases only; host-bound cases are never validated (no host is modelled).",
+                 "memory-bound cases only; host-bound cases are never validated (no host is modelled).",
                  empty="no case measured on two GPUs")
 
 
