@@ -1,5 +1,5 @@
 """How the published figures of a comparison match the llmbench cases they join: their `info.match`
-(results/published/, published_a100.py) as one table beside `llmbench compare`'s ratios, so a
+(llmbench/references/data/published/) as one table beside `llmbench compare`'s ratios, so a
 ratio against a published figure is never read without what differs."""
 
 from __future__ import annotations

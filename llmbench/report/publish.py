@@ -8,7 +8,7 @@
   last the inputs (the result sets read);
 - results/report.html: the same answer on its first screen, then the same comparisons as an HTML page
   (html.py), plus a section per suite measured on one machine only and the published reference
-  figures under results/published/ (each labelled as published);
+  figures shipped in llmbench/references/data/published/ (each labelled as published);
 - results/h100-vs-a100.md: the GPU-pair answer (report/pair_view.py), linked after the measured answer and
   first in report.html;
 - engines side by side: a suite run on another engine (vLLM, TensorRT-LLM) gets, in both pages, each

@@ -1,7 +1,7 @@
 """burn: a sustained full-load matmul for `duration_s`, like gpu-burn: throughput, SM clock, power and
 temperature per interval, and a flag when throughput or clock fall from the first interval's level.
 
-Compare with the published gpu-burn sets in results/published/ through `llmbench compare` (their
+Compare with the published gpu-burn sets in references/data/published/ through `llmbench compare` (their
 `tflops` is the same quantity: 2*N^3 per product over time).
 """
 
