@@ -24,7 +24,7 @@ from llmbench.errors import UserError
 from llmbench.hardware.specs import lookup
 from llmbench.ids import case_id
 from llmbench.references import DATA, GRADES, claims, published_sets, workloads
-from llmbench.report.pair_view import pair_markdown
+from llmbench.report.pair_view import answer_table, pair_markdown
 from llmbench.report.publish import publish
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
 
@@ -171,6 +171,16 @@ def test_the_eager_fp8_prefill_row_is_dropped_with_why(committed: PairAnswer) ->
     dropped = dict(committed.omitted)
     assert any("TTFT" in t and "mode compiled or engine vllm" in why for t, why in dropped.items())
     assert not any(r.workload.key == "ttft-2048" and r.sides[0] == "fp8" for r in committed.rows)
+
+
+def test_the_answers_docs_a100_quotes_are_the_committed_ones(committed: PairAnswer) -> None:
+    """docs/a100.md's closing note quotes each answer: new runs must update it."""
+    doc = (ROOT / "docs" / "a100.md").read_text(encoding="utf-8")
+    note = doc[doc.index("## Closing note"):]
+    quoted = {cells[1]: cells[2] for line in note.splitlines()
+              if len(cells := [c.strip() for c in line.split("|")]) > 3 and cells[1] not in ("workload", "---")}
+    answers = {row[0]: row[1] for row in answer_table(committed).rows}
+    assert len(quoted) >= 8 and {t: answers.get(t) for t in quoted} == quoted
 
 
 def test_prices_compare_like_for_like_or_as_given() -> None:

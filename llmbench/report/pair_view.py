@@ -34,6 +34,11 @@ def _usd(pair: tuple[float, float] | None) -> str:
     return MISSING if pair is None else f"${pair[0]:.2f}-{pair[1]:.2f}/h"
 
 
+def _short(why: str) -> str:
+    """A reason's first clause (a skip reason's install hint is in its result set)."""
+    return why.split(", which ")[0].split(": pip ")[0]
+
+
 def page_name(a: str, b: str) -> str:
     """results/<a>-vs-<b>.md: GPU families where they differ ('h100-vs-a100.md'), else the slugs."""
     return f"{family(a)}-vs-{family(b)}.md" if family(a) != family(b) else f"{a}-vs-{b}.md"
@@ -52,7 +57,7 @@ def lead(ans: PairAnswer) -> str:
 
 def measured_table(ans: PairAnswer) -> Table:
     rows = [[gpu_name(m.gpu), m.row, str(len(m.used)), ", ".join(m.used),
-             "; ".join(f"{f}: {why}" for f, why in m.left_out) or "-", m.note or "-"] for m in ans.measured]
+             "; ".join(f"{f}: {_short(why)}" for f, why in m.left_out) or "-", m.note or "-"] for m in ans.measured]
     return Table("What was measured: the runs that stand for each case", ["GPU", "workload", "runs", "used",
                                                                            "left out (why)", "note"], rows,
                  caption="Runs chosen by one rule (analysis/runs.py): the newest identity and code path; a run of "
