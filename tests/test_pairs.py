@@ -91,10 +91,10 @@ def test_measured_runs_are_the_answer_and_the_projection_stays_beside_them(tmp_p
     assert fp8.sides == ("fp8", "bf16") and fp8.chosen is not None and fp8.chosen.ratio == pytest.approx(1.5, rel=0.02)
 
 
-def _published(slug: str, tps: float, grade: str) -> tuple[str, ResultSet]:
+def _published(slug: str, tps: float, grade: str, quality: str = "close") -> tuple[str, ResultSet]:
     c = case("generate", _w("decode-b1").params, {"decode_tokens_per_s": MetricResult.single("decode_tokens_per_s",
                                                                                              tps)})
-    c.info = {"match": {"workload": "decode-b1", "quality": "close", "grade": grade}}
+    c.info = {"match": {"workload": "decode-b1", "quality": quality, "grade": grade}}
     rs = result_set({"gpu": {"slug": slug, "name": slug}}, [c], f"src-{grade}",
                     source=Source(kind="published", citation="a table"))
     return f"{slug}/src-{grade}.json", rs
@@ -113,6 +113,10 @@ def test_a_controlled_published_pair_beats_the_projection_and_an_uncontrolled_on
                                                           _published(A100, 100.0, "controlled")])
     row = _row(build_pair(H100, A100, tree), "decode-b1")
     assert row.chosen is not None and row.chosen.kind == "published pair" and row.chosen.ratio == pytest.approx(1.2)
+    monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 120.0, "controlled", "own workload"),
+                                                          _published(A100, 100.0, "controlled", "own workload")])
+    row = _row(build_pair(H100, A100, tree), "decode-b1")  # the source's own workload: evidence, not the answer
+    assert row.chosen is not None and row.chosen.kind == "projection"
 
 
 def test_with_no_source_that_may_answer_the_row_is_not_known_with_the_evidence_range(tmp_path: Path) -> None:
@@ -211,6 +215,9 @@ def test_versus_from_a_pip_install_answers_from_the_packaged_references(tmp_path
     data = json.loads(got.stdout)
     serving = next(r for r in data["rows"] if r["workload"] == "serving-max-load" and r["sides"][0] == "fp16")
     assert serving["chosen"]["kind"] == "published pair" and serving["chosen"]["grade"] == "controlled"
+    assert not any(r["workload"] == "ttft-2048" and r["sides"][0] == "fp8" for r in data["rows"])  # no runs: still
+    decode = next(r for r in data["rows"] if r["workload"] == "decode-b1" and r["sides"][0] == "bf16")
+    assert decode["chosen"] is None and decode["span"] is not None  # the uncontrolled torchao pair: evidence only
 
 
 def test_versus_puts_your_sets_in_and_takes_any_pair(tmp_path: Path) -> None:

@@ -153,7 +153,8 @@ def _metric(case: CaseResult, w: Workload) -> str | None:
 
 
 def _published(w: Workload, row: Row, a: str, b: str, figs: list[_Fig]) -> list[Evidence]:
-    """A source's own figures of both GPUs (or of GPUs of their families), per source and pair of GPUs."""
+    """A source's own figures of both GPUs (or of GPUs of their families), per source and pair of GPUs; a
+    controlled pair answers a workload llmbench has a case of only where it matches that case closely."""
     groups: dict[tuple[str, str, str], list[tuple[float, bool]]] = {}
     mine = [f for f in figs if f.match.workload == w.key]
     for fa in (f for f in mine if family(f.slug) == family(a)):
@@ -163,7 +164,8 @@ def _published(w: Workload, row: Row, a: str, b: str, figs: list[_Fig]) -> list[
             precs = tuple(_prec(f.case.params.get("precision")) for f in (fa, fb))
             if rest[0] == rest[1] and m and m in fb.case.metrics and precs == tuple(map(_prec, row.sides)):
                 r = float(orient(fa.case.metrics[m].value, fb.case.metrics[m].value, METRICS[m].better))
-                controlled = fa.match.grade == fb.match.grade == "controlled"
+                controlled = fa.match.grade == fb.match.grade == "controlled" and (
+                    not w.scenario or fa.match.quality == fb.match.quality == "close")
                 groups.setdefault((fa.rs.suite, fa.slug, fb.slug), []).append((r, controlled))
     out = []
     for (suite, sa, sb), got in groups.items():
@@ -336,13 +338,13 @@ def build_pair(a: str, b: str, results_dir: Path | None, given: list[tuple[str, 
 def _drop(row: Row, cases: tuple[str, str], gpu_runs: tuple[Any, Any], gpus: tuple[str, str]) -> str | None:
     """Why an fp8 row is not shown: its fp8 case took none of the code paths users run (the workload's
     `fp8_paths`: llmbench's eager fp8 is its own)."""
-    paths = row.workload.fp8_paths
+    w, paths = row.workload, row.workload.fp8_paths
     for side, cid, gr, gpu in zip(row.sides, cases, gpu_runs, gpus, strict=True):
-        cr = gr.case(cid) if gr and side == "fp8" and paths else None
-        took = {**cr.case.params, **cr.case.code_path} if cr else {}
-        if cr and not any(all(took.get(k) == v for k, v in p.items()) for p in paths):
+        cr = gr.case(cid) if gr and side == "fp8" else None
+        took = {**w.params, **(w.fp8 or {}), **(cr.case.code_path if cr else {})}
+        if side == "fp8" and paths and not any(all(took.get(k) == v for k, v in p.items()) for p in paths):
             users = " or ".join(", ".join(f"{k} {v}" for k, v in p.items()) for p in paths)
-            return f"{gpu}'s fp8 case took none of the paths users run ({users}): it measures llmbench's own path"
+            return f"the fp8 case on {gpu} is on none of the paths users run ({users}): it measures llmbench's own"
     return None
 
 

@@ -31,7 +31,9 @@ def _from(e: Evidence) -> str:
 
 
 def _usd(pair: tuple[float, float] | None) -> str:
-    return MISSING if pair is None else f"${pair[0]:.2f}-{pair[1]:.2f}/h"
+    if pair is None:
+        return MISSING
+    return f"${pair[0]:.2f}/h" if f"{pair[0]:.2f}" == f"{pair[1]:.2f}" else f"${pair[0]:.2f}-{pair[1]:.2f}/h"
 
 
 def _short(why: str) -> str:
