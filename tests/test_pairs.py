@@ -111,8 +111,11 @@ def test_a_controlled_published_pair_beats_the_projection_and_an_uncontrolled_on
     assert row.disagree and row.span is not None and row.span[0] == pytest.approx(1.2)  # 1.2x against ~1.6x: said
     monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 120.0, "controlled"),
                                                           _published(A100, 100.0, "controlled")])
-    row = _row(build_pair(H100, A100, tree), "decode-b1")
+    a = build_pair(H100, A100, tree)
+    row = _row(a, "decode-b1")
     assert row.chosen is not None and row.chosen.kind == "published pair" and row.chosen.ratio == pytest.approx(1.2)
+    checked = [c for c in a.bands["memory-bound"].checks if c.projection.scales.dst == A100]
+    assert len(checked) == 1 and checked[0].measured == pytest.approx(160.0 / 1.2, rel=0.02)  # it checks the projection
     monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 120.0, "controlled", "own workload"),
                                                           _published(A100, 100.0, "controlled", "own workload")])
     row = _row(build_pair(H100, A100, tree), "decode-b1")  # the source's own workload: evidence, not the answer
