@@ -23,11 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from llmbench.caseinfo import CaseInfo, ShareGroupInfo
 from llmbench.errors import UserError
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, load, set_files
-from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
@@ -191,6 +192,11 @@ def share_groups(cases: list[CaseSpec], device: DeviceInfo) -> list[list[CaseSpe
     return units
 
 
+# What a scenario's checks raise on params they cannot take (pydantic's ValidationError is a ValueError; an
+# unknown engine a ValueError, an unknown preset a KeyError): the case process would raise the same.
+BROKEN_PARAMS = (ValueError, LookupError, TypeError)
+
+
 def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
     scenario = case.scenario_obj()
     search = scenario.max_batch_search
@@ -198,7 +204,7 @@ def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
         return None
     try:
         return scenario.share_key(case.params, device)
-    except Exception:  # a key that cannot be worked out here: the case runs alone
+    except BROKEN_PARAMS:  # no key from these params: the case runs alone, and its process fails with the reason
         return None
 
 
@@ -276,12 +282,15 @@ def estimate_time(case: CaseSpec) -> float:
 
 def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
     """Why the case cannot run on `device`, decided without starting its process (the scenario's own
-    `skip_reason`); None when it may run or this process cannot tell (the case process checks again)."""
+    `skip_reason`), or that its params are broken (the check raised on them); None when it may run."""
+    scenario = case.scenario_obj()
     try:
-        scenario = SCENARIOS.get(case.scenario)()
         return scenario.skip_reason(scenario.Params.model_validate(case.params_dict), device)
-    except Exception:  # the parent cannot decide: the case process will, with the real device
-        return None
+    except BROKEN_PARAMS as e:
+        if isinstance(e, ValidationError):
+            err = e.errors()[0]
+            return f"its params are broken: {'.'.join(map(str, err['loc']))} = {err.get('input')!r:.80}: {err['msg']}"
+        return f"its params are broken: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
 
 
 DONE_STATUSES = ("ok", "skipped")  # what a resumed run does not run again (but see `done_before`)
