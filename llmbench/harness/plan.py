@@ -9,10 +9,9 @@ most like it say where that is longer ("similar"):
 - without any, the longest of the measured cases with the fewest differing params (a compiled int8
   case takes far longer than its scenario's rough guess, and a sibling that differs only in batch
   size says so).
-On the H100 8B inference set, each case quoted from the 60 others (benchmarks/plan_accuracy.py): a
-median error of 24%, 2 of 61 under by more than 15%; the closest-sibling rule alone was off by 111%
-(it quotes a bf16 case at its fp8 sibling's compile time). The estimate stays a floor: a sibling can
-differ in the one param that sets the time."""
+How close these quotes come is measured by benchmarks/plan_accuracy.py (its figures: benchmarks/README.md);
+the closest-sibling rule alone is far worse (it quotes a bf16 case at its fp8 sibling's compile time).
+The estimate stays a floor: a sibling can differ in the one param that sets the time."""
 
 from __future__ import annotations
 
@@ -212,8 +211,8 @@ def shared_time(quote: CaseTime, case: CaseSpec, measured: dict[str, MeasuredCas
     """The quote of a case that will run on a session an earlier case of its share group loaded: its
     time when it last ran so, else its measured time less the load that measurement paid (nothing to
     take off where it was not measured by id). Measured alone, a shared vLLM case's time less its
-    build still holds ~8 s of process start and engine shutdown that a shared one does not pay (11-12 s
-    quoted against 3 s measured, H200 headline of 2026-11-25)."""
+    build still holds the process start and engine shutdown that a shared one does not pay, so the
+    quote errs long (a shared case's seconds: docs/measurements.md, "The headline in one oneshot")."""
     m = measured.get(case.id)
     if quote.source != "skipped" and m is not None and (s := m.shared_seconds()) is not None:
         return CaseTime(s, "measured", m.gpu, shared=True)
