@@ -22,7 +22,6 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.stats
 
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES
 from llmbench.metrics import Better
@@ -80,6 +79,8 @@ class LogRatioInterval:
     df: float
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
+        import scipy.stats  # where used: it is slow to import (measure/stats.py)
+
         if self.se == 0.0:
             return float(np.exp(self.centre)), float(np.exp(self.centre))
         half = scipy.stats.t.ppf(0.5 + confidence / 2.0, self.df) * self.se

@@ -1,5 +1,6 @@
 """Summary statistics computed from raw samples (never from other summaries); the distributions and the
-bootstrap are scipy.stats'."""
+bootstrap are scipy.stats', imported where used: every command loads this module (through results.py),
+and importing scipy.stats takes longer than the rest of the CLI's start."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import scipy.stats
 
 BOOTSTRAP_RESAMPLES = 2000
 SEED = 20261122  # fixed: the same samples always give the same interval
@@ -19,6 +19,8 @@ def bootstrap_distribution(
     """The `resamples` bootstrap replicates of the median (scipy.stats.bootstrap, fixed seed): the raw
     material of a CI, kept so that derived quantities (a ratio of two medians, a geometric mean of ratios)
     get intervals too."""
+    import scipy.stats
+
     x = np.asarray(samples, dtype=np.float64)
     if x.size == 1:  # scipy needs two; one sample's every resample is that sample
         return np.full(resamples, x[0])
@@ -29,6 +31,8 @@ def bootstrap_distribution(
 def median_ratio_ci(base: Sequence[float], other: Sequence[float]) -> tuple[float, float, float]:
     """median(base) / median(other) and its 95% percentile bootstrap interval, each side resampled
     independently from its own samples (scipy.stats.bootstrap, fixed seed)."""
+    import scipy.stats
+
     def ratio(b: np.ndarray, o: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.asarray(np.median(b, axis=axis) / np.median(o, axis=axis))
 
@@ -63,6 +67,8 @@ def median_order_ranks(n: int, confidence: float = CI_LEVEL) -> tuple[int, float
     >= `confidence` for ANY continuous distribution, and that exact probability 1 - 2 P(B <= k-1),
     B ~ Binomial(n, 1/2). k = 0 when no pair of order statistics reaches `confidence` (n < 6 at 95%);
     the coverage returned then is that of [min, max], the widest interval there is."""
+    import scipy.stats
+
     if n <= 0:
         raise ValueError("no samples")
     cdf = scipy.stats.binom.cdf(np.arange((n + 1) // 2), n, 0.5)
