@@ -336,7 +336,7 @@ def _written_temp(path: Path, text: str | bytes) -> str:
             f.write(text.encode() if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
-    except BaseException:
+    except BaseException:  # any end (an interrupt too) leaves no half-written file, then raises on
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp

@@ -34,6 +34,7 @@ class FakeNvml:
     """One GPU, "GPU-fake-0": limits in mW as NVML gives them, a log of every limit set."""
 
     UUID = "GPU-fake-0"
+    NVMLError = FakeNvmlError  # what pynvml raises for every NVML error code
 
     def __init__(self, path: Path | None = None, *, current_mw: int = 700_000, root: bool = True,
                  refuse: bool = False, mig: bool = False) -> None:

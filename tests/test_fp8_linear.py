@@ -11,12 +11,13 @@ from pydantic import ValidationError
 from llmbench.hardware import linear_roofline as lr
 from llmbench.hardware import nvml
 from llmbench.harness.worker import run_case
+from llmbench.measure.stats import median_ratio_ci
 from llmbench.measure.sustained import drop, sustained_level, throttle_flags
 from llmbench.models.presets import PRESETS
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import fp8_impls
 from llmbench.scenarios.gemm import Gemm, GemmParams
-from llmbench.scenarios.linear_fp8 import LinearFp8, LinearFp8Params, impl_reason, ratio_ci
+from llmbench.scenarios.linear_fp8 import LinearFp8, LinearFp8Params, impl_reason
 
 CPU = DeviceInfo("cpu", "CPU test")
 H200 = DeviceInfo("cuda", "NVIDIA H200", (9, 0), 141.0)
@@ -252,7 +253,7 @@ def test_the_compiled_module_timed_sees_one_input_shape() -> None:
 
 
 def test_ratio_ci_brackets_the_ratio() -> None:
-    ratio, lo, hi = ratio_ci([2.0, 2.1, 1.9, 2.0, 2.05], [1.0, 1.05, 0.95, 1.0, 1.02])
+    ratio, lo, hi = median_ratio_ci([2.0, 2.1, 1.9, 2.0, 2.05], [1.0, 1.05, 0.95, 1.0, 1.02])
     assert lo <= ratio <= hi and 1.7 < ratio < 2.3
 
 

@@ -74,6 +74,74 @@ def test_no_two_units_import_each_other() -> None:
     assert cycles == []
 
 
+# -- no circle between module files ------------------------------------------------------------------
+def module_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (lazy imports too). `from a.b import c` points at the
+    module a.b.c where there is one, else at a.b; a name under no module file points at its nearest
+    module (a package's __init__). Importing a.b.c runs a's __init__ first, which is no edge: a package
+    __init__ that imports its own submodules (a registry) is not a circle."""
+    files = {p: p.relative_to(package.parent).with_suffix("").parts for p in package.rglob("*.py")}
+    mods = {p: ".".join(parts[:-1] if parts[-1] == "__init__" else parts) for p, parts in files.items()}
+    known = set(mods.values())
+    graph: dict[str, set[str]] = {m: set() for m in known}
+    for path, here in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+                names = [n if n in known else node.module for n in names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name not in known and "." in name:
+                    name = name.rsplit(".", 1)[0]
+                if name in known and name != here:
+                    graph[here].add(name)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle of each strongly connected group of modules, as the modules along it."""
+    out: list[list[str]] = []
+    seen: set[str] = set()
+    for start in sorted(graph):
+        # the shortest way back to `start` (breadth first), over modules not in a circle already named
+        back: dict[str, str] = {}
+        frontier = [start]
+        while frontier and start not in back:
+            nxt = []
+            for m in frontier:
+                for t in sorted(graph[m] - seen):
+                    if t not in back:
+                        back[t] = m
+                        nxt.append(t)
+            frontier = nxt
+        if start in back:
+            path = [start]
+            while (prev := back[path[-1]]) != start:
+                path.append(prev)
+            out.append([start, *reversed(path[1:]), start])
+            seen |= set(path)
+    return out
+
+
+def test_no_circle_between_module_files() -> None:
+    circles = [" -> ".join(c) for c in import_cycles(module_graph(PACKAGE))]
+    assert circles == [], "move what both need into the lower module:\n" + "\n".join(circles)
+
+
+def test_the_circle_check_sees_a_lazy_circle(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub import low\n")  # a registry: no circle
+    (pkg / "sub" / "low.py").write_text("def f():\n    from pkg.top import g\n")  # lazy, still counted
+    (pkg / "top.py").write_text("from pkg.sub.low import f\n")
+    (pkg / "other.py").write_text("from pkg import top\n")
+    assert import_cycles(module_graph(pkg)) == [["pkg.sub.low", "pkg.top", "pkg.sub.low"]]
+
+
 # -- scenarios are known by what they declare, not by name ------------------------------------------
 # The harness asks a case's scenario (scenarios.base.Scenario's declarations: gpus_needed,
 # max_batch_search, worker_settings, server_scope) and the report reads bottleneck_sweep; neither

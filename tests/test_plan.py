@@ -3,6 +3,7 @@ the scenario's estimate."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from llmbench.harness.plan import (
@@ -13,6 +14,7 @@ from llmbench.harness.plan import (
     measured_cases,
     similar_time,
 )
+from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, save
 from llmbench.suite import CaseSpec, load_suite
 from tests.conftest import write
@@ -30,6 +32,7 @@ matrix.mode = ["eager", "compiled"]
 scenario = "gemm"
 shape = [64, 64, 64]
 """
+H200 = DeviceInfo("cuda", "NVIDIA H200", (9, 0), 139.8)
 
 
 def _cases(tmp_path: Path) -> dict[tuple[str, ...], CaseSpec]:
@@ -118,3 +121,14 @@ def test_measured_cases_reads_the_newest_set_and_ignores_cases_that_did_not_fini
     assert path == tmp_path / "x" / "gen-20261102T000000Z.json"
     assert {k: v.seconds for k, v in got.items()} == {cs[0].id: 50.0}
     assert measured_cases(tmp_path, "y", "gen") == ({}, None)
+
+
+def test_a_case_whose_params_break_the_check_is_quoted_broken_not_may_run(tmp_path: Path) -> None:
+    """A param the scenario's check cannot take (here a model no preset has, set past validation) is
+    the case's reason in the quote: before, the check's error was swallowed and the case quoted in full."""
+    c = _cases(tmp_path)[("generate", "bf16", "1", "eager")]
+    broken = replace(c, params=c.params.model_copy(update={"model": "no-such-model"}))
+    t = case_time(broken, {}, H200)
+    assert (t.seconds, t.source) == (0.0, "skipped")
+    assert t.reason is not None and t.reason.startswith("its params are broken") and "no-such-model" in t.reason
+    assert case_time(c, {}, H200).source == "estimate"  # the same case, its params whole

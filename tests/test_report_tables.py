@@ -13,6 +13,7 @@ from test_compare_support import h100_set, h200_set, refs
 from llmbench.analysis.compare import compare
 from llmbench.report.answer_view import answer_tables
 from llmbench.report.tables import render
+from llmbench.report.terminal import to_terminal_text
 from llmbench.report.views import comparison_tables
 
 GOLDEN = Path(__file__).parent / "golden" / "compare_h100_h200.md"
@@ -53,7 +54,7 @@ def test_json_is_the_structured_comparison() -> None:
 def test_terminal_text_has_tables_and_notes() -> None:
     pub = h200_set()
     pub.source.kind = "projected"
-    text = render(comparison_tables(compare(refs(h100_set(), pub), 0)), "terminal")
+    text = to_terminal_text(comparison_tables(compare(refs(h100_set(), pub), 0)))
     assert (
         "Scenario generate" in text and "[projected]" in text and "Not all figures here are measured" in text
     )

@@ -13,9 +13,8 @@ import pytest
 
 from llmbench.analysis.compare import compare, ratio, runs_ratio
 from llmbench.analysis.inputs import load_sets
-from llmbench.analysis.pooled import RUNS_CI_METHOD
+from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval
 from llmbench.api import plan_passes
-from llmbench.measure.stats import t_quantile
 from llmbench.report.views import comparison_tables
 from llmbench.results import MetricResult, ResultSet, load, save
 from tests.conftest import ROOT
@@ -23,9 +22,10 @@ from tests.test_compare_support import H100_ENV, H200_ENV, gemm_case
 
 
 @pytest.mark.parametrize(("df", "expected"), [(1, 12.7062), (2, 4.3027), (4, 2.7764), (10, 2.2281), (1000, 1.9623)])
-def test_t_quantile_matches_the_tables(df: float, expected: float) -> None:
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
-    assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-4)
+def test_the_log_ratio_interval_takes_the_t_quantile_of_its_df(df: float, expected: float) -> None:
+    lo, hi = LogRatioInterval(0.0, 1.0, df).bounds(0.95)  # se 1: the bounds are exp(-+ the quantile)
+    assert np.log(hi) == pytest.approx(expected, abs=1e-4)
+    assert np.log(lo) == pytest.approx(-expected, abs=1e-4)
 
 
 def _runs(rng: np.random.Generator, centre: float, k: int, between: float, within: float = 0.01,

@@ -7,7 +7,7 @@ import statistics
 import numpy as np
 import pytest
 
-from llmbench.measure.stats import bootstrap_ci, summarize
+from llmbench.measure.stats import bootstrap_distribution, summarize
 from llmbench.measure.timing import StopRule, measure
 
 
@@ -104,16 +104,16 @@ def test_summary_statistics_match_known_values() -> None:
     assert lo >= 2.0 and hi <= 9.0
 
 
-def test_bootstrap_ci_is_deterministic_and_narrows_with_more_samples() -> None:
+def test_the_bootstrap_is_deterministic_and_narrows_with_more_samples() -> None:
     rng = np.random.default_rng(1)
     small = rng.normal(10, 1, 20)
     large = rng.normal(10, 1, 2000)
-    assert bootstrap_ci(small) == bootstrap_ci(small)
-    w_small = np.subtract(*bootstrap_ci(small)[::-1])
-    w_large = np.subtract(*bootstrap_ci(large)[::-1])
+    assert (bootstrap_distribution(small) == bootstrap_distribution(small)).all()
+    w_small, w_large = (np.subtract(*np.quantile(bootstrap_distribution(x), [0.975, 0.025])) for x in (small, large))
     assert w_large < w_small / 3
-    lo, hi = bootstrap_ci(large)
+    lo, hi = np.quantile(bootstrap_distribution(large), [0.025, 0.975])
     assert lo < 10.0 < hi
+    assert (bootstrap_distribution([3.0]) == 3.0).all()  # one sample: every resample is it
 
 
 def test_single_sample_and_empty() -> None:

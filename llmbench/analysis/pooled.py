@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, t_quantile
+from llmbench.measure.stats import BOOTSTRAP_RESAMPLES
 from llmbench.metrics import Better
 from llmbench.results import MetricResult
 
@@ -79,9 +79,11 @@ class LogRatioInterval:
     df: float
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
+        import scipy.stats  # where used: it is slow to import (measure/stats.py)
+
         if self.se == 0.0:
             return float(np.exp(self.centre)), float(np.exp(self.centre))
-        half = t_quantile(0.5 + confidence / 2.0, self.df) * self.se
+        half = scipy.stats.t.ppf(0.5 + confidence / 2.0, self.df) * self.se
         return float(np.exp(self.centre - half)), float(np.exp(self.centre + half))
 
     def draws(self, seed: int, size: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:

@@ -17,7 +17,7 @@ from llmbench.api import check_out_dir as check_out_dir
 from llmbench.errors import UserError
 from llmbench.harness.plan import left_for_resume
 from llmbench.report.tables import Table, render
-from llmbench.report.terminal import SafeConsole, print_terminal, terminal_safe
+from llmbench.report.terminal import SafeConsole, print_terminal, terminal_safe, to_terminal_text
 
 console = SafeConsole()  # width from the terminal; plain text (no colour codes) through a pipe
 err_console = SafeConsole(stderr=True)
@@ -110,7 +110,7 @@ def emit(tables: list[Table], fmt: Fmt, out: Path | None, data: dict[str, Any] |
     if out is None and fmt is Fmt.terminal:
         print_terminal(tables, SafeConsole())
         return
-    text = render(tables, fmt.value, data=data)
+    text = to_terminal_text(tables) if fmt is Fmt.terminal else render(tables, fmt.value, data=data)
     if out is None:
         typer.echo(terminal_safe(text), nl=False)
     else:

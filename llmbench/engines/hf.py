@@ -38,8 +38,8 @@ MODES = ("eager", "compiled")
 # What the compiled mode asks of torch.compile on a GPU: CUDA graphs (mode="reduce-overhead"), and at
 # batch 1 coordinate-descent tuning of inductor's Triton kernels, as gpt-fast does. With that option on
 # and one row, inductor decomposes each matrix-vector product into a Triton reduction fused with the
-# RMSNorm or SiLU around it (torch/_inductor/decomposition.py, `mm`), and tuning their block sizes is
-# worth +3.8% tokens/s on an H100 (benchmarks/decode_profile.py) for about 30 s more compilation. From
+# RMSNorm or SiLU around it (torch/_inductor/decomposition.py, `mm`), and tuning their block sizes
+# speeds decode up for more compilation (docs/measurements.md, "Fused projections in compiled decode"). From
 # batch 2 the matmuls stay with cuBLAS and tuning would touch only the small elementwise kernels. On a
 # CPU: plain inductor (no graphs there).
 GPU_COMPILE_OPTIONS: dict[str, Any] = {"triton.cudagraphs": True, "coordinate_descent_tuning": True}
@@ -47,8 +47,8 @@ GPU_COMPILE_OPTIONS: dict[str, Any] = {"triton.cudagraphs": True, "coordinate_de
 # Precisions whose batched decode must not go through inductor's post-grad pattern matcher. torchao
 # int8 weight-only computes linear(x, w.to(bf16)) * scale; from batch 2 (batch 1 decomposes the
 # matmul first) inductor rewrites that into aten._weight_int8pack_mm, whose CUDA kernel is a plain
-# fp32 one: 144 of the 148 ms of a batch-8 Llama-3-8B decode step on an H100, against 7.4 ms for the
-# whole bf16 step (results/h100-sxm-80gb, int8 compiled 8x128; benchmarks/int8_woq_batch.py).
+# fp32 one that takes nearly all of the step (docs/measurements.md, "Llama-3-8B decode on the H100";
+# benchmarks/int8_woq_batch.py).
 NO_PATTERN_MATCHER = frozenset({"int8"})
 
 

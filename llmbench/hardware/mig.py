@@ -29,20 +29,20 @@ def instances(handle: Any, backend: Any | None = None) -> list[dict[str, Any]]:
         if not nv.nvmlDeviceGetMigMode(handle)[0]:
             return []
         count = int(nv.nvmlDeviceGetMaxMigDeviceCount(handle))
-    except Exception:
+    except nv.NVMLError:  # MIG not supported on this GPU
         return []
     out = []
     for i in range(count):
         try:
             h = nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
-        except Exception:  # NOT_FOUND: that slot holds no instance
+        except nv.NVMLError:  # NOT_FOUND: that slot holds no instance
             continue
         name = _text(nv.nvmlDeviceGetName(h))
         m = PROFILE.search(name)
         item: dict[str, Any] = {"profile": m.group(0) if m else name, "uuid": _text(nv.nvmlDeviceGetUUID(h))}
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(nv.NVMLError):
             item["memory_gib"] = round(nv.nvmlDeviceGetMemoryInfo(h).total / 2**30, 1)
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(nv.NVMLError):
             item["sm_count"] = int(nv.nvmlDeviceGetAttributes(h).multiprocessorCount)
         out.append(item)
     return out
@@ -71,7 +71,7 @@ def all_instances(backend: Any | None = None) -> list[dict[str, Any]]:
         return []
     try:
         parents = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
-    except Exception:
+    except nv.NVMLError:
         return []
     return [{"gpu": i, **item} for i, h in enumerate(parents) for item in instances(h, nv)]
 

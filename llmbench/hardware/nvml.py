@@ -7,14 +7,16 @@ from typing import Any
 
 
 def library() -> Any | None:
-    """pynvml, initialised; None without a driver or nvidia-ml-py."""
+    """pynvml, initialised; None without nvidia-ml-py or a driver (NVML's library-not-found error)."""
     try:
         import pynvml
-
-        pynvml.nvmlInit()
-        return pynvml
-    except Exception:
+    except ImportError:
         return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    return pynvml
 
 
 def handles() -> list[Any]:
@@ -23,7 +25,7 @@ def handles() -> list[Any]:
         return []
     try:
         return [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
-    except Exception:
+    except nv.NVMLError:
         return []
 
 
@@ -35,7 +37,7 @@ def handle_by_uuid(uuid: str) -> Any | None:
     for cand in (uuid, f"GPU-{uuid}", uuid.removeprefix("GPU-")):
         try:
             return nv.nvmlDeviceGetHandleByUUID(cand)
-        except Exception:
+        except nv.NVMLError:  # not found under that spelling
             continue
     return None
 
@@ -47,7 +49,7 @@ def call(name: str, *args: Any) -> Any | None:
         return None
     try:
         return getattr(nv, name)(*args)
-    except Exception:
+    except nv.NVMLError:  # NOT_SUPPORTED and the like: no reading here
         return None
 
 

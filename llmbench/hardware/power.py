@@ -76,7 +76,7 @@ class PowerController:
     def _set_mw(self, mw: int) -> None:
         try:
             self.nv.nvmlDeviceSetPowerManagementLimit(self.handle, int(mw))
-        except Exception as e:
+        except self.nv.NVMLError as e:
             if getattr(e, "value", None) == NVML_ERROR_NO_PERMISSION:
                 raise PowerLimitError(
                     f"setting the power limit of GPU {self.uuid} needs root (NVML: no permission); nothing was "

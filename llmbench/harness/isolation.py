@@ -248,7 +248,7 @@ def run_child(
         reader.start()
         try:
             code: int | None = _wait(proc, timeout_s, on_wait)
-        except BaseException:
+        except BaseException:  # an interrupt: the case's process group dies with it; raised on
             _kill_group(proc)
             raise
         finally:

@@ -85,7 +85,7 @@ class Torchrun:
                 proc.kill()
                 out, err = proc.communicate()
             code = None
-        except BaseException:
+        except BaseException:  # an interrupt: no rank outlives the case; raised on
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             raise

@@ -9,10 +9,9 @@ most like it say where that is longer ("similar"):
 - without any, the longest of the measured cases with the fewest differing params (a compiled int8
   case takes far longer than its scenario's rough guess, and a sibling that differs only in batch
   size says so).
-On the H100 8B inference set, each case quoted from the 60 others (benchmarks/plan_accuracy.py): a
-median error of 24%, 2 of 61 under by more than 15%; the closest-sibling rule alone was off by 111%
-(it quotes a bf16 case at its fp8 sibling's compile time). The estimate stays a floor: a sibling can
-differ in the one param that sets the time."""
+How close these quotes come is measured by benchmarks/plan_accuracy.py (its figures: benchmarks/README.md);
+the closest-sibling rule alone is far worse (it quotes a bf16 case at its fp8 sibling's compile time).
+The estimate stays a floor: a sibling can differ in the one param that sets the time."""
 
 from __future__ import annotations
 
@@ -23,11 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from llmbench.caseinfo import CaseInfo, ShareGroupInfo
 from llmbench.errors import UserError
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, ResultSet, load, set_files
-from llmbench.scenarios.base import SCENARIOS
 from llmbench.suite import CaseSpec
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
@@ -191,6 +191,11 @@ def share_groups(cases: list[CaseSpec], device: DeviceInfo) -> list[list[CaseSpe
     return units
 
 
+# What a scenario's checks raise on params they cannot take (pydantic's ValidationError is a ValueError; an
+# unknown engine a ValueError, an unknown preset a KeyError): the case process would raise the same.
+BROKEN_PARAMS = (ValueError, LookupError, TypeError)
+
+
 def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
     scenario = case.scenario_obj()
     search = scenario.max_batch_search
@@ -198,7 +203,7 @@ def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
         return None
     try:
         return scenario.share_key(case.params, device)
-    except Exception:  # a key that cannot be worked out here: the case runs alone
+    except BROKEN_PARAMS:  # no key from these params: the case runs alone, and its process fails with the reason
         return None
 
 
@@ -206,8 +211,8 @@ def shared_time(quote: CaseTime, case: CaseSpec, measured: dict[str, MeasuredCas
     """The quote of a case that will run on a session an earlier case of its share group loaded: its
     time when it last ran so, else its measured time less the load that measurement paid (nothing to
     take off where it was not measured by id). Measured alone, a shared vLLM case's time less its
-    build still holds ~8 s of process start and engine shutdown that a shared one does not pay (11-12 s
-    quoted against 3 s measured, H200 headline of 2026-11-25)."""
+    build still holds the process start and engine shutdown that a shared one does not pay, so the
+    quote errs long (a shared case's seconds: docs/measurements.md, "The headline in one oneshot")."""
     m = measured.get(case.id)
     if quote.source != "skipped" and m is not None and (s := m.shared_seconds()) is not None:
         return CaseTime(s, "measured", m.gpu, shared=True)
@@ -276,12 +281,15 @@ def estimate_time(case: CaseSpec) -> float:
 
 def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
     """Why the case cannot run on `device`, decided without starting its process (the scenario's own
-    `skip_reason`); None when it may run or this process cannot tell (the case process checks again)."""
+    `skip_reason`), or that its params are broken (the check raised on them); None when it may run."""
+    scenario = case.scenario_obj()
     try:
-        scenario = SCENARIOS.get(case.scenario)()
         return scenario.skip_reason(scenario.Params.model_validate(case.params_dict), device)
-    except Exception:  # the parent cannot decide: the case process will, with the real device
-        return None
+    except BROKEN_PARAMS as e:
+        if isinstance(e, ValidationError):
+            err = e.errors()[0]
+            return f"its params are broken: {'.'.join(map(str, err['loc']))} = {err.get('input')!r:.80}: {err['msg']}"
+        return f"its params are broken: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
 
 
 DONE_STATUSES = ("ok", "skipped")  # what a resumed run does not run again (but see `done_before`)

@@ -502,7 +502,7 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 ended = ended or _waiting(done)
             if errors:
                 raise errors[0]
-    except BaseException:
+    except BaseException:  # recorded and stopped below, then raised on
         try:  # cases that finished before the interrupt, still in the queue, are recorded first
             _drain(done, run, ended)
         finally:  # then the ones still running are stopped (their outcomes are the kill's: not recorded)

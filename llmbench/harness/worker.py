@@ -76,7 +76,7 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
             scenario.run(params, ctx)
     except (Skip, PowerLimitError) as e:
         return {**out, "status": "skipped", "reason": str(e)}
-    except BaseException as e:
+    except BaseException as e:  # the case's top level: any error is its result, with its traceback
         status = "oom" if _is_oom(e) else "failed"
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         return {**out, "status": status, "reason": f"{type(e).__name__}: {first}"[:500],

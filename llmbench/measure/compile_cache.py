@@ -49,7 +49,7 @@ def inductor_environment(environ: dict[str, str] | None = None) -> dict[str, str
 def vllm_state() -> str:
     """What vLLM's compile cache held when vLLM started: "empty" (a cold start), or "holds entries" (an
     earlier case of the run compiled into it: this engine's configuration, or another whose kernels it
-    may share; on an H200 the fp8 engine started in 85 s after the bf16 one's 174 s)."""
+    may share, so it starts faster: docs/measurements.md, "The headline in one oneshot")."""
     import os
 
     root = Path(os.environ.get(VLLM_ENV_DIR) or Path.home() / ".cache" / "vllm") / "torch_compile_cache"

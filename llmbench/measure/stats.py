@@ -1,50 +1,44 @@
-"""Summary statistics computed from raw samples (never from other summaries)."""
+"""Summary statistics computed from raw samples (never from other summaries); the distributions and the
+bootstrap are scipy.stats', imported where used: every command loads this module (through results.py),
+and importing scipy.stats takes longer than the rest of the CLI's start."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
-_SEED = 20261122  # fixed: the same samples always give the same interval
-
-
-def bootstrap_ci(
-    samples: Sequence[float] | np.ndarray,
-    statistic: Callable[[np.ndarray], float] = np.median,
-    *,
-    confidence: float = 0.95,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of `statistic` over `samples`."""
-    x = np.asarray(samples, dtype=np.float64)
-    if x.size == 0:
-        raise ValueError("no samples")
-    if x.size == 1:
-        return float(x[0]), float(x[0])
-    stats = bootstrap_distribution(x, statistic, resamples=resamples)
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
+SEED = 20261122  # fixed: the same samples always give the same interval
 
 
 def bootstrap_distribution(
-    samples: Sequence[float] | np.ndarray,
-    statistic: Callable[[np.ndarray], float] = np.median,
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = _SEED,
+    samples: Sequence[float] | np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
 ) -> np.ndarray:
-    """The `resamples` bootstrap replicates of `statistic` (fixed seed): the raw material of a CI, kept
-    so that derived quantities (a ratio of two medians, a geometric mean of ratios) get intervals too."""
+    """The `resamples` bootstrap replicates of the median (scipy.stats.bootstrap, fixed seed): the raw
+    material of a CI, kept so that derived quantities (a ratio of two medians, a geometric mean of ratios)
+    get intervals too."""
+    import scipy.stats
+
     x = np.asarray(samples, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(resamples, x.size))
-    if statistic is np.median:
-        return np.median(x[idx], axis=1)
-    return np.apply_along_axis(statistic, 1, x[idx])
+    if x.size == 1:  # scipy needs two; one sample's every resample is that sample
+        return np.full(resamples, x[0])
+    return scipy.stats.bootstrap((x,), np.median, n_resamples=resamples, method="percentile",
+                                 rng=seed).bootstrap_distribution
+
+
+def median_ratio_ci(base: Sequence[float], other: Sequence[float]) -> tuple[float, float, float]:
+    """median(base) / median(other) and its 95% percentile bootstrap interval, each side resampled
+    independently from its own samples (scipy.stats.bootstrap, fixed seed)."""
+    import scipy.stats
+
+    def ratio(b: np.ndarray, o: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(np.median(b, axis=axis) / np.median(o, axis=axis))
+
+    ci = scipy.stats.bootstrap((base, other), ratio, n_resamples=BOOTSTRAP_RESAMPLES, method="percentile",
+                               rng=SEED).confidence_interval
+    return float(ratio(np.asarray(base), np.asarray(other))), float(ci.low), float(ci.high)
 
 
 DRIFT_THRESHOLD = 0.05
@@ -68,23 +62,18 @@ CI_LEVEL = 0.95
 MIN_N_FOR_CI95 = 6  # 1 - 2 * 0.5**n >= 0.95 first holds at n = 6
 
 
-def _binomial_half_cdf(n: int) -> np.ndarray:
-    """P(B <= j) for B ~ Binomial(n, 1/2), j = 0..n (log-space recursion: exact enough for any n)."""
-    j = np.arange(n, dtype=np.float64)
-    log_pmf = np.concatenate(([0.0], np.cumsum(np.log((n - j) / (j + 1))))) + n * np.log(0.5)
-    return np.minimum(np.cumsum(np.exp(log_pmf)), 1.0)
-
-
 def median_order_ranks(n: int, confidence: float = CI_LEVEL) -> tuple[int, float]:
     """The largest 1-based rank k such that [X_(k), X_(n-k+1)] holds the true median with probability
     >= `confidence` for ANY continuous distribution, and that exact probability 1 - 2 P(B <= k-1),
     B ~ Binomial(n, 1/2). k = 0 when no pair of order statistics reaches `confidence` (n < 6 at 95%);
     the coverage returned then is that of [min, max], the widest interval there is."""
+    import scipy.stats
+
     if n <= 0:
         raise ValueError("no samples")
-    cdf = _binomial_half_cdf(n)
+    cdf = scipy.stats.binom.cdf(np.arange((n + 1) // 2), n, 0.5)
     alpha_half = (1.0 - confidence) / 2.0
-    ok = np.flatnonzero(cdf[: (n + 1) // 2] <= alpha_half + 1e-12)
+    ok = np.flatnonzero(cdf <= alpha_half + 1e-12)
     if ok.size == 0:
         return 0, float(1.0 - 2.0 * cdf[0])
     k = int(ok[-1]) + 1
@@ -134,56 +123,3 @@ def summarize(samples: Sequence[float] | np.ndarray) -> dict[str, object]:
             **interval_stats(x),
             "n": int(x.size),
         }
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with `df` degrees of freedom (any real df > 0)."""
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The `p` quantile of Student's t with `df` degrees of freedom, by bisection on `t_cdf` (numpy has
-    no t distribution and llmbench does not depend on scipy)."""
-    if not 0.0 < p < 1.0 or df <= 0:
-        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got p={p}, df={df}")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(80):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
-    return (lo + hi) / 2.0

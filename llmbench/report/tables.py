@@ -1,7 +1,7 @@
-"""One table model, four outputs: terminal (rich), Markdown, CSV and JSON.
+"""One table model, four outputs: Markdown, CSV and JSON here, the terminal (rich) in terminal.py.
 
-Views (views.py, specs_view.py) build `Table`s; this module only formats them, so every command
-prints every format the same way.
+Views (views.py, specs_view.py) build `Table`s; this module and terminal.py only format them, so every
+command prints every format the same way.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Format = Literal["terminal", "markdown", "csv", "json"]
-FORMATS: tuple[str, ...] = ("terminal", "markdown", "csv", "json")
+FORMATS: tuple[str, ...] = ("markdown", "csv", "json")  # render's; terminal.to_terminal_text the fourth
 MISSING = "—"
 
 
@@ -125,8 +124,4 @@ def render(
         return to_csv(tables)
     if fmt == "json":
         return json.dumps(data if data is not None else [t.to_dict() for t in tables], indent=1) + "\n"
-    if fmt == "terminal":
-        from llmbench.report.terminal import to_terminal_text
-
-        return to_terminal_text(tables)
     raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")

@@ -222,8 +222,8 @@ EMULATED_MAX_MACS = 256**3  # the largest product an emulated half-precision CPU
 
 def emulated_reason(precision: str, shape: tuple[int, ...]) -> str | None:
     """A half-precision product larger than 256^3 on a CPU that emulates that precision in software
-    measures the emulation, slowly (2.3 s for 1024^3 and minutes for 4096^3 on an AVX2 EPYC: it timed
-    the quickstart out): skipped with the reason; small ones still run (tests)."""
+    measures the emulation, slowly enough to time the quickstart out: skipped with the reason; small
+    ones still run (tests)."""
     m, n, k = shape
     if cpu_native_matmul(precision) or m * n * k <= EMULATED_MAX_MACS:
         return None

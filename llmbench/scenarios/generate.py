@@ -365,13 +365,13 @@ class GenerateScenario(Scenario):
         cpu_step = statistics.median(cpu_s[-m.iters :]) / params.output_len
         gpu_step = None
         if dev.is_cuda and Capability.PARTIAL_GENERATE in engine.capabilities and session.token_clock == "stream":
-            try:  # a diagnosis only: a profiler problem must not cost the case its measurements
+            try:
                 step = _decode_profile(session, ids, params.output_len)
                 gpu_step = step.busy_s
                 ctx.info["gpu_kernels_per_step"] = round(step.kernels, 1)
                 ctx.info["gpu_top_kernels_ms_per_step"] = {n[:100]: round(t * 1e3, 4) for n, t in step.top(6)}
                 ctx.code_path["top_kernels"] = [n[:100] for n, _ in step.top(6)]
-            except Exception as e:
+            except Exception as e:  # recorded: a diagnosis's problem must not cost the case its measurements
                 ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
         ctx.info["cpu_ms_per_step"] = cpu_step * 1e3
         if gpu_step is not None:

@@ -127,11 +127,11 @@ def record_gpu_busy(ctx: Any, step: Any, step_s: float, device: str = "cuda") ->
     error, or a window without kernels, neither is recorded and info["gpu_busy_error"] says why.
     `device` "cpu" profiles host operators instead: for tests only."""
     steps = window_steps(step_s)
-    try:  # a diagnosis: a profiler problem must not cost the case its measurements
+    try:
         wins = profiled_windows(step, steps, PROFILE_WINDOWS, device)
         if not all(w.intervals for w in wins):  # a busy fraction of 0 would be a false reading
             raise RuntimeError("the profiler recorded no GPU kernels in a window")
-    except Exception as e:
+    except Exception as e:  # recorded: a diagnosis's problem must not cost the case its measurements
         ctx.info["gpu_busy_error"] = f"{type(e).__name__}: {e}"[:300]
         return
     ctx.record("gpu_busy_fraction", [w.busy_fraction for w in wins])

@@ -18,7 +18,7 @@ from pydantic import field_validator, model_validator
 from llmbench.hardware import linear_roofline as lr
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
-from llmbench.measure.stats import bootstrap_distribution
+from llmbench.measure.stats import median_ratio_ci
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS, known_preset
 from llmbench.precision import DeviceInfo
@@ -118,15 +118,6 @@ def impl_reason(impl: str, device: DeviceInfo, dims: tuple[int, int, int],
     return None
 
 
-def ratio_ci(base_s: list[float], impl_s: list[float]) -> tuple[float, float, float]:
-    """median(base) / median(impl) with a 95% bootstrap interval from both sample sets."""
-    rb = bootstrap_distribution(base_s)
-    ri = bootstrap_distribution(impl_s)
-    ratios = rb / ri
-    lo, hi = np.quantile(ratios, [0.025, 0.975])
-    return float(np.median(base_s) / np.median(impl_s)), float(lo), float(hi)
-
-
 @SCENARIOS.register("linear_fp8")
 class LinearFp8(Scenario):
     sweep_axes = ("tokens", "shape")
@@ -212,7 +203,7 @@ class LinearFp8(Scenario):
         ctx.record(name, [t * 1e3 for t in meas.samples_s])
         ctx.record("tflops", [flops / t / 1e12 for t in meas.samples_s])
         if params.impl != "bf16":
-            ratio, lo, hi = ratio_ci(mb.samples_s, meas.samples_s)
+            ratio, lo, hi = median_ratio_ci(mb.samples_s, meas.samples_s)
             ctx.record_value("speedup_vs_bf16", ratio)
             ctx.metrics["speedup_vs_bf16"].stats = Stats(median=ratio, ci95=[lo, hi], n=len(meas.samples_s),
                                                          n_bf16=len(mb.samples_s), ci_method=RATIO_CI)
@@ -230,7 +221,7 @@ class LinearFp8(Scenario):
         bf16 = ctx.measure(fp8_impls.gemm_only(shapes, False, dev), monitor=False)
         fp8 = ctx.measure(fp8_impls.gemm_only(shapes, True, dev), monitor=False)
         ctx.record("gemm_only_ms", [t * 1e3 for t in fp8.samples_s])
-        ratio, lo, hi = ratio_ci(bf16.samples_s, fp8.samples_s)
+        ratio, lo, hi = median_ratio_ci(bf16.samples_s, fp8.samples_s)
         ctx.record_value("gemm_only_speedup_vs_bf16", ratio)
         ctx.metrics["gemm_only_speedup_vs_bf16"].stats = Stats(
             median=ratio, ci95=[lo, hi], n=len(fp8.samples_s), n_bf16=len(bf16.samples_s), ci_method=RATIO_CI)

@@ -8,7 +8,7 @@ ranges (7 x 7 x 4 = 196 shapes) stay well under a minute per precision on an H10
 10-20 s: about 40 ms per shape, allocation and warm-up included).
 
 A search point is timed for ~20 ms: a burst, which a cool GPU at its boost clock runs faster than it
-can sustain (an H200's best burst read 827 TFLOP/s where sustained matmuls ran 665-714). So the
+can sustain (docs/measurements.md, "Matmul ceilings": burst against sustained on the H200). So the
 headline `tflops` is the best SUSTAINED rate: the search's best few shapes are each run back to back
 for at least SUSTAIN_S and the rate is taken over that whole window; the search's best burst is kept
 as `burst_tflops`, labelled as such.

@@ -43,7 +43,7 @@ def oom_as_result(ctx: CaseContext) -> Iterator[None]:
     on to the worker, which makes the case `oom` (its params are the configuration)."""
     try:
         yield
-    except BaseException as e:
+    except BaseException as e:  # only read (an OOM's memory) and raised on: the worker decides the status
         import torch
 
         if isinstance(e, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(e).lower():

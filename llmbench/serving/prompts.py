@@ -31,7 +31,7 @@ def load_tokenizer(name: str) -> Any:
         raise UserError("exact-length prompts need transformers: pip install 'llmbench[hf]'") from None
     try:
         return AutoTokenizer.from_pretrained(name)
-    except Exception as e:  # OSError for a missing dir or hub id, ValueError for a broken one
+    except (OSError, ValueError) as e:  # OSError for a missing dir or hub id, ValueError for a broken one
         raise UserError(f"cannot load the tokenizer {name!r}: {(str(e).strip().splitlines() or [''])[0]}") from None
 
 

@@ -61,7 +61,7 @@ def fill(command: list[str], values: dict[str, str]) -> list[str]:
 
 def _die_with_parent() -> None:
     """In the child before exec: SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG, Linux)."""
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(OSError, AttributeError):  # no glibc prctl: the server outlives a killed parent
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
@@ -211,7 +211,7 @@ def shared_server(folder: Path, key: str, start: ServerProcess, url: str, ready_
     start.start()
     try:
         ready = start.wait_ready(url, ready_timeout_s)
-    except BaseException:
+    except BaseException:  # not ready (or interrupted): stop what was started, then raise on
         start.stop()
         raise
     assert start.proc is not None
