@@ -230,6 +230,14 @@ def test_the_seed_pcie_ratios_are_shown_and_never_used_for_the_sxm_pair(committe
                                                                                                 r.controlled)
 
 
+def test_the_torchao_pair_cites_both_pull_requests_and_no_measured_bandwidth() -> None:
+    sets = [rs for _, rs in published_sets() if rs.suite == "torchao-decode-2024"]
+    assert len(sets) == 2
+    for rs in sets:
+        assert all(x in (rs.source.citation or "") for x in ("PR #804", "317392d06", "PR #1017", "92dd5f557"))
+        assert "not a measured bandwidth" in (rs.source.note or "") and "bandwidth" not in rs.env["gpu"]["name"]
+
+
 def test_the_eager_fp8_prefill_row_is_dropped_with_why(committed: PairAnswer) -> None:
     dropped = dict(committed.omitted)
     assert any("TTFT" in t and "mode compiled or engine vllm" in why for t, why in dropped.items())
