@@ -18,15 +18,15 @@ from llmbench.analysis import pairs
 from llmbench.analysis.pairs import PairAnswer, Row, build_pair, pair_prices
 from llmbench.analysis.prices import Price
 from llmbench.bundle import write_bundle
-from llmbench.caseinfo import PublishedInfo
+from llmbench.caseinfo import PublishedInfo, info_problems
 from llmbench.commands import compare, versus
 from llmbench.errors import UserError
 from llmbench.hardware.specs import lookup
 from llmbench.ids import case_id
-from llmbench.references import DATA, GRADES, Claim, claims, published_sets, workloads
+from llmbench.references import DATA, GRADES, PUBLISHED, Claim, claims, informs, published_sets, workloads
 from llmbench.report.pair_view import answer_table, pair_markdown
 from llmbench.report.publish import publish
-from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
+from llmbench.results import CaseResult, MetricResult, ResultSet, Source, load, save
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -222,6 +222,26 @@ def test_the_uncontrolled_torchao_pair_is_evidence_and_the_disagreement_is_said(
     assert row.disagree and row.span is not None and row.span[0] <= torchao.ratio <= row.span[1]  # type: ignore[operator]
 
 
+def test_controlled_published_pairs_of_another_engine_or_model_are_evidence_within_the_bounds(
+        committed: PairAnswer) -> None:
+    """TensorRT-LLM's perf-overview pairs inform batched decode, LLM Foundry's training: graded controlled, shown,
+    never the answer for llmbench's own case; and no 16-bit pair is above the compute ratio, no fp8 one above the
+    H100's fp8 peak over the A100's bf16."""
+    for key in ("decode-b32", "decode-b32-vllm", "trainer-bf16"):
+        row = _row(committed, key)
+        ctl = [e for e in row.evidence if e.grade == "controlled" and e.same_pair and e.kind == "published pair"]
+        assert ctl and row.chosen is None and row.controlled is not None and not any(e.picks for e in ctl), key
+    serving = _row(committed, "serving-max-load")
+    assert serving.chosen is not None and serving.chosen.source == "trtllm-v0.14-llama3.1-8b-throughput"
+    assert serving.span == (1.49, 2.52)  # the pooled claim over the releases' 116 pairs widens the range
+    h100, a100 = lookup(H100), lookup(A100)
+    assert h100 is not None and a100 is not None
+    for r in committed.rows:
+        top = (h100.peak("fp8") if r.sides[0] == "fp8" else h100.peak("bf16")) / a100.peak("bf16")  # type: ignore[operator]
+        for e in (e for e in r.evidence if e.kind in ("published pair", "claim") and e.same_pair):
+            assert e.low > 1.0 and e.high <= top, (r.title, e.source)
+
+
 def test_the_seed_pcie_ratios_are_shown_and_never_used_for_the_sxm_pair(committed: PairAnswer) -> None:
     seeds = [(r, e) for r in committed.rows for e in r.evidence if e.source.startswith("seed-")]
     assert seeds and all(not e.same_pair and not e.picks and "pcie" in e.gpus for _, e in seeds)
@@ -324,6 +344,21 @@ def test_reference_data_is_graded_joins_llmbench_cases_and_ships_with_the_packag
     shipped = {p for g in globs for p in (ROOT / "llmbench").glob(g)}
     assert {p for p in DATA.rglob("*") if p.is_file()} <= shipped
     assert not (RESULTS / "published").exists()  # one home: the package
+
+
+def test_every_published_figure_and_claim_reads_through_the_models_and_names_a_workload() -> None:
+    keys, qualities = {w.key for w in workloads()}, {"close", "loose", "own workload"}
+    files = sorted(PUBLISHED.glob("*/*.json"))
+    assert len(files) == len(published_sets()) > 20
+    for path in files:
+        for c in load(path).cases:
+            match = PublishedInfo.of(c.info).match
+            assert info_problems(c.info) == [], (path.name, c.id)
+            assert match is None or match.workload is None or (match.workload in keys and match.quality in qualities), (
+                path.name, c.id)
+    for cl in claims():
+        assert cl.workload is None or any(informs(cl.workload, k) for k in keys), cl.key
+        assert cl.quality in (None, *qualities) and (cl.median is None or cl.low <= cl.median <= cl.high), cl.key
 
 
 def test_publish_writes_the_pair_page_and_the_measured_page_opens_with_measurements(tmp_path: Path) -> None:
