@@ -18,15 +18,15 @@ from llmbench.analysis import pairs
 from llmbench.analysis.pairs import PairAnswer, Row, build_pair, pair_prices
 from llmbench.analysis.prices import Price
 from llmbench.bundle import write_bundle
-from llmbench.caseinfo import PublishedInfo
+from llmbench.caseinfo import PublishedInfo, info_problems
 from llmbench.commands import compare, versus
 from llmbench.errors import UserError
 from llmbench.hardware.specs import lookup
 from llmbench.ids import case_id
-from llmbench.references import DATA, GRADES, claims, published_sets, workloads
+from llmbench.references import DATA, GRADES, PUBLISHED, Claim, claims, informs, published_sets, workloads
 from llmbench.report.pair_view import answer_table, pair_markdown
 from llmbench.report.publish import publish
-from llmbench.results import CaseResult, MetricResult, ResultSet, Source, save
+from llmbench.results import CaseResult, MetricResult, ResultSet, Source, load, save
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,10 +91,10 @@ def test_measured_runs_are_the_answer_and_the_projection_stays_beside_them(tmp_p
     assert fp8.sides == ("fp8", "bf16") and fp8.chosen is not None and fp8.chosen.ratio == pytest.approx(1.5, rel=0.02)
 
 
-def _published(slug: str, tps: float, grade: str, quality: str = "close") -> tuple[str, ResultSet]:
-    c = case("generate", _w("decode-b1").params, {"decode_tokens_per_s": MetricResult.single("decode_tokens_per_s",
-                                                                                             tps)})
-    c.info = {"match": {"workload": "decode-b1", "quality": quality, "grade": grade}}
+def _published(slug: str, tps: float, grade: str, quality: str = "close",
+               key: str = "decode-b1") -> tuple[str, ResultSet]:
+    c = case("generate", _w(key).params, {"decode_tokens_per_s": MetricResult.single("decode_tokens_per_s", tps)})
+    c.info = {"match": {"workload": key, "quality": quality, "grade": grade}}
     rs = result_set({"gpu": {"slug": slug, "name": slug}}, [c], f"src-{grade}",
                     source=Source(kind="published", citation="a table"))
     return f"{slug}/src-{grade}.json", rs
@@ -120,6 +120,54 @@ def test_a_controlled_published_pair_beats_the_projection_and_an_uncontrolled_on
                                                           _published(A100, 100.0, "controlled", "own workload")])
     row = _row(build_pair(H100, A100, tree), "decode-b1")  # the source's own workload: evidence, not the answer
     assert row.chosen is not None and row.chosen.kind == "projection"
+
+
+def _claim(kind: str, low: float, high: float, quality: str | None, median: float | None = None) -> Claim:
+    return Claim("c", "decode-b1", kind, low, high, H100, A100, True, (H100, A100), "controlled", "one table", "q", "",
+                 "", "a source", quality=quality, median=median)
+
+
+def test_a_controlled_source_of_another_case_is_graded_as_it_is_shown_and_never_the_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grade is the source's; whether it may answer is the match's: another engine or model is evidence."""
+    tree = _tree(tmp_path)
+    monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 180.0, "controlled", "loose"),
+                                                          _published(A100, 100.0, "controlled", "loose")])
+    monkeypatch.setattr(pairs, "claims", lambda: (_claim("range", 1.7, 1.95, "loose", median=1.75),))
+    a = build_pair(H100, A100, tree)
+    row = _row(a, "decode-b1")
+    pub, claim = (next(e for e in row.evidence if e.kind == k) for k in ("published pair", "claim"))
+    assert pub.grade == claim.grade == "controlled" and not pub.picks and not claim.picks
+    assert row.chosen is not None and row.chosen.kind == "projection"
+    assert claim.ratio == pytest.approx(1.75) and row.controlled == pytest.approx((1.7, 1.95))
+    shown = next(r for r in answer_table(a).rows if r[0] == row.title)
+    assert "controlled published: 1.70-1.95x" in shown[3]
+    monkeypatch.setattr(pairs, "claims", lambda: (_claim("range", 1.7, 1.95, "close"),))
+    row = _row(build_pair(H100, A100, tree), "decode-b1")  # a controlled claim of this case answers
+    assert row.chosen is not None and row.chosen.kind == "claim"
+
+
+def test_a_figure_of_a_workload_informs_those_it_prefixes_and_answers_only_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pairs, "published_sets", lambda: [_published(H100, 4000.0, "controlled", key="decode-b32"),
+                                                          _published(A100, 2000.0, "controlled", key="decode-b32")])
+    a = build_pair(H100, A100, _tree(tmp_path))
+    own, vllm = _row(a, "decode-b32"), _row(a, "decode-b32-vllm")
+    assert own.chosen is not None and own.chosen.kind == "published pair" and own.chosen.ratio == pytest.approx(2.0)
+    pub = next(e for e in vllm.evidence if e.kind == "published pair")
+    assert pub.grade == "controlled" and not pub.picks and vllm.chosen is None and vllm.controlled == (2.0, 2.0)
+
+
+def test_an_up_to_claim_is_a_maximum_and_disagrees_with_nothing_below_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path)
+    monkeypatch.setattr(pairs, "published_sets", lambda: [])
+    monkeypatch.setattr(pairs, "claims", lambda: (_claim("up to", 4.6, 4.6, None),))
+    row = _row(build_pair(H100, A100, tree), "decode-b1")
+    assert row.span is not None and row.span[1] == pytest.approx(4.6) and not row.disagree
+    assert row.chosen is not None and row.chosen.kind == "projection" and row.controlled is None  # a maximum
+    monkeypatch.setattr(pairs, "claims", lambda: (_claim("range", 4.4, 4.6, None),))
+    assert _row(build_pair(H100, A100, tree), "decode-b1").disagree  # a range above the projection's does
 
 
 def test_with_no_source_that_may_answer_the_row_is_not_known_with_the_evidence_range(tmp_path: Path) -> None:
@@ -172,6 +220,42 @@ def test_the_uncontrolled_torchao_pair_is_evidence_and_the_disagreement_is_said(
     torchao = next(e for e in row.evidence if e.kind == "published pair" and e.source == "torchao-decode-2024")
     assert torchao.grade == "uncontrolled" and row.chosen is not torchao and not torchao.picks
     assert row.disagree and row.span is not None and row.span[0] <= torchao.ratio <= row.span[1]  # type: ignore[operator]
+
+
+def test_controlled_published_pairs_of_another_engine_or_model_are_evidence_within_the_bounds(
+        committed: PairAnswer) -> None:
+    """TensorRT-LLM's perf-overview pairs inform batched decode, LLM Foundry's training: graded controlled, shown,
+    never the answer for llmbench's own case; and no 16-bit pair is above the compute ratio, no fp8 one above the
+    H100's fp8 peak over the A100's bf16."""
+    for key in ("decode-b32", "decode-b32-vllm", "trainer-bf16"):
+        row = _row(committed, key)
+        ctl = [e for e in row.evidence if e.grade == "controlled" and e.same_pair and e.kind == "published pair"]
+        assert ctl and row.chosen is None and row.controlled is not None and not any(e.picks for e in ctl), key
+    serving = _row(committed, "serving-max-load")
+    assert serving.chosen is not None and serving.chosen.source == "trtllm-v0.14-llama3.1-8b-throughput"
+    assert serving.span == (1.49, 2.52)  # the pooled claim over the releases' 116 pairs widens the range
+    h100, a100 = lookup(H100), lookup(A100)
+    assert h100 is not None and a100 is not None
+    for r in committed.rows:
+        top = (h100.peak("fp8") if r.sides[0] == "fp8" else h100.peak("bf16")) / a100.peak("bf16")  # type: ignore[operator]
+        for e in (e for e in r.evidence if e.kind in ("published pair", "claim") and e.same_pair):
+            assert e.low > 1.0 and e.high <= top, (r.title, e.source)
+
+
+def test_the_seed_pcie_ratios_are_shown_and_never_used_for_the_sxm_pair(committed: PairAnswer) -> None:
+    seeds = [(r, e) for r in committed.rows for e in r.evidence if e.source.startswith("seed-")]
+    assert seeds and all(not e.same_pair and not e.picks and "pcie" in e.gpus for _, e in seeds)
+    for r, _ in seeds:
+        assert pairs._span([e for e in r.evidence if not e.source.startswith("seed-")]) == (r.span, r.disagree,
+                                                                                                r.controlled)
+
+
+def test_the_torchao_pair_cites_both_pull_requests_and_no_measured_bandwidth() -> None:
+    sets = [rs for _, rs in published_sets() if rs.suite == "torchao-decode-2024"]
+    assert len(sets) == 2
+    for rs in sets:
+        assert all(x in (rs.source.citation or "") for x in ("PR #804", "317392d06", "PR #1017", "92dd5f557"))
+        assert "not a measured bandwidth" in (rs.source.note or "") and "bandwidth" not in rs.env["gpu"]["name"]
 
 
 def test_the_eager_fp8_prefill_row_is_dropped_with_why(committed: PairAnswer) -> None:
@@ -260,6 +344,21 @@ def test_reference_data_is_graded_joins_llmbench_cases_and_ships_with_the_packag
     shipped = {p for g in globs for p in (ROOT / "llmbench").glob(g)}
     assert {p for p in DATA.rglob("*") if p.is_file()} <= shipped
     assert not (RESULTS / "published").exists()  # one home: the package
+
+
+def test_every_published_figure_and_claim_reads_through_the_models_and_names_a_workload() -> None:
+    keys, qualities = {w.key for w in workloads()}, {"close", "loose", "own workload"}
+    files = sorted(PUBLISHED.glob("*/*.json"))
+    assert len(files) == len(published_sets()) > 20
+    for path in files:
+        for c in load(path).cases:
+            match = PublishedInfo.of(c.info).match
+            assert info_problems(c.info) == [], (path.name, c.id)
+            assert match is None or match.workload is None or (match.workload in keys and match.quality in qualities), (
+                path.name, c.id)
+    for cl in claims():
+        assert cl.workload is None or any(informs(cl.workload, k) for k in keys), cl.key
+        assert cl.quality in (None, *qualities) and (cl.median is None or cl.low <= cl.median <= cl.high), cl.key
 
 
 def test_publish_writes_the_pair_page_and_the_measured_page_opens_with_measurements(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from llmbench.caseinfo import PublishedInfo, PublishedMatch
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import lookup, slugs
 from llmbench.metrics import METRICS
-from llmbench.references import Workload, claims, price_rows, published_sets, workloads
+from llmbench.references import Workload, claims, informs, price_rows, published_sets, workloads
 from llmbench.results import CaseResult, ResultSet
 
 DEFAULT_PAIR = ("h100-sxm-80gb", "a100-sxm-80gb")
@@ -81,6 +81,7 @@ class Row:
     evidence: list[Evidence] = field(default_factory=list)
     chosen: Evidence | None = None
     span: tuple[float, float] | None = None  # over every source about X and Y
+    controlled: tuple[float, float] | None = None  # over the controlled published pairs and claims about X and Y
     disagree: bool = False
     verdict: Verdict | None = None
     projection: parts.Projection | None = None
@@ -123,7 +124,7 @@ class PairAnswer:
         return {"pair": [self.a, self.b], "price_basis": self.price_basis,
                 "prices": [asdict(p) for p in self.prices] if self.prices else None,
                 "rows": [{"workload": r.workload.key, "title": r.title, "metric": r.workload.metric, "sides": r.sides,
-                          "chosen": ev(r.chosen), "span": r.span, "disagree": r.disagree,
+                          "chosen": ev(r.chosen), "span": r.span, "controlled": r.controlled, "disagree": r.disagree,
                           "verdict": asdict(r.verdict) if r.verdict else None, "notes": r.notes,
                           "evidence": [ev(e) for e in r.evidence]} for r in self.rows],
                 "omitted": self.omitted, "measured": [asdict(m) for m in self.measured],
@@ -139,41 +140,35 @@ class _Fig:
 
 
 def _figures() -> list[_Fig]:
-    out = []
-    for _, rs in published_sets():
-        for c in rs.cases:
-            m = PublishedInfo.of(c.info).match
-            if c.status == "ok" and m is not None and m.workload:
-                out.append(_Fig(rs.gpu_slug, rs, c, m))
-    return out
-
-
-def _metric(case: CaseResult, w: Workload) -> str | None:
-    return next((m for m in (w.metric, *w.also) if m in case.metrics), None)
+    return [_Fig(rs.gpu_slug, rs, c, m) for _, rs in published_sets() for c in rs.cases
+            if c.status == "ok" and (m := PublishedInfo.of(c.info).match) is not None and m.workload]
 
 
 def _published(w: Workload, row: Row, a: str, b: str, figs: list[_Fig]) -> list[Evidence]:
-    """A source's own figures of both GPUs (or of GPUs of their families), per source and pair of GPUs; a
-    controlled pair answers a workload llmbench has a case of only where it matches that case closely."""
-    groups: dict[tuple[str, str, str], list[tuple[float, bool]]] = {}
-    mine = [f for f in figs if f.match.workload == w.key]
+    """A source's own figures of both GPUs (or of GPUs of their families), per source and pair of GPUs, graded as
+    the source is; a controlled pair answers a workload llmbench has a case of only where its figures are of
+    that workload and match its case closely (another engine or model is evidence)."""
+    groups: dict[tuple[str, str, str], list[tuple[float, bool, bool]]] = {}
+    mine = [f for f in figs if informs(f.match.workload, w.key)]
     for fa in (f for f in mine if family(f.slug) == family(a)):
         for fb in (f for f in mine if family(f.slug) == family(b) and f.slug != fa.slug and f.rs.suite == fa.rs.suite):
             rest = [{k: v for k, v in f.case.params.items() if k != "precision"} for f in (fa, fb)]
-            m = _metric(fa.case, w)
+            m = next((k for k in (w.metric, *w.also) if k in fa.case.metrics), None)
             precs = tuple(_prec(f.case.params.get("precision")) for f in (fa, fb))
             if rest[0] == rest[1] and m and m in fb.case.metrics and precs == tuple(map(_prec, row.sides)):
                 r = float(orient(fa.case.metrics[m].value, fb.case.metrics[m].value, METRICS[m].better))
-                controlled = fa.match.grade == fb.match.grade == "controlled" and (
-                    not w.scenario or fa.match.quality == fb.match.quality == "close")
-                groups.setdefault((fa.rs.suite, fa.slug, fb.slug), []).append((r, controlled))
+                close = fa.match.workload == w.key and fa.match.quality == fb.match.quality == "close"
+                groups.setdefault((fa.rs.suite, fa.slug, fb.slug), []).append(
+                    (r, fa.match.grade == fb.match.grade == "controlled", close or not w.scenario))
     out = []
     for (suite, sa, sb), got in groups.items():
-        rs, same, controlled = [r for r, _ in got], (sa, sb) == (a, b), all(c for _, c in got)
+        rs, same = [g[0] for g in got], (sa, sb) == (a, b)
+        controlled, close = (all(g[i] for g in got) for i in (1, 2))
         out.append(Evidence("published pair", "controlled" if controlled else "uncontrolled", geometric_mean(rs),
                             min(rs), max(rs), f"range over its {len(rs)} cases" if len(rs) > 1 else "",
-                            f"{sa} vs {sb}", suite, "the source's own figures of both GPUs", same, len(rs),
-                            picks=same and controlled))
+                            f"{sa} vs {sb}", suite, "the source's own figures of both GPUs" +
+                            ("" if close else " (another engine, model or setting than this case: evidence only)"),
+                            same, len(rs), picks=same and controlled and close))
     return out
 
 
@@ -200,16 +195,16 @@ def _claims(w: Workload, row: Row, a: str, b: str) -> list[Evidence]:
     for c in claims():
         fam = (family(c.pair[0]), family(c.pair[1]))
         flip = fam == (family(b), family(a)) and fam != (family(a), family(b))
-        if not c.covers(w.key) or c.same_precision != (row.sides[0] == row.sides[1]) or \
+        if not informs(c.workload, w.key) or c.same_precision != (row.sides[0] == row.sides[1]) or \
                 fam not in ((family(a), family(b)), (family(b), family(a))):
             continue
         lo, hi = (1 / c.high, 1 / c.low) if flip else (c.low, c.high)
         same = c.pair in ((a, b), (b, a))
-        upto = c.kind == "up to"
-        out.append(Evidence("claim (up to)" if upto else "claim", c.grade, (lo * hi) ** 0.5, lo, hi,
+        upto, close = c.kind == "up to", not w.scenario or c.quality == "close"
+        out.append(Evidence("claim (up to)" if upto else "claim", c.grade, c.point ** (-1 if flip else 1), lo, hi,
                             "the source's range" if c.kind == "range" else "", f"{c.faster} vs {c.slower}", c.key,
-                            f"a ratio with no figures: {c.text()}", same,
-                            picks=same and c.grade == "controlled" and not upto))
+                            f"a ratio only: {c.text()}", same,
+                            picks=same and c.grade == "controlled" and not upto and close))
     return out
 
 
@@ -246,19 +241,21 @@ def _projection(w: Workload, ids: tuple[str, str], a: str, b: str, ra: runs.GpuR
 
 def _choose(ev: list[Evidence]) -> Evidence | None:
     for kinds in (("measured",), ("published pair", "claim"), ("projection",)):
-        found = [e for e in ev if e.picks and e.kind in kinds]
-        if found:
+        if found := [e for e in ev if e.picks and e.kind in kinds]:
             return max(found, key=lambda e: e.cases)
     return None
 
 
-def _span(ev: list[Evidence]) -> tuple[tuple[float, float] | None, bool]:
-    """The range of every source about X and Y, and whether two of them disagree beyond the noise."""
+def _span(ev: list[Evidence]) -> tuple[tuple[float, float] | None, bool, tuple[float, float] | None]:
+    """The range of every source about X and Y, whether two of them disagree beyond the noise (an 'up to' is a
+    maximum: nothing below it disagrees with it), and the range of the controlled published pairs and claims."""
     same = [e for e in ev if e.same_pair]
-    if not same:
-        return None, False
-    widen = [(e.low / (1 + NOISE), e.high * (1 + NOISE)) if e.low == e.high else (e.low, e.high) for e in same]
-    return (min(e.low for e in same), max(e.high for e in same)), max(w[0] for w in widen) > min(w[1] for w in widen)
+    ctl = [e for e in same if e.grade == "controlled" and e.kind in ("published pair", "claim")]
+    widen = [(0.0 if e.kind == "claim (up to)" else e.low / (1 + NOISE) if e.low == e.high else e.low,
+              e.high * (1 + NOISE) if e.low == e.high else e.high) for e in same]
+    return ((min(e.low for e in same), max(e.high for e in same)) if same else None,
+            bool(same) and max(w[0] for w in widen) > min(w[1] for w in widen),
+            (min(e.low for e in ctl), max(e.high for e in ctl)) if ctl else None)
 
 
 def _verdict(row: Row, prices: tuple[Price, Price] | None) -> Verdict | None:
@@ -365,7 +362,7 @@ def _fill(row: Row, w: Workload, cases: tuple[str, str], a: str, b: str, ra: run
         row.evidence += _against_llmbench(w, cases, a, b, figs, ra, rb)
         row.evidence += _projection(w, cases, a, b, ra, rb, bands, row)
     row.chosen = _choose(row.evidence)
-    row.span, row.disagree = _span(row.evidence)
+    row.span, row.disagree, row.controlled = _span(row.evidence)
     for g, cr in ((a, ca), (b, cb)):
         if cr is None and w.scenario:
             row.notes.append(f"{g}: no ok run of this case")

@@ -51,17 +51,21 @@ class Claim:
     conditions: str
     citation: str
     url: str | None = None
+    quality: str | None = None  # how it matches the workload's llmbench case: close, loose, own workload
+    median: float | None = None  # the source's median where its range is over several pairs
 
     @property
     def point(self) -> float:
-        return (self.low * self.high) ** 0.5
+        return self.median or (self.low * self.high) ** 0.5
 
     def text(self) -> str:
-        return f"{self.low:.2f}-{self.high:.2f}x" if self.kind == "range" else \
-            f"{'up to ' if self.kind == 'up to' else '~'}{self.low:.2f}x"
+        return f"{self.low:.2f}-{self.high:.2f}x" + (f", median {self.median:.2f}x" if self.median else "") \
+            if self.kind == "range" else f"{'up to ' if self.kind == 'up to' else '~'}{self.low:.2f}x"
 
-    def covers(self, workload: str) -> bool:
-        return self.workload is not None and (workload == self.workload or workload.startswith(self.workload + "-"))
+
+def informs(key: str | None, workload: str) -> bool:
+    """A figure or claim of workload `key` informs it and those it prefixes ('decode-b32': 'decode-b32-vllm')."""
+    return key is not None and (workload + "-").startswith(key + "-")
 
 
 @cache

@@ -16,8 +16,8 @@ from llmbench.report.tables import MISSING, Table, to_markdown
 NOT_KNOWN = "not known — measure it"
 
 
-def _x(lo: float, hi: float) -> str:
-    return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}x"
+def _x(lo: float, hi: float, pre: str = "", unit: str = "x") -> str:
+    return f"{pre}{lo:.2f}{unit}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{pre}{lo:.2f}-{hi:.2f}{unit}"
 
 
 def _ratio(e: Evidence) -> str:
@@ -28,12 +28,6 @@ def _ratio(e: Evidence) -> str:
 def _from(e: Evidence) -> str:
     return {"measured": "measured", "projection": f"{e.grade} projection ({e.interval})"}.get(
         e.kind, f"{e.grade} {e.kind}: {e.source}")
-
-
-def _usd(pair: tuple[float, float] | None) -> str:
-    if pair is None:
-        return MISSING
-    return f"${pair[0]:.2f}/h" if f"{pair[0]:.2f}" == f"{pair[1]:.2f}" else f"${pair[0]:.2f}-{pair[1]:.2f}/h"
 
 
 def _short(why: str) -> str:
@@ -73,14 +67,18 @@ def answer_table(ans: PairAnswer) -> Table:
     for r in ans.rows:
         e, v = r.chosen, r.verdict
         span = MISSING if r.span is None else _x(*r.span) + (" (sources disagree)" if r.disagree else "")
+        ctl = None if e and e.grade == "controlled" else r.controlled
+        span += f"; controlled published: {_x(*ctl)}" if ctl else ""
         rows.append([r.title, _ratio(e) if e else NOT_KNOWN, _from(e) if e else MISSING, span,
-                     v.cheaper if v else MISSING, _usd(v.break_even if v else None)])
+                     v.cheaper if v else MISSING, _x(*v.break_even, "$", "/h") if v and v.break_even else MISSING])
     ask = (f"{a} cheaper per unit at {prices[0].usd_per_hour:g} / {prices[1].usd_per_hour:g} USD/h?" if prices else
            f"{a} worth twice the {b}'s rent?")
     dropped = "; ".join(f"{t}: {why}" for t, why in ans.omitted)
     return Table(f"{a} vs {b}: the answer", ["workload", f"{a} over {b}", "from", "evidence range (same GPUs)", ask,
                                              f"break-even {b} rent"], rows,
-                 caption=f"Prices: {ans.price_basis}. Break-even rent = the {a}'s price / the ratio: below it the {b} "
+                 caption="controlled published: the range of the published pairs and claims graded controlled (one "
+                 "source measured both GPUs with one model, software and settings), where the answer is not one. "
+                 f"Prices: {ans.price_basis}. Break-even rent = the {a}'s price / the ratio: below it the {b} "
                  "costs less per unit of work; the verdict flips where the ratio equals the rent ratio." +
                  (f" Rows not shown: {dropped}." if dropped else ""))
 
