@@ -36,7 +36,7 @@ from llmbench.analysis.gate import GateResult, gate
 from llmbench.analysis.inputs import SetRef, load_bundle_checked, load_sets, resolve_baseline
 from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_from_folders, folders_for
-from llmbench.analysis.pages import suite_cases
+from llmbench.analysis.pages import Section, section, suite_cases
 from llmbench.analysis.prices import Price, resolve_prices
 from llmbench.analysis.runs import reference_dir
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
@@ -499,22 +499,13 @@ def _joins(sets: list[SetRef]) -> bool:
 
 
 @dataclass(frozen=True)
-class SuiteComparison:
-    """A suite measured on two or more GPUs, compared on its headline metrics (a fleet's answer)."""
-
-    suite: str
-    sets: list[SetRef]
-    baseline: int
-    comparison: Comparison
-    prices: dict[str, Price] | None
-
-
-@dataclass(frozen=True)
 class SuitesCompared:
-    """`compare_by_suite`'s answer: the suites compared, and those measured on one GPU only."""
+    """`compare_by_suite`'s answer: a section per suite compared ("Suite NAME", pages.Section), the suites
+    measured on one GPU only, the prices given."""
 
-    suites: list[SuiteComparison]
+    suites: list[Section]
     single: list[tuple[str, str]]  # (suite, the one side's name)
+    prices: dict[str, Price] | None = None
 
 
 def compare_by_suite(files: Sequence[Path], *, baseline: str | None = None, prices: Sequence[str] = (),
@@ -532,9 +523,8 @@ def compare_by_suite(files: Sequence[Path], *, baseline: str | None = None, pric
         if len(group) < 2:
             single.append((suite, group[0].name))
             continue
-        b = _lenient_baseline(group, baseline)
-        done.append(SuiteComparison(suite, group, b, compare_sets(group, b, headline_metric_names()), priced))
-    return SuitesCompared(done, single)
+        done.append(section(f"Suite {suite}", group, _lenient_baseline(group, baseline), headline_metric_names()))
+    return SuitesCompared(done, single, priced)
 
 
 def _lenient_baseline(group: list[SetRef], name: str | None) -> int:
@@ -909,7 +899,6 @@ def bundled_suites(bundle: Bundle, out: Path) -> list[Suite]:
 def _report_html(paths: list[Path], title: str) -> tuple[str | None, str | None]:
     """The HTML report of the result sets, one section each; None and why, where it cannot be drawn."""
     try:
-        from llmbench.analysis.pages import section
         from llmbench.report.html import render_html
 
         headline = frozenset(headline_metric_names())  # as `llmbench report` shows by default

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from llmbench.analysis.labels import gpu_display_name, gpu_name, is_measured, tag
+from llmbench.analysis.labels import gpu_name, is_measured, tag
 from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
 from llmbench.results import CaseResult, ResultSet, load
@@ -236,20 +236,9 @@ def resolve_baseline(sets: list[SetRef], name: str | None) -> int:
 
 
 def display_names(sets: list[SetRef]) -> list[SetRef]:
-    """Copies of `sets` named by their GPU ('H100 SXM5 80GB'), as pages read by people name them; where
-    two of one kind (measured, published, projected) share a GPU name, by GPU and suite, and where that is
-    shared too, by GPU and file stem. The originals keep their names (`--baseline`, Markdown)."""
-    keys = [(gpu_display_name(s.rs.gpu_slug), s.kind) for s in sets]
-    out: list[SetRef] = []
-    for s, key in zip(sets, keys, strict=True):
-        name = key[0]
-        if keys.count(key) > 1:
-            suites = [o.rs.suite for o, k in zip(sets, keys, strict=True) if k == key]
-            name = f"{name} ({s.rs.suite if suites.count(s.rs.suite) == 1 else s.stem or s.name})"
-        if any(o.label == name + tag(s.rs) for o in out):
-            name = f"{name} #{len(out) + 1}"
-        out.append(replace(s, name=name))
-    return out
+    """Copies of `sets` named as pages read by people name them (`side_names`, the tag left to `label`);
+    the originals keep their names (`--baseline`, Markdown)."""
+    return [replace(s, name=n.replace(tag(s.rs), "", 1)) for s, n in zip(sets, side_names(sets), strict=True)]
 
 
 def side_names(sets: list[SetRef]) -> list[str]:

@@ -15,9 +15,9 @@ from pathlib import Path
 from llmbench.analysis.answer import ProjectionCheck, projection_checks
 from llmbench.analysis.basediff import BaseDiff, base_diff
 from llmbench.analysis.compare import Comparison, compare, headline_metric_names, is_headline
-from llmbench.analysis.inputs import PUBLISHED_DIR, SPREAD_DIR, SetRef, display_names, load_checked, name_sets
+from llmbench.analysis.inputs import PUBLISHED_DIR, SetRef, display_names, load_checked, name_sets
 from llmbench.analysis.labels import gpu_display_name, is_measured
-from llmbench.analysis.noisefloor import NoiseFloor, floor_from_folders
+from llmbench.analysis.noisefloor import NoiseFloor, floor_of
 from llmbench.analysis.runs import GpuRuns, RunLine, case_runs, run_lines, tree_sets
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.caseinfo import CaseInfo
@@ -69,21 +69,16 @@ class Page:
     runs: list[RunLine]
     gpus: dict[str, GpuRuns]
 
-    @property
-    def sections(self) -> list[Section]:
-        return self.compared + self.single + self.published
-
 
 def tree_page(results_dir: Path, pair: tuple[str, str] = (H100_SLUG, H200_SLUG)) -> Page:
     """The pages of a results tree: per suite either GPU of `pair` measured, its cases (the ids any run
     of that suite holds), each GPU's runs of them chosen over the whole tree: compared between the two
     GPUs' sides (the first GPU the baseline) where both ran the suite (the headline suite: where the other
     GPU ran its cases in any suite), else shown for the GPU that ran it; then the published reference sets."""
-    gpus = case_runs(tree_sets(results_dir, pair))
+    sets = tree_sets(results_dir, pair)
+    gpus = case_runs(sets)
     suites = suite_cases(gpus.values())
-    headline = frozenset(headline_metric_names())
-    floor = floor_from_folders(f for slug in pair for f in (results_dir / slug, results_dir / SPREAD_DIR / slug)
-                               if f.is_dir())
+    headline, floor = frozenset(headline_metric_names()), floor_of(rs for _, rs in sets)
     compared, single = [], []
     sweeps: dict[str, list[SetRef]] = {}  # serving sweeps of one GPU share one section
     for suite in sorted(suites, key=lambda s: (s != FIRST_SUITE, s)):
@@ -91,8 +86,9 @@ def tree_page(results_dir: Path, pair: tuple[str, str] = (H100_SLUG, H200_SLUG))
         sides = [g.side(g.gpu) for slug in pair if slug in gpus and (g := gpus[slug].only(ids)).cases]
         joined = _joined(sides) if len(suites[suite]) > 1 or suite == FIRST_SUITE else None
         if joined is not None:
-            compared.append(section(f"{suite}: {' vs '.join(_short(s) for s in pair)}", joined.groups[0], 0,
-                                    headline, floor, " ".join(joined.notes[0]), _engines(gpus, pair, ids, headline)))
+            title = f"{suite}: {' vs '.join(s.split('-')[0].upper() for s in pair)}"  # 'headline: H100 vs H200'
+            compared.append(section(title, joined.groups[0], 0, headline, floor, " ".join(joined.notes[0]),
+                                    _engines(gpus, pair, ids, headline)))
             continue
         for slug, held in suites[suite].items():  # each GPU that ran the suite, alone
             mine = gpus[slug].only(held).side(slug)
@@ -123,11 +119,6 @@ def _sweep(cases: list[CaseResult]) -> bool:
     """A throughput-latency sweep (serving.plots): every ok case a point of the Pareto view."""
     ok = [c for c in cases if c.status == "ok"]
     return bool(ok) and all(PARETO_X in c.metrics for c in ok)
-
-
-def _short(slug: str) -> str:
-    """'H100' of 'h100-sxm-80gb'."""
-    return slug.split("-")[0].upper()
 
 
 def _joined(sides: list[SetRef]) -> JoinPlan | None:

@@ -77,7 +77,8 @@ def page_tables(page: Page, more: dict[str, list[Table]]) -> list[Table]:
         tables.append(Table(
             "Measured on one machine only (no comparison yet; each is a section of the HTML report)",
             ["suite", "GPU", "runs used", "cases ok"],
-            [[sec.title.split(":")[0], s.rs.gpu_slug, ", ".join(s.stems), _ok_count(s.cases())]
+            [[sec.title.split(":")[0], s.rs.gpu_slug, ", ".join(s.stems),
+              f"{sum(c.status == 'ok' for c in s.cases())} of {len(s.cases())}"]
              for sec in page.single for s in sec.sets],
         ))
     names = [s.name for s in page.compared[0].sets] if page.compared else []
@@ -87,10 +88,6 @@ def page_tables(page: Page, more: dict[str, list[Table]]) -> list[Table]:
                         caption="each side's runs of the suite's cases, chosen case by case by the one rule "
                         "(analysis/runs.py) over every committed set of its GPU"))
     return tables + runs_tables(page.runs)
-
-
-def _ok_count(cases: list) -> str:  # type: ignore[type-arg]
-    return f"{sum(c.status == 'ok' for c in cases)} of {len(cases)}"
 
 
 def write_spread_pages(page: Page, folder: Path) -> list[Path]:
@@ -136,7 +133,8 @@ def publish(results_dir: Path, after: Evidence | None = a100_evidence, export: P
     md += f"\n{evidence_md}\n{DETAILS_LINE}\n\n" + to_markdown(page_tables(page, more))
     md_path, html_path = results_dir / MARKDOWN_NAME, results_dir / HTML_NAME
     write_atomic(md_path, md)
-    write_atomic(html_path, render_html(page.sections, "llmbench: H100 vs H200 and published references",
+    write_atomic(html_path, render_html(page.compared + page.single + page.published,
+                                        "llmbench: H100 vs H200 and published references",
                                         answers=answers, after=evidence_html, more=more, runs=page.runs))
     paths = [md_path, html_path, *write_spread_pages(page, results_dir / SPREAD_DIR)]
     return paths + (write_export(results_dir, export) if export is not None else [])
