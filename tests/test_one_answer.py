@@ -1,6 +1,6 @@
-"""One tree, one figure per case (issue 39): the README block, results/h100-vs-h200.md, report.html and
-`llmbench compare` (folders and globs, Markdown and JSON) print the same figure for each case, the one
-rule's (analysis/runs.py). The synthetic tree holds what fooled the pages before: several runs of a case,
+"""One tree, one figure per case (issue 39): the README block, results/h100-vs-h200.md, report.html, the
+spread pages and `llmbench compare` (folders and globs, Markdown and JSON) print the same figure for each
+case, the one rule's (analysis/runs.py). The synthetic tree holds what fooled the pages before: several runs of a case,
 a run of another code path, runs that recorded no path, a spread run, and a newer partial resume file
 that holds only some cases. The same check runs over the committed results/ tree."""
 
@@ -130,6 +130,11 @@ def figures_everywhere(tree: Path, tmp: Path) -> dict[tuple[str, str, str], set[
                 for i in range(2):
                     saw(i, r.case_id, r.metric, _cell(md_table(md_text, f"{sec.title} — {title}"), r.case, r.metric, i))
                     saw(i, r.case_id, r.metric, _cell(html_table(page, sec.title, title), r.case, r.metric, i))
+    for i, slug in enumerate(GPUS):  # the spread pages: each GPU's cases of two runs or more
+        page_json = tree / "spread" / f"{slug}.json"
+        for r in json.loads(page_json.read_text())["rows"] if page_json.exists() else []:
+            if (r["case_id"], r["metric"]) in wanted:
+                saw(i, r["case_id"], r["metric"], fmt_num(r["value"]))
     folders = [tree / slug for slug in GPUS]
     files = [p for slug in GPUS for p in (*sorted((tree / slug).glob("*.json")),
                                           *sorted((tree / "spread" / slug).glob("*.json")))]
@@ -163,6 +168,7 @@ def test_every_page_and_compare_print_the_rules_figure_for_each_case(tmp_path: P
     fp8 = readme.headline_case(DECODE_FP8, HEADLINE)
     assert seen[("h100-sxm-80gb", fp8.id, DECODE_FP8.metric)] == {"245.0"}  # the two runs without a path
     assert len(seen) == 8  # every question's case on both GPUs, none absent
+    assert (tree / "spread" / "h100-sxm-80gb.json").exists()  # its cases of several runs were checked too
 
 
 @pytest.mark.slow

@@ -94,7 +94,7 @@ def write_spread_pages(page: Page, folder: Path) -> list[Path]:
     """Each GPU's between-run spread over the rule's chosen runs: results/spread/<slug>.md and .json."""
     out = []
     for slug, gpu in page.gpus.items():
-        sides = [gpu.side(slug)]
+        sides = [gpu.only({cid for cid, c in gpu.cases.items() if len(c.used) > 1}).side(slug)]
         rows = spread_rows(sides)
         if not any(r.between_run_cv is not None for r in rows):
             continue

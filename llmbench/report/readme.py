@@ -92,9 +92,11 @@ def answer_table(results: Path) -> str:
     lines.append("")
     for (_, g), name in zip(gpus, names, strict=True):
         lines.append(f"- {name}: {', '.join(f'`{f}`' for f in g.used_files)}")
-        left = [f"`{f}` ({one_line(why)}: {n} case{'s' if n != 1 else ''})" for f, why, n in left_out_by_file(g)]
+        left: dict[str, list[str]] = {}  # file -> why, each with its count of cases
+        for f, why, n in left_out_by_file(g):
+            left.setdefault(f, []).append(f"{one_line(why)}: {n} case{'s' if n != 1 else ''}")
         if left:
-            lines.append(f"  - left out: {'; '.join(left)}")
+            lines.append("  - left out: " + "; ".join(f"`{f}` ({', '.join(w)})" for f, w in left.items()))
     return "\n".join(lines)
 
 
