@@ -6,7 +6,7 @@ the speed ratio with its interval, the headline metrics, runs and noise floor), 
 projected evidence the caller gives (`after`), the projection check, a table of contents, and a section
 per comparison or result set (`pages.Section`, computed in analysis): a lead line, the sources of its
 figures once, at most one chart in view, and everything else folded (`<details>`, no script), so the
-page stays a few screens long however many cases it holds; last the runs read, folded. GPUs are named as
+page stays a few screens long however many cases it holds; the runs read are folded under the answer. GPUs are named as
 the spec table names them (`inputs.display_names`); their slugs and result-set files are in the details.
 """
 
@@ -42,7 +42,7 @@ CSS = """
 .a100-answer td:nth-child(3), .a100-answer td:nth-child(7) { white-space: nowrap; }
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1rem auto;max-width:1100px;
 color:#1b1f24;padding:0 1rem}
-h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.6rem 0 .4rem;border-bottom:1px solid #d0d7de}
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.4rem 0 .4rem;border-bottom:1px solid #d0d7de}
 h3{font-size:1.05rem;margin:1rem 0 .3rem}h4{margin:1rem 0 .3rem}
 table{border-collapse:collapse;margin:.4rem 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:2px 7px;
 text-align:left;vertical-align:top}th{background:#f6f8fa}tr:nth-child(even) td{background:#fbfcfd}
@@ -235,9 +235,9 @@ def _sets_answer(built: list[_Built]) -> AnswerBlock:
                        [Table("Sections", ["section", "GPU", "cases"], rows, empty="no result sets")])
 
 
-def answer_html(blocks: list[AnswerBlock], built: list[_Built]) -> str:
+def answer_html(blocks: list[AnswerBlock], built: list[_Built], runs: str = "") -> str:
     anchors = {b.sec.title: b.anchor for b in built}
-    parts = ['<section id="answer" class="answer">', *(_block_html(a, anchors) for a in blocks), "</section>"]
+    parts = ['<section id="answer" class="answer">', *(_block_html(a, anchors) for a in blocks), runs, "</section>"]
     return "\n".join(parts)
 
 
@@ -280,23 +280,23 @@ def runs_html(lines: list[RunLine]) -> str:
         return ""
     used = sum(r.used for r in lines)
     tables = [table_html(t) for t in runs_tables(lines)]
-    return ('<section id="runs">' + _fold(f"Runs read: {used} used, {len(lines) - used} left out (with why)", tables)
-            + "</section>")
+    summary = f"Runs behind these figures: {used} used, {len(lines) - used} left out (with why)"
+    return f'<div id="runs">{_fold(summary, tables)}</div>'
 
 
 def render_html(sections: list[Section], title: str = "llmbench report", answers: list[AnswerBlock] | None = None,
                 lead: str = "", after: str = "", more: dict[str, list[Table]] | None = None,
                 runs: list[RunLine] | None = None) -> str:
     """The page: `lead` first, then `answers` (default: the answer of each measured GPU pair of the
-    sections), `after` (HTML: published and projected evidence, such as the H100-vs-A100 answer of
-    publish.py), the projection check, the contents, the sections (with `more` tables by section title)
-    and the runs read, used and left out (`runs`)."""
+    sections) with the runs read, used and left out (`runs`, folded), `after` (HTML: published and
+    projected evidence, such as the H100-vs-A100 answer of publish.py), the projection check, the
+    contents and the sections (with `more` tables by section title)."""
     built = _build(sections, more or {})
     if answers is None:
         answers = pair_answers([(b.sec.title, b.sec.cmp) for b in built if b.sec.cmp]) or [_sets_answer(built)]
     projection = projection_html(built)
-    body = "\n".join([lead, answer_html(answers, built), after, projection, toc_html(built, bool(projection)),
-                      *map(section_html, built), runs_html(runs or [])])
+    body = "\n".join([lead, answer_html(answers, built, runs_html(runs or [])), after, projection,
+                      toc_html(built, bool(projection)), *map(section_html, built)])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
