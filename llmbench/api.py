@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.analysis.basediff import BaseDiff, base_diff, by_gpu, parse_base
+from llmbench.analysis.basediff import BaseDiff, base_diff, parse_base
 from llmbench.analysis.compare import Comparison, headline_metric_names
 from llmbench.analysis.compare import compare as compare_sets
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
@@ -36,7 +36,9 @@ from llmbench.analysis.gate import GateResult, gate
 from llmbench.analysis.inputs import SetRef, load_bundle_checked, load_sets, resolve_baseline
 from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_from_folders, folders_for
+from llmbench.analysis.pages import Section, section, suite_cases
 from llmbench.analysis.prices import Price, resolve_prices
+from llmbench.analysis.runs import reference_dir
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.bundle import Bundle, is_bundle, write_new_bundle
 from llmbench.caseinfo import CaseInfo
@@ -67,7 +69,9 @@ from llmbench.report.terminal import NUMBER, merge_numbers, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
-REFERENCE_RESULTS = Path(PACKAGE_ROOT) / "results"  # committed result sets: budget quotes on a fresh machine
+# the committed runs (a checkout's results/, else the package's export of them: runs.reference_dir): budget
+# quotes and measured ceilings on a fresh machine
+REFERENCE_RESULTS = reference_dir(Path(PACKAGE_ROOT) / "results")
 DEFAULT_ONESHOT_SUITES = ["headline"]
 FAILED_STATUSES = ("failed", "timeout")  # exit 1; "oom" too with strict
 CLOCK_EVERY_S = 60.0  # a oneshot prints its time against the budget at most this often (and at each suite's end)
@@ -457,8 +461,10 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
     plan = plan_joins(sets, mix_suites) if len(sets) >= 2 else JoinPlan([], [], [])
     joined = [(g, n) for g, n in zip(plan.groups, plan.notes, strict=True) if _joins(g)]
-    if len(sets) >= 2 and not joined and base is None:
-        _check_joins(sets)  # says why, exit 2
+    if len(sets) >= 2 and not joined and base is None and not _joins(sets):  # nothing to compare: say why
+        raise UserError(f"no case joins: the result sets share no case id (suites: "
+                        f"{', '.join(sorted({s.rs.suite for s in sets}))}); compare result sets of the same suite, "
+                        "or cases with the same scenario and params")
     priced = price_sets(sets, prices, prices_file)
     if priced is not None and len(sets) < 2:
         raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
@@ -476,7 +482,7 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     diffs = None
     if base is not None:
         key, value = parse_base(base)
-        diffs = [base_diff(s, key, value) for s in by_gpu(sets)]
+        diffs = [base_diff(s, key, value) for s in load_sets(list(files), by_gpu=True)]  # each GPU's sets together
     return CompareResult(sets, groups, left_out, diffs, priced, run_tokens)
 
 
@@ -492,52 +498,33 @@ def _joins(sets: list[SetRef]) -> bool:
     return bool(set.intersection(*ids)) or any(ids[0] & other for other in ids[1:])
 
 
-def _check_joins(sets: list[SetRef]) -> None:
-    """Sets that share no case id have nothing to compare: say so (exit 2) rather than print empty tables."""
-    ids = [{c.id for c in s.cases()} for s in sets]
-    if not set.intersection(*ids) and not any(ids[0] & other for other in ids[1:]):
-        suites = sorted({s.rs.suite for s in sets})
-        raise UserError(f"no case joins: the result sets share no case id (suites: {', '.join(suites)}); "
-                        "compare result sets of the same suite, or cases with the same scenario and params")
-
-
-@dataclass(frozen=True)
-class SuiteComparison:
-    """A suite measured on two or more GPUs, compared on its headline metrics (a fleet's answer)."""
-
-    suite: str
-    sets: list[SetRef]
-    baseline: int
-    comparison: Comparison
-    prices: dict[str, Price] | None
-
-
 @dataclass(frozen=True)
 class SuitesCompared:
-    """`compare_by_suite`'s answer: the suites compared, and those measured on one GPU only."""
+    """`compare_by_suite`'s answer: a section per suite compared ("Suite NAME", pages.Section), the suites
+    measured on one GPU only, the prices given."""
 
-    suites: list[SuiteComparison]
+    suites: list[Section]
     single: list[tuple[str, str]]  # (suite, the one side's name)
+    prices: dict[str, Price] | None = None
 
 
 def compare_by_suite(files: Sequence[Path], *, baseline: str | None = None, prices: Sequence[str] = (),
                      prices_file: Path | None = None) -> SuitesCompared:
-    """The result sets grouped by suite, each suite measured on two or more GPUs compared on its
-    headline metrics against `baseline` where the suite has it (else its first set): what a fleet
-    collected. A price for a GPU none measured is a UserError (leave it out first)."""
-    sets = load_sets(list(files))
+    """Per suite, each GPU's runs of its cases (chosen by the one rule over every set given), each suite
+    measured on two or more GPUs compared on its headline metrics against `baseline` where the suite has
+    it (else its first GPU): what a fleet collected. A price for a GPU none measured is a UserError
+    (leave it out first)."""
+    sets = load_sets(list(files), by_gpu=True)
     priced = price_sets(sets, prices, prices_file)
-    by_suite: dict[str, list[SetRef]] = {}
-    for s in sets:
-        by_suite.setdefault(s.rs.suite, []).append(s)
+    by_suite = {suite: [s.only(set(held[s.rs.gpu_slug])) for s in sets if s.rs.gpu_slug in held]  # a side per GPU
+                for suite, held in suite_cases(s.chosen for s in sets if s.chosen).items()}
     done, single = [], []
     for suite, group in by_suite.items():
         if len(group) < 2:
             single.append((suite, group[0].name))
             continue
-        b = _lenient_baseline(group, baseline)
-        done.append(SuiteComparison(suite, group, b, compare_sets(group, b, headline_metric_names()), priced))
-    return SuitesCompared(done, single)
+        done.append(section(f"Suite {suite}", group, _lenient_baseline(group, baseline), headline_metric_names()))
+    return SuitesCompared(done, single, priced)
 
 
 def _lenient_baseline(group: list[SetRef], name: str | None) -> int:
@@ -912,13 +899,13 @@ def bundled_suites(bundle: Bundle, out: Path) -> list[Suite]:
 def _report_html(paths: list[Path], title: str) -> tuple[str | None, str | None]:
     """The HTML report of the result sets, one section each; None and why, where it cannot be drawn."""
     try:
-        from llmbench.report.html import Section, render_html
+        from llmbench.report.html import render_html
 
         headline = frozenset(headline_metric_names())  # as `llmbench report` shows by default
         sections = []
         for p in paths:
             rs = load(p)
-            sections.append(Section(f"{rs.suite} on {rs.env.get('gpu', {}).get('name', rs.gpu_slug)}",
+            sections.append(section(f"{rs.suite} on {rs.env.get('gpu', {}).get('name', rs.gpu_slug)}",
                                     [SetRef(name=rs.gpu_slug, rs=rs, stem=p.stem)], 0, headline))
         return render_html(sections, title), None
     except Exception as e:  # a report problem must not cost the bundle its result sets

@@ -127,10 +127,10 @@ def test_different_suites_are_refused_where_their_shared_cases_were_timed_differ
     code, text = cli("compare", H100_CEILINGS, H200_QUICKSTART)
     assert code == 2
     flat = " ".join(text.split())
-    assert "different suites" in flat and "ceilings" in flat and "quickstart" in flat and "--mix-suites" in flat
+    assert "different settings" in flat and "ceilings" in flat and "quickstart" in flat and "--mix-suites" in flat
     code, text = cli("compare", H100_CEILINGS, H200_QUICKSTART, "--mix-suites")
     assert code == 0, text
-    assert "Suites differ" in " ".join(text.splitlines()[1:3]) and "runs at 0.91x" in text
+    assert "joined on every case they share" in " ".join(text.splitlines()[1:3]) and "runs at 0.91x" in text
 
 
 def test_different_suites_join_on_the_cases_timed_alike_and_say_so() -> None:
@@ -150,12 +150,23 @@ def test_different_suites_join_on_the_cases_timed_alike_and_say_so() -> None:
     assert "left out" in note and "warmup_iters 5 vs 2" in note
 
 
-def test_sets_of_several_suites_are_compared_suite_by_suite() -> None:
+def test_sets_of_several_suites_of_one_gpu_are_compared_suite_by_suite(tmp_path: Path) -> None:
+    a, b, c = h100_set(), h100_set(), h100_set(suite="only-one")
+    for i, rs in enumerate((a, b, c)):
+        save(rs, tmp_path / f"{i}.json")
+    code, text = cli("compare", *(tmp_path / f"{i}.json" for i in range(3)))
+    assert code == 0, text
+    assert "Not compared, no other result set of their suite: only-one (H100 SXM5 80GB)" in " ".join(text.split())
+
+
+def test_sets_of_several_suites_of_two_gpus_are_one_comparison_joined_case_by_case() -> None:
+    """Each GPU is one side over its sets of every suite; a case both ran is compared where each GPU's chosen
+    runs were timed with the same settings (quickstart times the ceilings gemm cases otherwise: left out)."""
     code, text = cli("compare", H100_CEILINGS, H100_INFERENCE, H200_CEILINGS, H200_INFERENCE, H200_QUICKSTART)
     assert code == 0, text
-    titles = [line for line in text.splitlines() if " vs H100 SXM5 80GB" in line and ":" in line.split(" vs ")[0]]
-    assert [t.split(":")[0] for t in titles if not t.startswith("Headline")] == ["ceilings", "inference-llama3-8b"]
-    assert "Not compared, no other result set of their suite: quickstart (H200 SXM 141GB)" in " ".join(text.split())
+    flat = " ".join(text.split())
+    assert "H200 SXM 141GB runs at" in flat and "cases: gemm" in flat and "generate 11 (hf 11)" in flat
+    assert "left out (--mix-suites joins them)" in flat
 
 
 def test_columns_never_break_a_word_and_stack_when_they_cannot_fit() -> None:

@@ -163,7 +163,7 @@ def test_fleet_launches_waits_collects_and_compares_with_costs(
     assert [j.status for j in state.jobs] == ["SUCCEEDED"] * 3 and [j.job_id for j in state.jobs] == [101, 102, 103]
     md = (out / "comparison.md").read_text()
     assert "# Suite oneshot" in md and "## Cost at the given hourly prices" in md
-    assert "a100-sxm-80gb (baseline)" in md  # the first set collected (by file name)
+    assert "A100 SXM4 80GB (baseline)" in md  # the first set collected (by file name), named by its GPU
     assert re.search(r"\$3\.2[23] \[", md)  # break-even of the H100: $1.29 x 2500/1000 tok/s = $3.225
     if (out / "report.html").exists():  # written where matplotlib is installed
         assert "Cost at the given hourly prices" in (out / "report.html").read_text()
@@ -238,7 +238,7 @@ def test_collection_takes_bundles_and_result_sets(app: typer.Typer, tmp_path: Pa
     (folder / "h200-sxm-141gb-20261124T000000Z.tar.gz").unlink()
     res = runner.invoke(app, ["fleet", "--collect", str(folder), "--baseline", "h100-sxm-80gb"])
     assert res.exit_code == 0, res.output
-    assert "h100-sxm-80gb (baseline)" in (folder / "comparison.md").read_text()
+    assert "H100 SXM5 80GB (baseline)" in (folder / "comparison.md").read_text()
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="no bundles"):
         collected(tmp_path / "empty")

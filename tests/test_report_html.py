@@ -13,9 +13,10 @@ import pytest
 from chromium_cdp import CHART_TEXT_JS, CHROMIUM, Browser
 from test_compare_support import H100_ENV, H200_ENV, generate_case, h100_set, h200_set, refs, result_set
 
+from llmbench.analysis.pages import Section, section
 from llmbench.analysis.project import project
 from llmbench.report.firstscreen import AnswerBlock
-from llmbench.report.html import Section, render_html
+from llmbench.report.html import render_html
 from llmbench.report.tables import Table
 from llmbench.results import ResultSet, Source
 
@@ -45,9 +46,9 @@ def _sweep(env: dict[str, Any], scale: float, seed: int) -> ResultSet:
 def _sections() -> list[Section]:
     a, b = h100_set(), h200_set()
     return [
-        Section("H100 vs H200 (+ projection)", refs(a, b, project(a, "h200-sxm-141gb"))),
-        Section("sweep: H100 vs H200", refs(_sweep(H100_ENV, 1.0, 1), _sweep(H200_ENV, 1.3, 50))),
-        Section("single set", refs(a)),
+        section("H100 vs H200 (+ projection)", refs(a, b, project(a, "h200-sxm-141gb"))),
+        section("sweep: H100 vs H200", refs(_sweep(H100_ENV, 1.0, 1), _sweep(H200_ENV, 1.3, 50))),
+        section("single set", refs(a)),
     ]
 
 
@@ -65,9 +66,9 @@ def _long_page() -> str:
     """A page of many sections, as `nox -s publish` makes: comparisons with sweeps, sets of one GPU,
     published references."""
     sweeps = [(_sweep(H100_ENV, 1.0, k), _sweep(H200_ENV, 1.2 + k / 10, 50 + k)) for k in range(4)]
-    sections = [Section(f"suite-{k}: H100 vs H200", refs(a, b)) for k, (a, b) in enumerate(sweeps)]
-    sections += [Section(f"one-{k}: H200 only", refs(b)) for k, (_, b) in enumerate(sweeps)]
-    sections += [Section(f"Published reference {k}", refs(_published(h100_set(), f"Vendor table {k}"),
+    sections = [section(f"suite-{k}: H100 vs H200", refs(a, b)) for k, (a, b) in enumerate(sweeps)]
+    sections += [section(f"one-{k}: H200 only", refs(b)) for k, (_, b) in enumerate(sweeps)]
+    sections += [section(f"Published reference {k}", refs(_published(h100_set(), f"Vendor table {k}"),
                                                           _published(h200_set(), f"Vendor table {k}")))
                  for k in range(3)]
     return render_html(sections, "long report")
@@ -95,11 +96,11 @@ def test_the_answer_comes_first_then_the_projection_check_contents_and_folded_se
     for anchor in re.findall(r'href="#([^"]+)"', page):
         assert f'id="{anchor}"' in page
     assert "published" not in page.split("<body>")[1].split("</p>")[0]  # no tag explained that is not used
-    for section in re.findall(r'<section id="s\d.*?</section>', page, flags=re.S):
-        unfolded = re.sub(r"<details>.*?</details>", "", section, flags=re.S)
+    for part in re.findall(r'<section id="s\d.*?</section>', page, flags=re.S):
+        unfolded = re.sub(r"<details>.*?</details>", "", part, flags=re.S)
         assert unfolded.count("<figure") <= 1 and "<table" not in unfolded  # the rest is folded
-        assert re.search(r"<details><summary>Tables \(\d+\)</summary>", section)
-        assert f"= {SLUGS[0]}" in section  # every section's sets hold the H100's, named with its slug
+        assert re.search(r"<details><summary>Tables \(\d+\)</summary>", part)
+        assert f"= {SLUGS[0]}" in part  # every part's sets hold the H100's, named with its slug
 
 
 def test_answer_blocks_given_come_first_in_their_order() -> None:
@@ -108,7 +109,7 @@ def test_answer_blocks_given_come_first_in_their_order() -> None:
     page = render_html(_sections(), "t", answers=[other])
     assert page.index("<h2>H100 vs A100</h2>") < page.index('id="projection-check"')
     assert f"<h2>{GPUS[1]} vs {GPUS[0]}</h2>" not in page  # the caller chose the answers
-    assert "<h2>What was measured</h2>" in render_html([Section("one", refs(h100_set()))])
+    assert "<h2>What was measured</h2>" in render_html([section("one", refs(h100_set()))])
 
 
 def test_every_id_is_unique_and_every_reference_resolves() -> None:
@@ -215,8 +216,8 @@ def test_the_page_is_a_few_screens_and_its_first_screen_holds_the_answer(which: 
         assert first["bottom"] <= SCREEN[1], first
         assert len(first["groups"]) >= 2 and first["ratios"] >= len(first["groups"])
         assert [g.split(":")[0] for g in first["groups"]] == [f"suite-{k}" for k in range(4)]
-    else:  # the published page opens with H100 vs A100: a ratio per workload, most of them on the first screen
-        assert first["id"] == "h100-vs-a100" and first["ratios_in_view"] >= 5, first
+    else:  # the published page opens with what was measured: a ratio per suite, most of them on the first screen
+        assert first["id"] == "answer" and first["ratios_in_view"] >= 5, first
 
 
 @NEEDS_CHROMIUM

@@ -1,4 +1,5 @@
-"""publish(): the H100-vs-H200 page and the HTML report from result sets in a folder; published figures."""
+"""publish(): the H100-vs-H200 page, the HTML report, the spread pages and the packaged reference data
+from result sets in a folder, every figure by the one rule (analysis/runs.py); published figures."""
 
 from __future__ import annotations
 
@@ -8,62 +9,80 @@ from test_compare_support import h100_set, h200_set
 
 from llmbench.ids import case_id
 from llmbench.report.publish import publish
-from llmbench.results import CaseResult, save
+from llmbench.results import CaseResult, ResultSet, save
 
 
-def test_publish_compares_newest_sets_of_common_suites(tmp_path: Path) -> None:
+def _only(rs: ResultSet, suite: str) -> ResultSet:
+    """The set under another suite, its cases of other params (ids no other suite holds)."""
+    cases = [c.model_copy(update={"params": {**c.params, "only": suite}, "id": case_id(c.scenario, {**c.params,
+                                                                                                 "only": suite})})
+             for c in rs.cases]
+    return rs.model_copy(update={"suite": suite, "cases": cases})
+
+
+def test_publish_takes_every_run_of_a_case_by_the_one_rule(tmp_path: Path) -> None:
     save(h100_set(created_at="2026-11-01T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-old.json")
     save(h100_set(created_at="2026-11-22T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-new.json")
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
-    save(h100_set(suite="only-h100"), tmp_path / "h100-sxm-80gb" / "only-h100-1.json")
-    md, html = publish(tmp_path)
+    save(_only(h100_set(), "only-h100"), tmp_path / "h100-sxm-80gb" / "only-h100-1.json")
+    md, html, *_ = publish(tmp_path, after=None)
     text = md.read_text()
-    assert "h100-sxm-80gb/quickstart-new.json" in text and "quickstart-old" not in text
-    assert "measured on one machine only: only-h100" in text
+    inputs = text[text.index("## Inputs"):]
+    assert "h100-sxm-80gb/quickstart-new.json" in inputs and "h100-sxm-80gb/quickstart-old.json" in inputs
+    assert "| only-h100 | h100-sxm-80gb |" in text  # measured on one machine only
     assert "Geometric means of ratios" in text and "[" in text  # CIs
+    assert "## Runs used" in text and "## Runs left out" in text
     page = html.read_text()
     # the reference sets shipped with the package (llmbench/references/data/published/), labelled so
     assert "Published reference: mamf-ml-engineering" in page and 'class="tag published"' in page
+    assert 'id="runs"' in page and "Runs left out" in page
 
 
-def test_the_markdown_page_opens_with_the_answer_and_ends_with_its_inputs(tmp_path: Path) -> None:
+def test_the_page_opens_with_what_was_measured_then_the_evidence_after_it(tmp_path: Path) -> None:
     save(h100_set(), tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
-    md, _ = publish(tmp_path)
+    md, html, *_ = publish(tmp_path, after=lambda _results, _prices: ("# Published evidence\n\n",
+                                                                       '<section id="evidence"></section>'))
     text = md.read_text()
-    assert text.startswith("# H100 SXM vs H200 SXM (measured)\n")  # what was measured first (issue 39)
+    assert text.startswith("# H100 SXM vs H200 SXM (measured)\n")  # what was measured comes first
     headings = [line for line in text.splitlines() if line.startswith("## ")]
-    pair = headings.index("## H200 SXM 141GB vs H100 SXM5 80GB")  # the measured pair's answer
-    assert pair == 0 and headings[-1] == "## Inputs"
-    answer = text[text.index(headings[pair]): text.index(headings[pair + 1])]
+    pair = headings.index("## H200 SXM 141GB vs H100 SXM5 80GB")
+    assert pair == 0 and text.index("# Published evidence") > text.index(headings[pair])
+    assert headings[-3:] == ["## Inputs", "## Runs used", "## Runs left out"]
+    answer = text[text.index(headings[pair]): text.index("# Published evidence")]
     assert "### quickstart: H100 vs H200" in answer and "| all workloads | 1." in answer
     assert "H100 SXM5 80GB: 1 run; H200 SXM 141GB: 1 run" in answer  # runs per side
     assert "Projection check, quickstart: H100 projected to H200 vs measured H200" in text
+    page = html.read_text()
+    assert page.index('id="answer"') < page.index('id="evidence"') < page.index('id="projection-check"')
 
 
 def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
-    md, html = publish(tmp_path)
+    md, html = publish(tmp_path, after=None)
     assert "No suite has a measured result set on both machines" in md.read_text() and html.exists()
 
 
-def test_a_headline_set_is_published_against_the_other_gpus_cases_of_the_same_ids(tmp_path: Path) -> None:
+def test_a_suite_one_gpu_ran_is_compared_with_the_other_gpus_runs_of_its_cases(tmp_path: Path) -> None:
     """The headline suite ran on one GPU only; its cases have the ids of the other GPU's suites' cases,
-    so the page compares it with those, and adds costs at the example prices where the file exists."""
+    and the rule takes each GPU's runs of a case from any of its sets: the page compares them, and adds
+    costs at the example prices where the file exists."""
     save(h100_set(suite="headline"), tmp_path / "results" / "h100-sxm-80gb" / "headline-1.json")
     save(h200_set(suite="quickstart"), tmp_path / "results" / "h200-sxm-141gb" / "quickstart-1.json")
     prices = tmp_path / "deploy" / "prices.example.toml"
     prices.parent.mkdir()
     prices.write_text('[h100-sxm-80gb]\nusd_per_hour = 2.0\n\n[h200-sxm-141gb]\nusd_per_hour = 3.0\n')
-    md, _ = publish(tmp_path / "results")
+    md, *_ = publish(tmp_path / "results", after=None)
     text = md.read_text()
     assert "## headline: H100 vs H200 — Result sets" in text and "### headline: H100 vs H200" in text
     assert "Cost at the given hourly prices" in text and "$ per 1M output tokens" in text
-    assert "measured on one machine only: headline" not in text
+    one = text[text.index("## Measured on one machine only"):text.index("## Inputs")]  # the suite only the H200 ran
+    assert "| quickstart | h200-sxm-141gb |" in one and "| headline |" not in one
 
 
 def test_spread_runs_are_pooled_into_the_published_side(tmp_path: Path) -> None:
-    """Runs kept under results/spread/<slug>/ join the published side of their suite, so its cases
-    carry the spread between runs (the noise floor) and intervals that include it."""
+    """Runs kept under results/spread/<slug>/ are runs of their GPU like any other: the rule pools them
+    with the GPU's other runs of a case (here none recorded a code path), so its cases carry the spread
+    between runs (the noise floor) and intervals that include it; the GPU's spread page lists them."""
     save(h100_set(), tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
     for i, scale in enumerate((0.98, 1.02)):
@@ -73,10 +92,12 @@ def test_spread_runs_are_pooled_into_the_published_side(tmp_path: Path) -> None:
                 m.value *= scale
                 m.samples = [v * scale for v in m.samples] if m.samples else m.samples
         save(run, tmp_path / "spread" / "h100-sxm-80gb" / f"quickstart-{i}.json")
-    md, html = publish(tmp_path)
+    md, html, *rest = publish(tmp_path, after=None)
     text = md.read_text()
     assert "Between-run spread" in text and "(3 runs)" in text
     assert "noise floor</th>" in html.read_text()
+    spread = tmp_path / "spread" / "h100-sxm-80gb.md"
+    assert spread in rest and "| 3 |" in spread.read_text()  # the GPU's spread page: three runs of its cases
 
 
 def _with_engine(c: CaseResult, engine: str) -> CaseResult:
@@ -96,7 +117,7 @@ def test_a_suite_on_another_engine_is_published_beside_the_transformers_engine(t
     vllm.append(_with_engine(generate_case("fp8", 1, 160.0, 12.0, samples=False), "vllm"))
     save(result_set(H200_ENV, hf, suite="inference"), tmp_path / "h200-sxm-141gb" / "inference-1.json")
     save(result_set(H200_ENV, vllm, suite="vllm"), tmp_path / "h200-sxm-141gb" / "vllm-1.json")
-    md, html = publish(tmp_path)
+    md, html, *_ = publish(tmp_path, after=None)
     text = md.read_text()
     side = text[text.index("engines side by side — h200-sxm-141gb: each case against engine=hf"):]
     rows = [line for line in side.splitlines() if "| decode_tokens_per_s |" in line]
@@ -108,5 +129,5 @@ def test_a_suite_on_another_engine_is_published_beside_the_transformers_engine(t
 
 def test_a_transformers_only_suite_gets_no_engine_section(tmp_path: Path) -> None:
     save(h200_set(suite="only-h200"), tmp_path / "h200-sxm-141gb" / "only-h200-1.json")
-    md, _ = publish(tmp_path)
+    md, *_ = publish(tmp_path, after=None)
     assert "engines side by side" not in md.read_text()

@@ -131,14 +131,17 @@ def test_the_runs_interval_is_wider_than_the_single_run_one(tmp_path: Path) -> N
     assert wide.ci[1] / wide.ci[0] > narrow.ci[1] / narrow.ci[0]
 
 
-def test_pool_joins_sets_of_one_gpu_and_suite_from_several_leases(tmp_path: Path) -> None:
+def test_a_gpu_is_one_side_over_several_leases_and_pool_joins_one_gpus_sets(tmp_path: Path) -> None:
+    """Sets of two GPUs: each GPU one side, its runs chosen by the one rule (here: six runs that recorded
+    no code path, pooled with each other). Sets of one GPU: each repeat group a side, unless --pool."""
     a = _write_group(tmp_path / "a", _env(H200_ENV, "m1"), "g1", [800.0, 810.0, 805.0], "20261101")
     b = _write_group(tmp_path / "b", _env(H200_ENV, "m2"), "g2", [790.0, 800.0, 795.0], "20261102")
     base = tmp_path / "h100.json"
     save(_pass(H100_ENV, None, 1, 700.0, "2026-11-01T00:00:00Z", seed=9), base)
-    assert len(load_sets([base, *a, *b])) == 3  # two repeat groups: two sides
-    sets = load_sets([base, *a, *b], pool=True)
-    assert [len(s.all_runs) for s in sets] == [1, 6]
+    assert len(load_sets([*a, *b])) == 2  # one GPU: two repeat groups, two sides
+    assert [len(s.all_runs) for s in load_sets([*a, *b], pool=True)] == [6]
+    sets = load_sets([base, *a, *b])
+    assert [len(s.all_runs) for s in sets] == [1, 6] and sets[1].chosen is not None
     assert sets[1].machines == 2
     row = next(r for r in compare(sets).rows if r.metric == "tflops")
     assert row.runs == [1, 6] and row.machines[1] == 2
@@ -178,13 +181,13 @@ def test_a_file_named_twice_by_different_paths_loads_once(tmp_path: Path, monkey
     assert [len(s.all_runs) for s in both] == [1, 1]
 
 
-def test_a_folder_stands_for_its_newest_repeat_group(tmp_path: Path) -> None:
+def test_a_folder_stands_for_every_set_in_it(tmp_path: Path) -> None:
     folder = tmp_path / "h200"
     _write_group(folder, _env(H200_ENV, "m"), "old", [700.0, 710.0, 720.0], "20261101")
     _write_group(folder, _env(H200_ENV, "m"), "new", [800.0, 810.0, 820.0], "20261102")
-    (side,) = load_sets([folder])
-    assert len(side.all_runs) == 3
-    assert {r.repeat_info["group"] for r in side.all_runs if r.repeat_info} == {"new"}
+    assert [len(s.all_runs) for s in load_sets([folder])] == [3, 3]  # one GPU: a side per repeat group
+    (side,) = load_sets([folder], by_gpu=True)  # by the rule: no run recorded a code path, all six pool
+    assert len(side.all_runs) == 6 and side.chosen is not None
 
 
 def test_plan_passes_continues_an_unfinished_group(tmp_path: Path) -> None:
@@ -235,13 +238,3 @@ def test_spread_of_single_runs_is_a_user_error(tmp_path: Path) -> None:
     save(_pass(H100_ENV, None, 1, 700.0, "2026-11-01T00:00:00Z", seed=1), p)
     r = cli("spread", str(p))
     assert r.returncode == 2 and "two runs" in r.stderr
-
-
-def test_publish_pools_the_newest_repeat_group(tmp_path: Path) -> None:
-    from llmbench.report.publish import newest_by_suite
-
-    folder = tmp_path / "h200-sxm-141gb"
-    _write_group(folder, _env(H200_ENV, "m"), "old", [700.0, 710.0, 720.0], "20261101")
-    _write_group(folder, _env(H200_ENV, "m"), "new", [800.0, 810.0, 820.0], "20261102")
-    _path, ref = newest_by_suite(folder)["ceilings"]
-    assert len(ref.all_runs) == 3 and {(r.repeat_info or {}).get("group") for r in ref.all_runs} == {"new"}

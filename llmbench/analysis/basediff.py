@@ -136,22 +136,3 @@ def base_diff(ref: SetRef, key: str, value: Any) -> BaseDiff:
                 )
             )
     return BaseDiff(ref, key, value, rows, unmatched)
-
-
-def by_gpu(sets: list[SetRef]) -> list[SetRef]:
-    """For --base: the sets of one GPU taken together, so a case finds its base variation in another set
-    of the same machine (`--base engine=hf` puts each vLLM case beside its transformers twin from
-    inference-llama3-8b). A GPU with one set keeps it as it is."""
-    groups: dict[str, list[SetRef]] = {}
-    for s in sets:
-        groups.setdefault(s.rs.gpu_slug, []).append(s)
-    out = []
-    for slug, group in groups.items():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
-        cases = [c for s in group for c in s.rs.cases]
-        suite = " + ".join(dict.fromkeys(s.rs.suite for s in group))
-        out.append(SetRef(name=slug, rs=group[0].rs.model_copy(update={"cases": cases, "suite": suite}),
-                          stem=" + ".join(s.stem for s in group)))
-    return out

@@ -24,6 +24,7 @@ from llmbench.analysis.inputs import SetRef, machine_count
 from llmbench.analysis.labels import mixing_warning
 from llmbench.analysis.noisefloor import Floor, NoiseFloor
 from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
+from llmbench.analysis.runs import RunLine, run_lines
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -153,6 +154,23 @@ class Comparison:
     def joined_cases(self) -> int:
         return len({r.case_id for r in self.rows})
 
+    @property
+    def coverage(self) -> str:
+        """What the overall speed ratio covers: '16 cases: gemm 4, bandwidth 3, generate 9 (hf 3, vllm 6)'."""
+        ids = {r.case_id: r.scenario for r in self.rows if r.unit in SPEED_UNITS and r.better != "neither"}
+        base = self.sets[self.baseline]
+        parts = []
+        for sc in dict.fromkeys(ids.values()):
+            mine = [cid for cid, s in ids.items() if s == sc]
+            engines = [str(c.params["engine"]) for cid in mine if (c := base.case(cid)) and "engine" in c.params]
+            split = ", ".join(f"{e} {engines.count(e)}" for e in dict.fromkeys(engines))
+            parts.append(f"{sc} {len(mine)}" + (f" ({split})" if split else ""))
+        return f"{len(ids)} case{'s' if len(ids) != 1 else ''}" + (f": {', '.join(parts)}" if parts else "")
+
+    def runs_listed(self) -> list[RunLine]:
+        """Every run of the sides chosen by the one rule: used, or left out with why."""
+        return run_lines(s.chosen for s in self.sets if s.chosen is not None)
+
     def code_path_warnings(self, names: list[str] | None = None) -> list[str]:
         """What a reader must know before taking a ratio as the GPUs' difference: cases that ran
         different code, and cases whose code path a side did not record (`names`: the sides' names)."""
@@ -182,6 +200,8 @@ class Comparison:
             "one_sided": [c.to_dict() for c in self.one_sided],
             "not_ok": [c.to_dict() for c in self.not_ok],
             "code_paths": [n.to_dict() for n in self.code_paths],
+            "covers": self.coverage,
+            "runs": [r.to_dict() for r in self.runs_listed()],
         }
 
 
@@ -449,8 +469,7 @@ def case_metrics(c: CaseResult) -> dict[str, MetricResult]:
 
 def runs_with(side: SetRef, cid: str, name: str) -> list[ResultSet]:
     """The runs of a side in which case `cid` is ok and has metric `name`."""
-    return [r for r in side.all_runs
-            if (c := r.case(cid)) is not None and c.status == "ok" and name in case_metrics(c)]
+    return [r for r, c in side.case_sets(cid) if c.status == "ok" and name in case_metrics(c)]
 
 
 def _family(metric_name: str) -> str:
@@ -470,6 +489,16 @@ def _speed_geomean(members: list[MetricRow], i: int) -> tuple[Ratio | None, int]
     if not cells:
         return None, 0
     return geomean([rs[0] if len(rs) == 1 else geomean(rs) for rs in cells.values()]), len(cells)
+
+
+def case_speed_ratios(cmp: Comparison, i: int) -> dict[str, Ratio]:
+    """Each joined case's speed ratio for side `i`: the geometric mean of its speed metrics, each metric
+    family once (as the scenario's speed geomean counts it)."""
+    by_case: dict[str, list[MetricRow]] = {}
+    for r in cmp.rows:
+        if r.better != "neither" and r.unit in SPEED_UNITS:
+            by_case.setdefault(r.case_id, []).append(r)
+    return {cid: got for cid, members in by_case.items() if (got := _speed_geomean(members, i)[0]) is not None}
 
 
 def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:

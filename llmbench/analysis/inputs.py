@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from llmbench.analysis.labels import gpu_name, tag
+from llmbench.analysis.labels import gpu_name, is_measured, tag
 from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
 from llmbench.results import CaseResult, ResultSet, load
+
+if TYPE_CHECKING:
+    from llmbench.analysis.runs import GpuRuns
+
+SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: a GPU's extra runs of a suite, measured for the noise floor
+PUBLISHED_DIR = "published"  # results/published/<gpu-slug>/: published reference sets
 
 
 def machine_count(runs: list[ResultSet]) -> int | None:
@@ -25,13 +33,16 @@ def machine_count(runs: list[ResultSet]) -> int | None:
 class SetRef:
     """A result set with the short name it is shown and chosen by (`--baseline NAME`). A side that pools
     several runs (the passes of `run --repeat`, or `--pool`) keeps them all in `runs`, `rs` being the
-    first: env, suite and name come from it, the figures from every run."""
+    first: env, suite and name come from it, the figures from every run. A GPU's side chosen by the one
+    rule (analysis/runs.py: `GpuRuns.side`) has `chosen`: each case's runs are its chosen runs, `rs` holds
+    each case once with its pooled figure, `runs` the files the chosen runs came from."""
 
     name: str
     rs: ResultSet
     stem: str = ""
     runs: list[ResultSet] = field(default_factory=list)  # every pooled run, rs among them; empty: rs alone
     stems: list[str] = field(default_factory=list)  # the file stems of the pooled runs
+    chosen: GpuRuns | None = None
 
     @property
     def all_runs(self) -> list[ResultSet]:
@@ -42,9 +53,17 @@ class SetRef:
         """How many machines measured the runs (`machine_count`)."""
         return machine_count(self.all_runs)
 
+    def case_sets(self, case_id: str) -> list[tuple[ResultSet, CaseResult]]:
+        """Each run of the case with the set it is in: the chosen runs (those of a case never ok where it
+        has none), else the case in every run that holds it."""
+        if self.chosen is not None:
+            got = self.chosen.case(case_id)
+            return [(r.rs, r.case) for r in (got.used if got else self.chosen.never_ok.get(case_id, []))]
+        return [(r, c) for r in self.all_runs if (c := r.case(case_id)) is not None]
+
     def case_runs(self, case_id: str) -> list[CaseResult]:
         """The case as each run has it (runs without it left out)."""
-        return [c for c in (r.case(case_id) for r in self.all_runs) if c is not None]
+        return [c for _, c in self.case_sets(case_id)]
 
     def case(self, case_id: str) -> CaseResult | None:
         """The case as the side shows it: its first `ok` run, else its first run; None: in no run."""
@@ -53,8 +72,18 @@ class SetRef:
 
     def cases(self) -> list[CaseResult]:
         """Each case of the side once (`case`), in first-seen order over the runs."""
-        ids = list(dict.fromkeys(c.id for r in self.all_runs for c in r.cases))
+        sets = [self.rs] if self.chosen is not None else self.all_runs
+        ids = list(dict.fromkeys(c.id for r in sets for c in r.cases))
         return [c for c in (self.case(i) for i in ids) if c is not None]
+
+    def only(self, ids: set[str]) -> SetRef:
+        """The side with the cases `ids` only, in every run."""
+        if self.chosen is not None:
+            return self.chosen.only(ids).side(self.name)
+
+        def cut(rs: ResultSet) -> ResultSet:
+            return rs.model_copy(update={"cases": [c for c in rs.cases if c.id in ids]})
+        return replace(self, rs=cut(self.rs), runs=[cut(r) for r in self.runs])
 
     @property
     def label(self) -> str:
@@ -84,14 +113,14 @@ def load_checked(path: Path) -> ResultSet:
         raise UserError(f"{path}: not a readable llmbench result set: {e}") from None
 
 
-def newest_group_in(folder: Path) -> list[Path]:
-    """The newest result set in a folder and, when it is a pass of `run --repeat`, the other passes of
-    its repeat group there."""
-    newest = newest_in(folder)
-    group = (load_checked(newest).repeat_info or {}).get("group")
-    if not group:
-        return [newest]
-    return [p for p in sorted(folder.glob("*.json")) if (load_checked(p).repeat_info or {}).get("group") == group]
+def folder_files(folder: Path) -> list[Path]:
+    """Every result set of a folder, and where the folder is results/<slug> of a results tree, the GPU's
+    spread runs beside it (results/spread/<slug>/)."""
+    spread = folder.parent / SPREAD_DIR / folder.name
+    files = sorted(folder.glob("*.json")) + (sorted(spread.glob("*.json")) if spread.is_dir() else [])
+    if not files:
+        raise UserError(f"{folder}: no result sets (*.json) in this folder")
+    return files
 
 
 def pool_key(rs: ResultSet, index: int, pool: bool) -> tuple[str, ...]:
@@ -118,12 +147,11 @@ def load_bundle_checked(path: Path) -> Bundle:
     return b
 
 
-def load_sets(paths: list[Path], pool: bool = False) -> list[SetRef]:
-    """Load files (a folder stands for its newest result set, with the rest of its repeat group; a
-    bundle `.tar.gz` from oneshot for every result set in it) into sides: the runs of one repeat group
-    are one side, and with `pool` so are all measured sets of one GPU and suite (several leases). Each
-    side gets a unique short name: its GPU slug, or its file stem where two sides share a slug."""
-    loaded: list[tuple[str, ResultSet]] = []  # (stem, set) in the order given
+def read_inputs(paths: list[Path]) -> list[tuple[str, str, ResultSet]]:
+    """(stem, where, set) of every result set the paths name, each once: a file; a folder's every set
+    (`folder_files`); a oneshot bundle's every set (stem: the bundle's, with the suite where it holds
+    several; where: bundle:member)."""
+    loaded: list[tuple[str, str, ResultSet]] = []
     seen: set[Path] = set()  # resolved: a file named twice (a folder and a glob, a/x.json and b/../a/x.json) is one run
     for p in paths:
         if is_bundle(p):
@@ -132,20 +160,48 @@ def load_sets(paths: list[Path], pool: bool = False) -> list[SetRef]:
             b = load_bundle_checked(p)
             seen.add(p.resolve())
             one = len(b.result_sets) == 1  # stem: the bundle's (usable as --baseline), with the suite if several
-            loaded += [(b.stem if one else f"{b.stem}:{rs.suite}", rs) for _, rs in b.result_sets]
+            loaded += [(b.stem if one else f"{b.stem}:{rs.suite}", f"{shown(p)}:{member}", rs)
+                       for member, rs in b.result_sets]
             continue
-        for f in newest_group_in(p) if p.is_dir() else [p]:
+        for f in folder_files(p) if p.is_dir() else [p]:
             if f.resolve() not in seen:
                 seen.add(f.resolve())
-                loaded.append((f.stem, load_checked(f)))
-    sides: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
-    for i, (stem, rs) in enumerate(loaded):
-        sides.setdefault(pool_key(rs, i, pool), []).append((stem, rs))
+                loaded.append((f.stem, shown(f), load_checked(f)))
+    return loaded
+
+
+def shown(path: Path) -> str:
+    """A path as a listing shows it: relative to the working directory where it lies under it."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def load_sets(paths: list[Path], pool: bool = False, by_gpu: bool | None = None) -> list[SetRef]:
+    """Load files, folders (`folder_files`) and oneshot bundles (`read_inputs`) into sides. Measured sets
+    of two GPUs or more (or any, with `by_gpu`) make one side per GPU, its runs chosen per case by the one
+    rule (analysis/runs.py). Sets of one GPU are sides as given (a before/after pair, the gate): the runs
+    of one repeat group are one side, and with `pool` so are all measured sets of one GPU and suite
+    (several leases). A published or projected set is always a side of its own. Each side gets a unique
+    short name: its GPU slug, or its file stem where two sides share a slug."""
+    from llmbench.analysis.runs import case_runs  # runs.py builds on this module
+
+    loaded = read_inputs(paths)
+    measured = [(where, rs) for _, where, rs in loaded if is_measured(rs)]
+    if by_gpu or (by_gpu is None and len({rs.gpu_slug for _, rs in measured}) > 1):
+        gpus = case_runs(measured)
+        first: dict[str, tuple[str, ResultSet]] = {}  # a GPU's side where its first set was given
+        for i, (stem, _, rs) in enumerate(loaded):
+            first.setdefault(rs.gpu_slug if is_measured(rs) else str(i), (stem, rs))
+        sides = [gpus[key].side() if is_measured(rs) else SetRef("", rs, stem) for key, (stem, rs) in first.items()]
+        return name_sets(sides)
+    groups: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
+    for i, (stem, _, rs) in enumerate(loaded):
+        groups.setdefault(pool_key(rs, i, pool), []).append((stem, rs))
     sets = [
         SetRef(name="", rs=members[0][1], stem=members[0][0],
                runs=[rs for _, rs in members] if len(members) > 1 else [],
                stems=[stem for stem, _ in members])
-        for members in sides.values()
+        for members in groups.values()
     ]
     return name_sets(sets)
 
@@ -177,6 +233,12 @@ def resolve_baseline(sets: list[SetRef], name: str | None) -> int:
     raise UserError(
         f"--baseline {name!r} is ambiguous ({len(hits)} sets); use a file stem: {choices_text(valid)}"
     )
+
+
+def display_names(sets: list[SetRef]) -> list[SetRef]:
+    """Copies of `sets` named as pages read by people name them (`side_names`, the tag left to `label`);
+    the originals keep their names (`--baseline`, Markdown)."""
+    return [replace(s, name=n.replace(tag(s.rs), "", 1)) for s, n in zip(sets, side_names(sets), strict=True)]
 
 
 def side_names(sets: list[SetRef]) -> list[str]:

@@ -31,11 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from llmbench.analysis.codepath import compared_path
+from llmbench.analysis.inputs import SPREAD_DIR
 from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS
 from llmbench.results import ReadWarning, ResultSet, load
-
-SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: repeat runs kept apart from the published sets
 
 
 @dataclass(frozen=True)
@@ -100,12 +99,12 @@ def floor_of(runs: Iterable[ResultSet]) -> NoiseFloor:
 
 
 def folders_for(set_paths: Iterable[Path]) -> list[Path]:
-    """Where the floor of the sets being compared is read: each set's own folder (results/<gpu-slug>/,
-    whose repeat groups are published pooled) and the spread folder beside it (results/spread/<gpu-slug>/).
-    Never the working directory."""
+    """Where the floor of the sets being compared is read: each set's own folder (or the folder given:
+    results/<gpu-slug>/) and the spread folder beside it (results/spread/<gpu-slug>/). Never the working
+    directory."""
     out: list[Path] = []
     for p in set_paths:
-        folder = p.resolve().parent
+        folder = p.resolve() if p.is_dir() else p.resolve().parent
         for f in (folder, folder.parent / SPREAD_DIR / folder.name):
             if f.is_dir() and f not in out:
                 out.append(f)

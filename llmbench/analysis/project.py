@@ -188,6 +188,22 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
     return CaseResult(**base, status="ok", metrics=metrics, info=info)
 
 
+def achieved_share(slug: str, case: CaseResult) -> float | None:
+    """The case's share of its roofline: its own `roofline_efficiency`, else its headline TFLOP/s over
+    the GPU's datasheet peak for its precision, or its device-copy TB/s over the datasheet bandwidth."""
+    if "roofline_efficiency" in case.metrics:
+        return case.metrics["roofline_efficiency"].value
+    spec = lookup(slug)
+    if spec is None:
+        return None
+    if "tb_per_s" in case.metrics:
+        return case.metrics["tb_per_s"].value / spec.bandwidth_tb_s
+    if "tflops" in case.metrics and case.scenario in SCENARIOS:
+        peak = spec.peak(SCENARIOS.get(case.scenario)().compute_precision(case.params))
+        return case.metrics["tflops"].value / peak if peak else None
+    return None
+
+
 def project(rs: ResultSet, to_slug: str) -> ResultSet:
     """Project a measured result set to the GPU `to_slug` (a slug of the spec table)."""
     if not is_measured(rs):

@@ -18,20 +18,22 @@ spread run, a set in a bundle). For a case on a GPU:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llmbench.analysis.codepath import compared_path
-from llmbench.analysis.inputs import load_checked
+from llmbench.analysis.inputs import PUBLISHED_DIR, SPREAD_DIR, SetRef, load_checked
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.pooled import PooledMetric, pool_metric
 from llmbench.analysis.suitejoin import measurement_settings
 from llmbench.caseinfo import CaseInfo
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
-SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: extra runs of a suite, measured for the noise floor
+NOT_GPU_DIRS = (SPREAD_DIR, PUBLISHED_DIR)  # folders of a results tree that are no GPU's own runs
+MEASURED_DATA = Path(__file__).resolve().parents[1] / "references" / "data" / "measured"  # the packaged export
 
 
 @dataclass(frozen=True)
@@ -155,11 +157,13 @@ def choose(gpu: str, case_id: str, runs: list[Run]) -> CaseRuns | None:
 
 @dataclass
 class GpuRuns:
-    """Every case of one GPU (slug), each with its chosen runs."""
+    """Every case of one GPU (slug), each with its chosen runs; `never_ok`: the cases no run measured ok,
+    with their runs (their status says why)."""
 
     gpu: str
     cases: dict[str, CaseRuns]
     files: list[str]  # every file read for this GPU
+    never_ok: dict[str, list[Run]] = field(default_factory=dict)
 
     def case(self, case_id: str) -> CaseRuns | None:
         return self.cases.get(case_id)
@@ -169,6 +173,79 @@ class GpuRuns:
         """The files at least one chosen run came from."""
         used = {r.file for c in self.cases.values() for r in c.used}
         return [f for f in self.files if f in used]
+
+    @property
+    def left_out(self) -> list[tuple[str, LeftOut]]:
+        """(case id, run left out with why) over every case, the runs of cases never ok among them."""
+        out = [(cid, lo) for cid, c in self.cases.items() for lo in c.left_out]
+        return out + [(cid, LeftOut(r, f"{r.case.status}: {r.case.reason or ''}".rstrip(": ")))
+                      for cid, runs in self.never_ok.items() for r in runs]
+
+    def only(self, ids: Collection[str]) -> GpuRuns:
+        """These cases only (a suite's, or those another side shares)."""
+        return GpuRuns(self.gpu, {k: v for k, v in self.cases.items() if k in ids}, self.files,
+                       {k: v for k, v in self.never_ok.items() if k in ids})
+
+    def _runs(self) -> list[Run]:
+        """The chosen runs; where no case ran ok, the runs of the cases never ok."""
+        return [r for c in self.cases.values() for r in c.used] or [r for rs in self.never_ok.values() for r in rs]
+
+    def figures(self) -> ResultSet:
+        """One set holding each case once as the rule gives it: the newest chosen run's case with each
+        metric's value the median of the runs' (samples and stats dropped where runs were pooled), and
+        each case never ok as its newest run ran: what charts, projections and single-set tables read."""
+        cases = [_pooled_case(c) for c in self.cases.values()]
+        cases += [max(runs, key=lambda r: (r.when, r.file)).case for runs in self.never_ok.values()]
+        runs = self._runs()
+        if not runs:
+            return ResultSet(suite="", env={"gpu": {"slug": self.gpu}})
+        newest = max(runs, key=lambda r: (r.rs.created_at, r.file)).rs
+        suites = " + ".join(dict.fromkeys(r.rs.suite for r in runs))
+        return newest.model_copy(update={"suite": suites, "cases": cases, "repeat": None})
+
+    def side(self, name: str = "") -> SetRef:
+        """This GPU as one side of a comparison: its cases' chosen runs (SetRef.chosen), the files they
+        came from as its runs."""
+        sets = {r.file: r.rs for r in self._runs()}
+        files = [f for f in self.files if f in sets]
+        return SetRef(name=name, rs=self.figures(), stem=self.gpu, runs=[sets[f] for f in files], stems=files,
+                      chosen=self)
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """One run a page or a comparison read: used for its case, or left out and why."""
+
+    gpu: str
+    case_id: str
+    file: str
+    used: bool
+    why: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_lines(gpus: Iterable[GpuRuns]) -> list[RunLine]:
+    """Every run of the GPUs' cases: the chosen ones, then those left out with why."""
+    out = []
+    for g in gpus:
+        out += [RunLine(g.gpu, cid, r.file, True) for cid, c in g.cases.items() for r in c.used]
+        out += [RunLine(g.gpu, cid, lo.run.file, False, lo.why) for cid, lo in g.left_out]
+    return out
+
+
+def files_used(lines: Iterable[RunLine]) -> list[tuple[str, str, int]]:
+    """(GPU, file, cases it gave a chosen run of) for each file a chosen run came from."""
+    return [(g, f, n) for (g, f), n in Counter((r.gpu, r.file) for r in lines if r.used).items()]
+
+
+def _pooled_case(c: CaseRuns) -> CaseResult:
+    if len(c.used) == 1:
+        return c.case
+    metrics = {name: MetricResult(value=p.value, unit=m.unit, flags=m.flags) for name, m in c.case.metrics.items()
+               if (p := c.metric(name)) is not None}
+    return c.case.model_copy(update={"metrics": metrics})
 
 
 def case_runs(sets: Iterable[tuple[str, ResultSet]]) -> dict[str, GpuRuns]:
@@ -185,8 +262,21 @@ def case_runs(sets: Iterable[tuple[str, ResultSet]]) -> dict[str, GpuRuns]:
     out: dict[str, GpuRuns] = {}
     for gpu, cases in by_gpu.items():
         chosen = {cid: got for cid, runs in cases.items() if (got := choose(gpu, cid, runs)) is not None}
-        out[gpu] = GpuRuns(gpu, chosen, files[gpu])
+        out[gpu] = GpuRuns(gpu, chosen, files[gpu], {cid: runs for cid, runs in cases.items() if cid not in chosen})
     return out
+
+
+def reference_dir(results_dir: Path | None) -> Path:
+    """Where the reference runs are: `results_dir` where it is a results tree (a checkout's results/),
+    else the packaged export (`nox -s publish` writes it)."""
+    if results_dir is not None and results_dir.is_dir() and any(results_dir.glob("*/*.json")):
+        return results_dir
+    return MEASURED_DATA
+
+
+def reference_sets(results_dir: Path | None) -> list[tuple[str, ResultSet]]:
+    """The reference runs (`reference_dir`): what `versus`, the pages and the time quotes read."""
+    return tree_sets(reference_dir(results_dir))
 
 
 def tree_files(results_dir: Path, slug: str) -> list[Path]:
@@ -200,8 +290,7 @@ def tree_sets(results_dir: Path, slugs: Iterable[str] | None = None) -> list[tup
     """Every measured run of every GPU folder (or of `slugs`) in a results tree, named by their path
     relative to it."""
     if slugs is None:
-        skip = {SPREAD_DIR, "published"}
-        slugs = sorted(p.name for p in results_dir.iterdir() if p.is_dir() and p.name not in skip) \
+        slugs = sorted(p.name for p in results_dir.iterdir() if p.is_dir() and p.name not in NOT_GPU_DIRS) \
             if results_dir.is_dir() else []
     out = []
     for slug in slugs:

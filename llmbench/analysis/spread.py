@@ -83,6 +83,16 @@ def spread_rows(sets: list[SetRef], all_metrics: bool = False) -> list[SpreadRow
     return rows
 
 
+def spread_data(sets: list[SetRef], rows: list[SpreadRow]) -> dict[str, Any]:
+    """The JSON of `llmbench spread`: the sides, every row, the noise floor per side."""
+    return {
+        "sets": [{"name": s.name, "gpu": s.rs.gpu_slug, "suite": s.rs.suite, "runs": len(s.all_runs),
+                  "machines": s.machines, "files": s.stems} for s in sets],
+        "rows": [r.to_dict() for r in rows],
+        "noise_floor": noise_floor(rows),
+    }
+
+
 def noise_floor(rows: list[SpreadRow]) -> dict[str, dict[str, Any]]:
     """Per side, over the speed metrics measured in two runs or more: the largest and the median
     between-run CV, and where the largest is."""

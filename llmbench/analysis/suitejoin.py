@@ -23,7 +23,6 @@ from typing import Any
 from llmbench.analysis.inputs import SetRef, name_sets, side_names
 from llmbench.analysis.labels import gpu_name, is_measured
 from llmbench.errors import UserError
-from llmbench.results import ResultSet
 
 NOT_MEASUREMENT_SETTINGS = frozenset({"timeout_s"})  # how long a case may take, not how it is timed
 MIX_OPTION = "--mix-suites"
@@ -61,13 +60,9 @@ def settings_conflicts(sets: list[SetRef]) -> dict[str, list[str]]:
     return out
 
 
-def _without(rs: ResultSet, drop: set[str]) -> ResultSet:
-    return rs.model_copy(update={"cases": [c for c in rs.cases if c.id not in drop]})
-
-
 def without_cases(s: SetRef, drop: set[str]) -> SetRef:
     """The side with the cases `drop` left out of every run."""
-    return replace(s, rs=_without(s.rs, drop), runs=[_without(r, drop) for r in s.runs])
+    return s.only({c.id for r in [s.rs, *s.runs] for c in r.cases} - drop)
 
 
 def _renamed(group: list[SetRef]) -> list[SetRef]:
@@ -84,19 +79,22 @@ def _shared(sets: list[SetRef]) -> set[str]:
 
 
 def plan_joins(sets: list[SetRef], mix: bool = False) -> JoinPlan:
-    """The comparisons `compare` makes of `sets` (see the module doc); a UserError (exit 2) where sides of
-    different suites share cases only under different settings."""
+    """The comparisons `compare` makes of `sets` (see the module doc); a UserError (exit 2) where the sides
+    share cases only under different settings. GPUs' sides of the one rule (`SetRef.chosen`) span suites:
+    they are joined case by case."""
     suites = list(dict.fromkeys(s.rs.suite for s in sets))
-    if len(suites) == 1:
+    rule = any(s.chosen is not None for s in sets)
+    if len(suites) == 1 and not rule:
         return JoinPlan([sets], [[]], [])
     names = side_names(sets)
     listed = "; ".join(f"{n}: {s.rs.suite}" for n, s in zip(names, sets, strict=True))
+    joined = "Each GPU's runs chosen case by case (analysis/runs.py)" if rule else f"Suites differ ({listed})"
     if mix:
-        return JoinPlan([sets], [[f"Suites differ ({listed}): joined on every case they share ({MIX_OPTION}), "
-                                  "whatever settings each suite measured it with."]], [])
+        return JoinPlan([sets], [[f"{joined}: joined on every case they share ({MIX_OPTION}), whatever settings "
+                                  "each suite measured it with."]], [])
     by_suite = {suite: [s for s in sets if s.rs.suite == suite] for suite in suites}
     paired = [g for g in by_suite.values() if len(g) > 1]
-    if paired:
+    if paired and not rule:
         alone = [f"{g[0].rs.suite} ({gpu_name(g[0].rs)})" for g in by_suite.values() if len(g) == 1]
         left = [f"Not compared, no other result set of their suite: {', '.join(alone)} ({MIX_OPTION} joins "
                 "sets of different suites)."] if alone else []
@@ -106,11 +104,12 @@ def plan_joins(sets: list[SetRef], mix: bool = False) -> JoinPlan:
     kept = shared - conflicts.keys()
     if shared and not kept:
         first = next(iter(conflicts.values()))
-        raise UserError(f"the result sets are of different suites ({listed}) and the {len(shared)} case(s) they "
-                        f"share were measured with different settings ({', '.join(first)}): compare result sets "
-                        f"of the same suite, or pass {MIX_OPTION} to join them anyway")
-    note = f"Suites differ ({listed}): joined on the {len(kept)} case(s) they share that were measured with the " \
-        "same settings"
+        raise UserError(f"the {len(shared)} case(s) the result sets share ({listed}) were measured with different "
+                        f"settings ({', '.join(first)}): compare result sets of the same suite, or pass {MIX_OPTION} "
+                        "to join them anyway")
+    if rule and not conflicts:
+        return JoinPlan([sets], [[]], [])
+    note = f"{joined}: joined on the {len(kept)} case(s) they share that were measured with the same settings"
     if conflicts:
         note += (f"; {len(conflicts)} shared case(s) measured with different settings "
                  f"({', '.join(next(iter(conflicts.values())))}) are left out ({MIX_OPTION} joins them)")

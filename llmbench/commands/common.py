@@ -32,8 +32,9 @@ class Fmt(str, Enum):
     json = "json"
 
 
-FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for its newest result set, with the "
-                           "rest of its repeat group; a bundle .tar.gz from oneshot for the result sets in it).")
+FILES_ARG = typer.Argument(..., help="Result set JSON files (a folder stands for every result set in it, and for "
+                           "results/<gpu-slug>/ the spread runs in results/spread/<gpu-slug>/; a bundle .tar.gz "
+                           "from oneshot for the result sets in it).")
 FORMAT_OPT = typer.Option(Fmt.terminal, "--format", "-f", help="Output format.")
 OUT_OPT = typer.Option(None, "--out", "-o", help="Write to this file instead of standard output.")
 SUITES_OPT = typer.Option(
@@ -46,9 +47,10 @@ CEILINGS_OPT = typer.Option(
     "<gpu-slug>/ceilings-*.json is used. Default: LLMBENCH_CEILINGS if set, else --out (oneshot: then the "
     "checkout's committed results/). None found: the datasheet. Each case records the set it used.")
 POOL_OPT = typer.Option(
-    False, "--pool", metavar="", help="Pool every measured result set of the same GPU and suite into one side "
-    "(runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
-    "include the between-run spread. The passes of one `run --repeat` group are pooled without it.")
+    False, "--pool", metavar="", help="Sets of one GPU: pool every measured result set of the same suite into one "
+    "side (runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
+    "include the between-run spread. The passes of one `run --repeat` group are pooled without it. Sets of two "
+    "GPUs or more are always pooled, each GPU one side, by the one rule (a case's runs of its newest code path).")
 
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")

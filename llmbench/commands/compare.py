@@ -64,10 +64,14 @@ def compare_cmd(
         "whatever settings each suite measured it with (by default each suite is compared on its own, and sets "
         "of different suites join only on the cases measured with the same settings)."),
 ) -> None:
-    """Compare result sets case by case. First the answer, per suite and GPU pair: the speed ratio
-    (geometric mean, > 1: faster than the baseline) with its 95% interval and what it rests on, the runs
-    and machines behind each side, the noise floor, the headline metrics, the cases that differ most and
-    the warnings; then, with --all, every case."""
+    """Compare result sets (files, globs, folders, oneshot bundles) case by case. Sets of two GPUs or more:
+    each GPU is one side, each of its cases' runs chosen by the one rule (its newest recorded code path,
+    from any set given; a folder means every set in it, and results/spread/<gpu-slug>/ beside it). Sets of
+    one GPU: each file or repeat group a side (before/after a change, the gate). First the answer: the
+    speed ratio (geometric mean, > 1: faster than the baseline) with its 95% interval and what it rests
+    on, what it covers, the runs and machines behind each side (and those left out), the noise floor, the
+    headline metrics, the cases that differ most and the warnings; then, with --all, every case and the
+    runs used and left out, with why."""
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
     result = api.compare(files, baseline=baseline, base=base, headline=headline, pool=pool, fail_if_slower=threshold,

@@ -10,8 +10,7 @@ from typing import Optional
 import typer
 
 from llmbench import api
-from llmbench.analysis.compare import headline_metric_names
-from llmbench.analysis.prices import Price, load_prices, parse_price
+from llmbench.analysis.prices import load_prices, parse_price
 from llmbench.commands.common import check_out_dir, err_console
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.errors import UserError, choices_text
@@ -32,7 +31,7 @@ from llmbench.hardware.fingerprint import llmbench_info
 from llmbench.hardware.specs import slugs
 from llmbench.report.answer_view import answer_tables
 from llmbench.report.cost_view import cost_table
-from llmbench.report.tables import Table, to_markdown
+from llmbench.report.tables import to_markdown
 from llmbench.report.views import comparison_tables
 
 # Replaced by tests (the launch boundary); the real one imports SkyPilot when called.
@@ -154,30 +153,19 @@ def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Opt
         err_console.print(f"suite {suite}: measured on {name} only; nothing to compare", highlight=False)
     if not found.suites:
         raise UserError(f"{folder}: no suite was measured on two or more GPUs; nothing to compare")
-    parts = []
-    for sc in found.suites:
-        extra = [cost_table(sc.comparison, sc.prices, run_tokens)] if sc.prices is not None else []
-        parts.append(to_markdown(answer_tables(sc.comparison) + comparison_tables(sc.comparison) + extra,
-                                 f"Suite {sc.suite}"))
+    costs = {sec.title: [cost_table(sec.cmp, found.prices, run_tokens)] for sec in found.suites
+             if found.prices is not None and sec.cmp is not None}
     md = out / "comparison.md"
-    md.write_text("\n".join(parts), encoding="utf-8")
+    md.write_text("\n".join(to_markdown(answer_tables(sec.cmp) + comparison_tables(sec.cmp) + costs.get(sec.title, []),
+                                        sec.title) for sec in found.suites if sec.cmp), encoding="utf-8")
     err_console.print(f"wrote {md}", highlight=False)
-    _write_html(out / "report.html", found.suites, run_tokens)
-
-
-def _write_html(path: Path, suites: list[api.SuiteComparison], run_tokens: int) -> None:
     try:  # plots need matplotlib (llmbench[report]); the Markdown comparison is written without it
-        from llmbench.report.html import Section, render_html
+        from llmbench.report.html import render_html
     except ModuleNotFoundError as e:
         err_console.print(f"no report.html: it needs {e.name} (pip install 'llmbench[report]')", highlight=False)
         return
-
-    def costs(prices: dict[str, Price] | None) -> Callable[..., list[Table]] | None:
-        return None if prices is None else (lambda cmp: [cost_table(cmp, prices, run_tokens)])
-
-    page = [Section(f"Suite {sc.suite}", sc.sets, sc.baseline, frozenset(headline_metric_names()), costs(sc.prices))
-            for sc in suites]
-    path.write_text(render_html(page, "llmbench fleet"), encoding="utf-8")
+    path = out / "report.html"
+    path.write_text(render_html(found.suites, "llmbench fleet", more=costs), encoding="utf-8")
     err_console.print(f"wrote {path}", highlight=False)
 
 

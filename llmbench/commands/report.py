@@ -8,12 +8,12 @@ from typing import Optional
 import typer
 
 from llmbench.analysis.compare import headline_metric_names
-from llmbench.analysis.inputs import load_sets, resolve_baseline
+from llmbench.analysis.inputs import display_names, load_sets, resolve_baseline
+from llmbench.analysis.pages import section
 from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file, write_out
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError
 from llmbench.report.cost_view import cost_table
-from llmbench.report.gpunames import display_names
 
 
 def report_cmd(
@@ -44,19 +44,19 @@ def report_cmd(
     if prices is not None and len(sets) < 2:
         raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
     try:  # plots need matplotlib, an optional extra: the other commands work without it
-        from llmbench.report.html import Section, render_html
+        from llmbench.report.html import render_html
     except ModuleNotFoundError as e:
         raise UserError(
             f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
         ) from None
-    section = Section(
+    sec = section(
         ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in display_names(sets)),
         sets,
         resolve_baseline(sets, baseline),
         None if all_metrics else frozenset(headline_metric_names()),
-        None if prices is None else (lambda cmp: [cost_table(cmp, prices, run_tokens)]),
     )
-    write_out(out, render_html([section], title))
+    costs = {sec.title: [cost_table(sec.cmp, prices, run_tokens)]} if prices is not None and sec.cmp else {}
+    write_out(out, render_html([sec], title, more=costs))
     typer.echo(f"wrote {out}", err=True)
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, MetricRow, Ratio, _speed_geomean
-from llmbench.analysis.inputs import side_names
+from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, Ratio, case_speed_ratios
+from llmbench.analysis.inputs import SetRef, side_names
 from llmbench.analysis.pooled import RUNS_CI_METHOD
 from llmbench.metrics import METRICS
 from llmbench.report.tables import MISSING, Table, fmt_ratio
@@ -41,7 +41,7 @@ def interval_basis(r: Ratio, runs: list[int]) -> str:
     return "runs" if r.method == RUNS_CI_METHOD or max(runs, default=1) > 1 else "single run"
 
 
-def _ratio_sentence(r: Ratio | None, other: str, base: str, cells: int, cases: int, runs: list[int]) -> str:
+def _ratio_sentence(r: Ratio | None, other: str, base: str, cells: int, cases: str, runs: list[int]) -> str:
     if r is None:
         return f"{other}: no speed metric was measured ok on both {other} and {base}."
     text = f"{other} runs at {r.value:.2f}x the speed of {base}"
@@ -51,7 +51,7 @@ def _ratio_sentence(r: Ratio | None, other: str, base: str, cells: int, cases: i
         basis = interval_basis(r, runs)
         kind = "interval" if basis == "single run" else "95% interval"
         text += f", {kind} [{r.ci[0]:.2f}, {r.ci[1]:.2f}] {BASIS_TEXT.get(basis, f'({basis})')}"
-    return f"{text}; geometric mean of {cells} speed cells over {cases} cases."
+    return f"{text}; geometric mean of {cells} speed cells over {cases}."
 
 
 def _runs_text(runs: int, machines: int | None) -> str:
@@ -71,10 +71,6 @@ def _at(values: list[float | None], i: int) -> float | None:
     return values[i] if i < len(values) else None
 
 
-def _speed_rows(cmp: Comparison) -> list[MetricRow]:
-    return [r for r in cmp.rows if r.better != "neither" and r.unit in SPEED_UNITS]
-
-
 def _overall(cmp: Comparison) -> Geomean | None:
     return next((g for g in cmp.geomeans if g.scenario == "overall" and g.metric == "speed"), None)
 
@@ -84,11 +80,10 @@ def sides_table(cmp: Comparison, names: list[str], notes: list[str]) -> Table:
     sets, b = cmp.sets, cmp.baseline
     order = [b, *(i for i in range(len(sets)) if i != b)]
     overall = _overall(cmp)
-    cases = len({r.case_id for r in _speed_rows(cmp)})
     runs = [len(s.all_runs) for s in sets]
     lead = [
         _ratio_sentence(overall.ratios[i] if overall else None, names[i], names[b], overall.n if overall else 0,
-                        cases, [runs[i], runs[b]])
+                        cmp.coverage, [runs[i], runs[b]])
         for i in order[1:]
     ]
     noise = [side_noise(cmp, i) for i in range(len(sets))]
@@ -104,14 +99,21 @@ def sides_table(cmp: Comparison, names: list[str], notes: list[str]) -> Table:
     suites = [s.rs.suite for s in sets]
     rows = ([["suite", *(suites[i] for i in order)]] if len(set(suites)) > 1 else []) + [
         ["runs", *(_runs_text(runs[i], sets[i].machines) for i in order)],
+        *([["runs left out (--all: which, why)", *(_left_out(sets[i]) for i in order)]]
+          if any(s.chosen and s.chosen.left_out for s in sets) else []),
         *([["noise floor", *("not measured" if noise[i] is None else f"±{noise[i]:.1%} between runs"
                              for i in order)]] if any(v is not None for v in noise) else []),
         ["cases ok", *(_ok_text(cmp, i) for i in order)],
     ]
-    suite = suites[b] if len(set(suites)) == 1 else " / ".join(dict.fromkeys(suites))
-    title = f"{suite}: {', '.join(names[i] for i in order[1:])} vs {names[b]}"
+    title = f"{', '.join(names[i] for i in order[1:])} vs {names[b]}"
+    if len(set(suites)) == 1:
+        title = f"{suites[b]}: {title}"
     return Table(title, ["", *(names[i] + (" (baseline)" if i == b else "") for i in order)], rows,
                  notes=notes, lead=lead)
+
+
+def _left_out(s: SetRef) -> str:
+    return str(len(s.chosen.left_out)) if s.chosen else ""
 
 
 def _ok_text(cmp: Comparison, i: int) -> str:
@@ -173,20 +175,6 @@ def metrics_table(cmp: Comparison, names: list[str]) -> Table:
 
 def _ratio_text(r: Ratio | None) -> str:
     return fmt_ratio(r.value, r.ci) if r else MISSING
-
-
-def case_speed_ratios(cmp: Comparison, i: int) -> dict[str, Ratio]:
-    """Each joined case's speed ratio for side `i`: the geometric mean of its speed metrics, each metric
-    family once (as the scenario's speed geomean counts it)."""
-    by_case: dict[str, list[MetricRow]] = {}
-    for r in _speed_rows(cmp):
-        by_case.setdefault(r.case_id, []).append(r)
-    out = {}
-    for cid, members in by_case.items():
-        got, _ = _speed_geomean(members, i)
-        if got is not None:
-            out[cid] = got
-    return out
 
 
 def most_different_table(cmp: Comparison, names: list[str], limit: int = MOST_DIFFERENT) -> Table | None:

@@ -31,8 +31,7 @@ from llmbench.analysis.compare import Comparison, MetricRow
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.power import curves, workload_labels
-from llmbench.analysis.project import RATE_UNITS
-from llmbench.hardware.specs import GpuSpec, lookup
+from llmbench.analysis.project import RATE_UNITS, achieved_share
 from llmbench.ids import params_text
 from llmbench.metrics import METRICS
 from llmbench.report.plots import FIG_WIDTH_IN, SMALL_PT, Chart, to_svg
@@ -297,26 +296,6 @@ def metric_axis_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
     return charts
 
 
-def _spec(ref: SetRef) -> GpuSpec | None:
-    return lookup(ref.rs.gpu_slug)
-
-
-def achieved_share(ref: SetRef, case: CaseResult) -> float | None:
-    """The case's share of its roofline: its own `roofline_efficiency`, else its headline TFLOP/s over
-    the GPU's datasheet peak for its precision, or its device-copy TB/s over the datasheet bandwidth."""
-    if "roofline_efficiency" in case.metrics:
-        return case.metrics["roofline_efficiency"].value
-    spec = _spec(ref)
-    if spec is None:
-        return None
-    if "tb_per_s" in case.metrics:
-        return case.metrics["tb_per_s"].value / spec.bandwidth_tb_s
-    if "tflops" in case.metrics and case.scenario in SCENARIOS:
-        peak = spec.peak(SCENARIOS.get(case.scenario)().compute_precision(case.params))
-        return case.metrics["tflops"].value / peak if peak else None
-    return None
-
-
 def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
     """Achieved share of the roofline (1.0 = at the bound) against the scenario's x param."""
     cases = [c for _, c in _ok(sets, scenario)]
@@ -325,7 +304,7 @@ def roofline_chart(sets: list[SetRef], scenario: str) -> Chart | None:
         return None
 
     def value(i: int, c: CaseResult) -> tuple[str, float] | None:
-        share = achieved_share(sets[i], c)
+        share = achieved_share(sets[i].rs.gpu_slug, c)
         return None if share is None else ("achieved / roofline", share)
 
     panels = _panels(sets, scenario, xkey, value)

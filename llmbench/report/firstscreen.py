@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 from llmbench.analysis.answer import ANSWER_METRICS_SKIP, ProjectionCheck, noise_cv
 from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, MetricRow, Ratio, is_headline
-from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.inputs import SetRef, display_names
+from llmbench.analysis.labels import gpu_display_name as gpu_name
 from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS
-from llmbench.report.gpunames import display_names, gpu_name
 from llmbench.report.tables import MISSING, Table, fmt_ratio, to_markdown
 from llmbench.scenarios.base import SCENARIOS
 

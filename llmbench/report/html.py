@@ -2,33 +2,39 @@
 no external URLs; a Content-Security-Policy forbids any load, so a browser would complain if one slipped in).
 
 The page opens with the answer on its first screen (`firstscreen.AnswerBlock`s: per GPU pair and suite,
-the speed ratio with its interval, the headline metrics, runs and noise floor), then the projection
-check, a table of contents, and a section per comparison or result set: a lead line, the sources of
-its figures once, at most one chart in view, and everything else folded (`<details>`, no script), so
-the page stays a few screens long however many cases it holds. GPUs are named as the spec table names
-them (`gpunames`); their slugs and the result-set files are in each section's details.
+the speed ratio with its interval, the headline metrics, runs and noise floor), then the published and
+projected evidence the caller gives (`after`), the projection check, a table of contents, and a section
+per comparison or result set (`pages.Section`, computed in analysis): a lead line, the sources of its
+figures once, at most one chart in view, and everything else folded (`<details>`, no script), so the
+page stays a few screens long however many cases it holds; the runs read are folded under the answer. GPUs are named as
+the spec table names them (`inputs.display_names`); their slugs and result-set files are in the details.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from llmbench import __version__
-from llmbench.analysis.answer import ProjectionCheck, projection_checks
-from llmbench.analysis.compare import Comparison, compare
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, source_line
-from llmbench.analysis.noisefloor import NoiseFloor
+from llmbench.analysis.pages import Section
+from llmbench.analysis.runs import RunLine
 from llmbench.report.charts import scenario_charts, speedup_charts
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
-from llmbench.report.gpunames import display_names
 from llmbench.report.headline_view import headline_table, lead_sentence
 from llmbench.report.plots import Chart, pareto_charts, timeline_charts
 from llmbench.report.tables import Table
-from llmbench.report.views import comparison_tables, set_tables, short_note, source_notes, validation_tables
+from llmbench.report.views import (
+    comparison_tables,
+    engine_tables,
+    runs_tables,
+    set_tables,
+    short_note,
+    source_notes,
+    validation_tables,
+)
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 SHOWN_CHART_PX = 460  # a comparison shows its first chart at most this tall; every other chart is folded
@@ -36,7 +42,7 @@ CSS = """
 .a100-answer td:nth-child(3), .a100-answer td:nth-child(7) { white-space: nowrap; }
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1rem auto;max-width:1100px;
 color:#1b1f24;padding:0 1rem}
-h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.6rem 0 .4rem;border-bottom:1px solid #d0d7de}
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.4rem 0 .4rem;border-bottom:1px solid #d0d7de}
 h3{font-size:1.05rem;margin:1rem 0 .3rem}h4{margin:1rem 0 .3rem}
 table{border-collapse:collapse;margin:.4rem 0;font-size:13px}th,td{border:1px solid #d0d7de;padding:2px 7px;
 text-align:left;vertical-align:top}th{background:#f6f8fa}tr:nth-child(even) td{background:#fbfcfd}
@@ -46,7 +52,7 @@ tr.group th{background:#e7eef8;font-weight:600}tr.group .caption{font-weight:400
 font-weight:600}.tag.published{background:#ddf4ff;color:#0550ae}.tag.projected{background:#ffebe9;color:#a40e26}
 figure{margin:.6rem 0}figure svg{max-width:100%;height:auto}.empty{color:#57606a}
 nav.toc{background:#f6f8fa;border:1px solid #d0d7de;padding:.3rem 1rem;margin:1rem 0;font-size:14px}
-nav.toc ol{margin:.2rem 0;padding-left:1.4rem;columns:2;column-gap:2rem}nav.toc h2{border:0;margin:.2rem 0;
+nav.toc ol{margin:.2rem 0;padding-left:1.4rem;columns:3;column-gap:2rem}nav.toc h2{border:0;margin:.2rem 0;
 font-size:1.05rem}
 details{margin:.3rem 0}summary{cursor:pointer;font-weight:600;color:#1f4e9c}
 details>div{border-left:3px solid #d0d7de;padding-left:.8rem;margin:.3rem 0 .8rem}
@@ -56,29 +62,12 @@ details>div{border-left:3px solid #d0d7de;padding-left:.8rem;margin:.3rem 0 .8re
 
 
 @dataclass
-class Section:
-    """One group of result sets shown together (a comparison, or a single set)."""
-
-    title: str
-    sets: list[SetRef]
-    baseline: int = 0
-    metrics: frozenset[str] | None = None  # only these metrics (None: all)
-    extra_tables: Callable[[Comparison], list[Table]] | None = None  # more tables of a comparison (costs)
-    tables: list[Table] = field(default_factory=list)  # more tables, already built (engines side by side)
-    note: str = ""  # one line under the lead: how the sets were put together
-    floor: NoiseFloor | None = None  # the measured between-run spread single-run ratios are widened by
-
-
-@dataclass
 class _Built:
-    """A section with what its parts share: its sets named by GPU, the comparison, the projection checks."""
+    """A section where the page puts it (its anchor), with the tables the caller rendered for it."""
 
     sec: Section
     anchor: str
-    sets: list[SetRef]
-    cmp: Comparison | None = None
-    checks: list[ProjectionCheck] = field(default_factory=list)
-    no_check: list[str] = field(default_factory=list)
+    more: list[Table] = field(default_factory=list)
 
 
 def _cell(text: str) -> str:
@@ -124,22 +113,15 @@ def _anchor(title: str, k: int) -> str:
     return f"s{k}-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40]
 
 
-def _build(sections: list[Section]) -> list[_Built]:
-    out = []
-    for k, sec in enumerate(sections, 1):
-        b = _Built(sec, _anchor(sec.title, k), display_names(sec.sets))
-        if len(sec.sets) > 1:
-            b.cmp = compare(b.sets, sec.baseline, sec.metrics, sec.floor)
-            b.checks, b.no_check = projection_checks(b.sets, sec.baseline)
-        out.append(b)
-    return out
+def _build(sections: list[Section], more: dict[str, list[Table]]) -> list[_Built]:
+    return [_Built(sec, _anchor(sec.title, k), more.get(sec.title, [])) for k, sec in enumerate(sections, 1)]
 
 
 def _charts(b: _Built) -> list[Chart]:
-    charts = speedup_charts(b.cmp) if b.cmp else []
-    for scenario in dict.fromkeys(c.scenario for s in b.sets for c in s.rs.cases):
-        charts += scenario_charts(b.sets, scenario)
-    return charts + timeline_charts(b.sets) + pareto_charts(b.sets)
+    charts = speedup_charts(b.sec.cmp) if b.sec.cmp else []
+    for scenario in dict.fromkeys(c.scenario for s in b.sec.sets for c in s.rs.cases):
+        charts += scenario_charts(b.sec.sets, scenario)
+    return charts + timeline_charts(b.sec.sets) + pareto_charts(b.sec.sets)
 
 
 def _fold(summary: str, inner: list[str]) -> str:
@@ -172,18 +154,18 @@ def _sources_html(sets: list[SetRef]) -> str:
 def _files_line(b: _Built) -> str:
     """The sets' slugs and files: what `--baseline` and the result folders know them by."""
     parts = []
-    for shown, ref in zip(b.sets, b.sec.sets, strict=True):
+    for ref in b.sec.sets:
         files = ref.stems or [ref.stem]
-        parts.append(f"{shown.label} = {ref.rs.gpu_slug}" + (f" ({', '.join(f for f in files if f)})"
-                                                             if any(files) else ""))
+        parts.append(f"{ref.label} = {ref.rs.gpu_slug}" + (f" ({', '.join(f for f in files if f)})"
+                                                           if any(files) else ""))
     return f'<p class="caption">Result sets: {_cell("; ".join(parts))}</p>'
 
 
 def _lead(b: _Built) -> str:
     """The comparison's overall speed ratio; where no case joins, each set's count of cases ok."""
-    if b.cmp and b.cmp.rows:
-        return lead_sentence(b.cmp)
-    counts = [(ref.label, sum(c.status == "ok" for c in ref.cases()), len(ref.cases())) for ref in b.sets]
+    if b.sec.cmp and b.sec.cmp.rows:
+        return lead_sentence(b.sec.cmp)
+    counts = [(ref.label, sum(c.status == "ok" for c in ref.cases()), len(ref.cases())) for ref in b.sec.sets]
     return "; ".join(f"{name}: {ok} of {n} cases ok" for name, ok, n in counts) + "."
 
 
@@ -191,30 +173,29 @@ def section_html(b: _Built) -> str:
     """A lead line, the sources once, the first chart that fits in view where cases join; the other charts
     and the tables folded."""
     sec = b.sec
-    tables = comparison_tables(b.cmp) if b.cmp else set_tables(b.sets[0])
-    if b.cmp:
-        tables.insert(0, headline_table(b.cmp, "Headline ratios per workload and metric"))
-    if b.cmp and sec.extra_tables:
-        tables += sec.extra_tables(b.cmp)
-    tables = _once(list(sec.tables) + tables, b.sets)
-    for c in b.checks:
+    tables = comparison_tables(b.sec.cmp, runs=False) if b.sec.cmp else set_tables(b.sec.sets[0])
+    if b.sec.cmp:
+        tables.insert(0, headline_table(b.sec.cmp, "Headline ratios per workload and metric"))
+    engines = [t for d in sec.engines for t in engine_tables(d)]
+    tables = _once(engines + tables + b.more, b.sec.sets)
+    for c in b.sec.checks:
         error, unmatched = validation_tables(c.validation, c.projected, c.measured)
-        title = f"{projection_title(b.sets[sec.baseline], c.measured)}: error per workload and metric"
+        title = f"{projection_title(b.sec.sets[sec.baseline], c.measured)}: error per workload and metric"
         tables += _once([replace(error, title=title), unmatched], [c.projected])
     charts = _charts(b)
-    measured = any(is_measured(s.rs) for s in b.sets)  # a published reference alone: its chart folded too
+    measured = any(is_measured(s.rs) for s in b.sec.sets)  # a published reference alone: its chart folded too
     shown = (next((c for c in charts if c.height_px <= SHOWN_CHART_PX), None)
-             if b.cmp and b.cmp.rows and measured else None)
+             if b.sec.cmp and b.sec.cmp.rows and measured else None)
     parts = [f'<section id="{b.anchor}"><h2>{_cell(sec.title)}</h2>', f'<p class="lead">{_cell(_lead(b))}</p>',
-             f'<p class="caption">{_cell(sec.note)}</p>' if sec.note else "", _sources_html(b.sets)]
+             _sources_html(b.sec.sets)]
     figures = {id(c): chart_html(c, f"{b.anchor.split('-')[0]}c{k}-") for k, c in enumerate(charts)}
     if shown:
         parts.append(figures[id(shown)])
     folded = [figures[id(c)] for c in charts if c is not shown]
     if folded:
         parts.append(_fold(f"{'More charts' if shown else 'Charts'} ({len(folded)})", folded))
-    projected = _sources_html([c.projected for c in b.checks])
-    inner = [_files_line(b), *(f'<p class="caption">{_cell(w)}</p>' for w in b.no_check),
+    projected = _sources_html([c.projected for c in b.sec.checks])
+    inner = [_files_line(b), *(f'<p class="caption">{_cell(w)}</p>' for w in [sec.note, *sec.no_check] if w),
              *(table_html(t) for t in tables)]
     if projected:
         inner.insert(1, projected)
@@ -249,20 +230,20 @@ def _block_html(block: AnswerBlock, anchors: dict[str, str]) -> str:
 
 def _sets_answer(built: list[_Built]) -> AnswerBlock:
     """Where nothing is compared: what each section holds."""
-    rows = [[b.sec.title, ", ".join(s.label for s in b.sets), _lead(b)] for b in built]
+    rows = [[b.sec.title, ", ".join(s.label for s in b.sec.sets), _lead(b)] for b in built]
     return AnswerBlock("What was measured", "No two GPUs are compared here: each section is one result set.",
                        [Table("Sections", ["section", "GPU", "cases"], rows, empty="no result sets")])
 
 
-def answer_html(blocks: list[AnswerBlock], built: list[_Built]) -> str:
+def answer_html(blocks: list[AnswerBlock], built: list[_Built], runs: str = "") -> str:
     anchors = {b.sec.title: b.anchor for b in built}
-    parts = ['<section id="answer" class="answer">', *(_block_html(a, anchors) for a in blocks), "</section>"]
+    parts = ['<section id="answer" class="answer">', *(_block_html(a, anchors) for a in blocks), runs, "</section>"]
     return "\n".join(parts)
 
 
 def projection_html(built: list[_Built]) -> str:
     """How well each baseline projected to the other GPU matched its measurement, all comparisons at once."""
-    blocks = projection_answers([(b.sec.title, b.sets[b.sec.baseline], b.checks) for b in built if b.checks])
+    blocks = projection_answers([(s.title, s.sets[s.baseline], s.checks) for s in (b.sec for b in built) if s.checks])
     if not blocks:
         return ""
     anchors = {b.sec.title: b.anchor for b in built}
@@ -282,8 +263,8 @@ def toc_html(built: list[_Built], projection: bool) -> str:
 
 def _tags_line(built: list[_Built]) -> str:
     """What the tags mean, only where the page uses them."""
-    kinds = {s.rs.source.kind for b in built for s in b.sets if not is_measured(s.rs)}
-    if any(b.checks for b in built):
+    kinds = {s.rs.source.kind for b in built for s in b.sec.sets if not is_measured(s.rs)}
+    if any(b.sec.checks for b in built):
         kinds.add("projected")
     text = {
         "published": 'Figures tagged <span class="tag published">published</span> come from the cited source.',
@@ -293,17 +274,29 @@ def _tags_line(built: list[_Built]) -> str:
     return " ".join(text[k] for k in sorted(kinds) if k in text)
 
 
-def render_html(sections: list[Section], title: str = "llmbench report",
-                answers: list[AnswerBlock] | None = None, lead: str = "") -> str:
-    """The page: `lead` first (HTML: the H100-vs-A100 answer of publish.py), then `answers` (default: the
-    answer of each measured GPU pair of the sections), the projection check, the contents and the
-    sections."""
-    built = _build(sections)
+def runs_html(lines: list[RunLine]) -> str:
+    """The runs the page read (analysis/runs.py): used, and left out with why, folded."""
+    if not lines:
+        return ""
+    used = sum(r.used for r in lines)
+    tables = [table_html(t) for t in runs_tables(lines)]
+    summary = f"Runs behind these figures: {used} used, {len(lines) - used} left out (with why)"
+    return f'<div id="runs">{_fold(summary, tables)}</div>'
+
+
+def render_html(sections: list[Section], title: str = "llmbench report", answers: list[AnswerBlock] | None = None,
+                lead: str = "", after: str = "", more: dict[str, list[Table]] | None = None,
+                runs: list[RunLine] | None = None) -> str:
+    """The page: `lead` first, then `answers` (default: the answer of each measured GPU pair of the
+    sections) with the runs read, used and left out (`runs`, folded), `after` (HTML: published and
+    projected evidence, such as the H100-vs-A100 answer of publish.py), the projection check, the
+    contents and the sections (with `more` tables by section title)."""
+    built = _build(sections, more or {})
     if answers is None:
-        answers = pair_answers([(b.sec.title, b.cmp) for b in built if b.cmp]) or [_sets_answer(built)]
+        answers = pair_answers([(b.sec.title, b.sec.cmp) for b in built if b.sec.cmp]) or [_sets_answer(built)]
     projection = projection_html(built)
-    body = "\n".join([lead, answer_html(answers, built), projection, toc_html(built, bool(projection)),
-                      *map(section_html, built)])
+    body = "\n".join([lead, answer_html(answers, built, runs_html(runs or [])), after, projection,
+                      toc_html(built, bool(projection)), *map(section_html, built)])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

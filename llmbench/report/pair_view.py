@@ -8,8 +8,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmbench.analysis.labels import gpu_display_name as gpu_name
 from llmbench.analysis.pairs import DEFAULT_PAIR, Evidence, PairAnswer, build_pair, family
-from llmbench.report.gpunames import gpu_name
 from llmbench.report.html import _table_body, table_html
 from llmbench.report.tables import MISSING, Table, to_markdown
 

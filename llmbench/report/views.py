@@ -6,16 +6,20 @@ that holds one starts with a note saying where its figures come from.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llmbench.analysis.basediff import BaseDiff
 from llmbench.analysis.caselabels import case_labels, constant_params, params_text, with_searched_batch
 from llmbench.analysis.compare import MAX_BATCH_METRIC, Comparison, MetricRow, Ratio
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, mixing_warning, source_line
 from llmbench.analysis.project import Validation
+from llmbench.analysis.runs import RunLine, files_used
 from llmbench.report.bottleneck_view import bottleneck_table
 from llmbench.report.power_view import power_table
 from llmbench.report.slice_view import slice_table
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
+from llmbench.report.terminal import one_line
 
 RATIO_CAPTION = (
     "ratio > 1: better than {base} (throughput up or latency down); [95% CI]: percentile bootstrap "
@@ -141,7 +145,21 @@ def code_path_table(cmp: Comparison) -> Table | None:
                  notes=notes, empty="no joined case ran a different code path on another side")
 
 
-def comparison_tables(cmp: Comparison) -> list[Table]:
+def runs_tables(lines: list[RunLine]) -> list[Table]:
+    """The runs behind the figures (analysis/runs.py): each file's runs used, then every run left out
+    and why."""
+    return [
+        Table("Runs used", ["GPU", "result set", "cases"], [[g, f, str(n)] for g, f, n in files_used(lines)],
+              caption="the runs the one rule chose for each case (analysis/runs.py): of its newest identity and "
+              "recorded code path; a case's figure is the median of its runs' medians", empty="no run"),
+        Table("Runs left out", ["GPU", "case id", "result set", "why"],
+              [[r.gpu, r.case_id, r.file, one_line(r.why)] for r in lines if not r.used],
+              empty="no run was left out"),
+    ]
+
+
+def comparison_tables(cmp: Comparison, runs: bool = True) -> list[Table]:
+    """Every table of a comparison (`--all`); `runs`: with the runs it read (a page lists them once)."""
     sets, b = cmp.sets, cmp.baseline
     others = [i for i in range(len(sets)) if i != b]
     base_name = sets[b].label
@@ -209,6 +227,8 @@ def comparison_tables(cmp: Comparison) -> list[Table]:
                 + RATIO_CAPTION.format(base=base_name),
             )
         )
+    listed = cmp.runs_listed() if runs else []
+    tables += runs_tables(listed) if listed else []
     tables.append(
         Table(
             "Cases not in every result set",
@@ -282,6 +302,11 @@ def corrections_table(sets: list[SetRef]) -> Table | None:
                  for c in rs.corrections]
     return Table("Corrections recorded in the result sets", ["set", "when (UTC)", "what was changed", "why", "by"],
                  rows, caption="changes made to a set's file after its run, as the set records them") if rows else None
+
+
+def engine_tables(diff: BaseDiff) -> list[Table]:
+    """A suite's cases on another engine beside the transformers engine's (analysis/pages.py)."""
+    return [replace(t, title=f"engines side by side — {t.title}") for t in basediff_tables(diff)]
 
 
 def seed_tables(ref: SetRef) -> list[Table]:
