@@ -33,12 +33,12 @@ from llmbench.analysis.compare import compare as compare_sets
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
 from llmbench.analysis.cost_rows import CostRow, cost_rows
 from llmbench.analysis.gate import GateResult, gate
-from llmbench.analysis.inputs import SetRef, load_bundle_checked, load_sets, resolve_baseline
+from llmbench.analysis.inputs import SetRef, load_bundle_checked, resolve_baseline
 from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_from_folders, folders_for
 from llmbench.analysis.pages import Section, section, suite_cases
 from llmbench.analysis.prices import Price, resolve_prices
-from llmbench.analysis.runs import reference_dir
+from llmbench.analysis.runs import GpuRuns, load_sets, reference_dir
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.bundle import Bundle, is_bundle, write_new_bundle
 from llmbench.caseinfo import CaseInfo
@@ -517,7 +517,7 @@ def compare_by_suite(files: Sequence[Path], *, baseline: str | None = None, pric
     sets = load_sets(list(files), by_gpu=True)
     priced = price_sets(sets, prices, prices_file)
     by_suite = {suite: [s.only(set(held[s.rs.gpu_slug])) for s in sets if s.rs.gpu_slug in held]  # a side per GPU
-                for suite, held in suite_cases(s.chosen for s in sets if s.chosen).items()}
+                for suite, held in suite_cases(s.chosen for s in sets if isinstance(s.chosen, GpuRuns)).items()}
     done, single = [], []
     for suite, group in by_suite.items():
         if len(group) < 2:

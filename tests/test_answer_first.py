@@ -89,7 +89,7 @@ def test_compare_all_shows_every_case() -> None:
 
 
 def refs_of(*paths: Path):  # type: ignore[no-untyped-def]
-    from llmbench.analysis.inputs import load_sets
+    from llmbench.analysis.runs import load_sets
 
     return load_sets(list(paths))
 

@@ -11,7 +11,7 @@ import typer
 from test_compare_support import h100_set, h200_set
 from typer.testing import CliRunner
 
-from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.runs import load_sets
 from llmbench.bundle import LOG_TAIL_BYTES, MANIFEST, bundle_name, read_bundle, write_bundle
 from llmbench.commands import compare, report
 from llmbench.errors import UserError

@@ -14,8 +14,8 @@ from test_compare_support import case, metric, refs, result_set
 from typer.testing import CliRunner
 
 from llmbench.analysis.compare import compare
-from llmbench.analysis.inputs import load_sets
 from llmbench.analysis.migslice import slice_rows
+from llmbench.analysis.runs import load_sets
 from llmbench.cli import app
 from llmbench.hardware import fingerprint, mig
 from llmbench.report.slice_view import slice_table

@@ -362,7 +362,7 @@ def test_every_published_figure_and_claim_reads_through_the_models_and_names_a_w
 
 
 def test_publish_writes_the_pair_page_and_the_measured_page_opens_with_measurements(tmp_path: Path) -> None:
-    md, _ = publish(_tree(tmp_path))
+    md, *_ = publish(_tree(tmp_path))
     page = (tmp_path / "h100-vs-a100.md").read_text()
     assert page.startswith("# H100 SXM5 80GB vs A100 SXM4 80GB\n") and "What was measured" in page
     assert md.read_text().startswith("# H100 SXM vs H200 SXM (measured)") and "(h100-vs-a100.md)" in md.read_text()

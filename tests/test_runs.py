@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from llmbench.analysis.compare import compare, ratio, runs_ratio
-from llmbench.analysis.inputs import load_sets
 from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval
+from llmbench.analysis.runs import load_sets
 from llmbench.api import plan_passes
 from llmbench.report.views import comparison_tables
 from llmbench.results import MetricResult, ResultSet, load, save

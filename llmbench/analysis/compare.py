@@ -24,7 +24,7 @@ from llmbench.analysis.inputs import SetRef, machine_count
 from llmbench.analysis.labels import mixing_warning
 from llmbench.analysis.noisefloor import Floor, NoiseFloor
 from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
-from llmbench.analysis.runs import RunLine, run_lines
+from llmbench.analysis.runs import GpuRuns, RunLine, run_lines
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, Better
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -169,7 +169,7 @@ class Comparison:
 
     def runs_listed(self) -> list[RunLine]:
         """Every run of the sides chosen by the one rule: used, or left out with why."""
-        return run_lines(s.chosen for s in self.sets if s.chosen is not None)
+        return run_lines(s.chosen for s in self.sets if isinstance(s.chosen, GpuRuns))
 
     def code_path_warnings(self, names: list[str] | None = None) -> list[str]:
         """What a reader must know before taking a ratio as the GPUs' difference: cases that ran

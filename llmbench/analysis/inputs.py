@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import ValidationError
 
-from llmbench.analysis.labels import gpu_name, is_measured, tag
+from llmbench.analysis.labels import gpu_name, tag
 from llmbench.bundle import Bundle, is_bundle, read_bundle
 from llmbench.errors import UserError, choices_text
 from llmbench.results import CaseResult, ResultSet, load
 
-if TYPE_CHECKING:
-    from llmbench.analysis.runs import GpuRuns
+
+class Chosen(Protocol):
+    """What a side chosen by the one rule answers (analysis/runs.py's `GpuRuns`, which builds on this
+    module): each case's chosen runs with their sets, and the side cut to some cases."""
+
+    def case_sets(self, case_id: str) -> list[tuple[ResultSet, CaseResult]]: ...
+
+    def only_side(self, ids: set[str], name: str) -> SetRef: ...
+
+    @property
+    def left_out(self) -> Sequence[object]: ...
 
 SPREAD_DIR = "spread"  # results/spread/<gpu-slug>/: a GPU's extra runs of a suite, measured for the noise floor
 PUBLISHED_DIR = "published"  # results/published/<gpu-slug>/: published reference sets
@@ -42,7 +52,7 @@ class SetRef:
     stem: str = ""
     runs: list[ResultSet] = field(default_factory=list)  # every pooled run, rs among them; empty: rs alone
     stems: list[str] = field(default_factory=list)  # the file stems of the pooled runs
-    chosen: GpuRuns | None = None
+    chosen: Chosen | None = None
 
     @property
     def all_runs(self) -> list[ResultSet]:
@@ -57,8 +67,7 @@ class SetRef:
         """Each run of the case with the set it is in: the chosen runs (those of a case never ok where it
         has none), else the case in every run that holds it."""
         if self.chosen is not None:
-            got = self.chosen.case(case_id)
-            return [(r.rs, r.case) for r in (got.used if got else self.chosen.never_ok.get(case_id, []))]
+            return self.chosen.case_sets(case_id)
         return [(r, c) for r in self.all_runs if (c := r.case(case_id)) is not None]
 
     def case_runs(self, case_id: str) -> list[CaseResult]:
@@ -79,7 +88,7 @@ class SetRef:
     def only(self, ids: set[str]) -> SetRef:
         """The side with the cases `ids` only, in every run."""
         if self.chosen is not None:
-            return self.chosen.only(ids).side(self.name)
+            return self.chosen.only_side(ids, self.name)
 
         def cut(rs: ResultSet) -> ResultSet:
             return rs.model_copy(update={"cases": [c for c in rs.cases if c.id in ids]})
@@ -174,36 +183,6 @@ def shown(path: Path) -> str:
     """A path as a listing shows it: relative to the working directory where it lies under it."""
     rel = os.path.relpath(path)
     return str(path) if rel.startswith("..") else rel
-
-
-def load_sets(paths: list[Path], pool: bool = False, by_gpu: bool | None = None) -> list[SetRef]:
-    """Load files, folders (`folder_files`) and oneshot bundles (`read_inputs`) into sides. Measured sets
-    of two GPUs or more (or any, with `by_gpu`) make one side per GPU, its runs chosen per case by the one
-    rule (analysis/runs.py). Sets of one GPU are sides as given (a before/after pair, the gate): the runs
-    of one repeat group are one side, and with `pool` so are all measured sets of one GPU and suite
-    (several leases). A published or projected set is always a side of its own. Each side gets a unique
-    short name: its GPU slug, or its file stem where two sides share a slug."""
-    from llmbench.analysis.runs import case_runs  # runs.py builds on this module
-
-    loaded = read_inputs(paths)
-    measured = [(where, rs) for _, where, rs in loaded if is_measured(rs)]
-    if by_gpu or (by_gpu is None and len({rs.gpu_slug for _, rs in measured}) > 1):
-        gpus = case_runs(measured)
-        first: dict[str, tuple[str, ResultSet]] = {}  # a GPU's side where its first set was given
-        for i, (stem, _, rs) in enumerate(loaded):
-            first.setdefault(rs.gpu_slug if is_measured(rs) else str(i), (stem, rs))
-        sides = [gpus[key].side() if is_measured(rs) else SetRef("", rs, stem) for key, (stem, rs) in first.items()]
-        return name_sets(sides)
-    groups: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
-    for i, (stem, _, rs) in enumerate(loaded):
-        groups.setdefault(pool_key(rs, i, pool), []).append((stem, rs))
-    sets = [
-        SetRef(name="", rs=members[0][1], stem=members[0][0],
-               runs=[rs for _, rs in members] if len(members) > 1 else [],
-               stems=[stem for stem, _ in members])
-        for members in groups.values()
-    ]
-    return name_sets(sets)
 
 
 def name_sets(sets: list[SetRef]) -> list[SetRef]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.analysis.codepath import compared_path
-from llmbench.analysis.inputs import PUBLISHED_DIR, SPREAD_DIR, SetRef, load_checked
+from llmbench.analysis.inputs import PUBLISHED_DIR, SPREAD_DIR, SetRef, load_checked, name_sets, pool_key, read_inputs
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.pooled import PooledMetric, pool_metric
 from llmbench.analysis.suitejoin import measurement_settings
@@ -203,6 +203,14 @@ class GpuRuns:
         suites = " + ".join(dict.fromkeys(r.rs.suite for r in runs))
         return newest.model_copy(update={"suite": suites, "cases": cases, "repeat": None})
 
+    def case_sets(self, case_id: str) -> list[tuple[ResultSet, CaseResult]]:
+        """The chosen runs of a case with their sets (those of a case never ok where it has none)."""
+        got = self.case(case_id)
+        return [(r.rs, r.case) for r in (got.used if got else self.never_ok.get(case_id, []))]
+
+    def only_side(self, ids: set[str], name: str) -> SetRef:
+        return self.only(ids).side(name)
+
     def side(self, name: str = "") -> SetRef:
         """This GPU as one side of a comparison: its cases' chosen runs (SetRef.chosen), the files they
         came from as its runs."""
@@ -299,3 +307,31 @@ def tree_sets(results_dir: Path, slugs: Iterable[str] | None = None) -> list[tup
             if is_measured(rs):
                 out.append((str(p.relative_to(results_dir)), rs))
     return out
+
+
+def load_sets(paths: list[Path], pool: bool = False, by_gpu: bool | None = None) -> list[SetRef]:
+    """Load files, folders (`folder_files`) and oneshot bundles (`read_inputs`) into sides. Measured sets
+    of two GPUs or more (or any, with `by_gpu`) make one side per GPU, its runs chosen per case by the one
+    rule (analysis/runs.py). Sets of one GPU are sides as given (a before/after pair, the gate): the runs
+    of one repeat group are one side, and with `pool` so are all measured sets of one GPU and suite
+    (several leases). A published or projected set is always a side of its own. Each side gets a unique
+    short name: its GPU slug, or its file stem where two sides share a slug."""
+    loaded = read_inputs(paths)
+    measured = [(where, rs) for _, where, rs in loaded if is_measured(rs)]
+    if by_gpu or (by_gpu is None and len({rs.gpu_slug for _, rs in measured}) > 1):
+        gpus = case_runs(measured)
+        first: dict[str, tuple[str, ResultSet]] = {}  # a GPU's side where its first set was given
+        for i, (stem, _, rs) in enumerate(loaded):
+            first.setdefault(rs.gpu_slug if is_measured(rs) else str(i), (stem, rs))
+        sides = [gpus[key].side() if is_measured(rs) else SetRef("", rs, stem) for key, (stem, rs) in first.items()]
+        return name_sets(sides)
+    groups: dict[tuple[str, ...], list[tuple[str, ResultSet]]] = {}
+    for i, (stem, _, rs) in enumerate(loaded):
+        groups.setdefault(pool_key(rs, i, pool), []).append((stem, rs))
+    sets = [
+        SetRef(name="", rs=members[0][1], stem=members[0][0],
+               runs=[rs for _, rs in members] if len(members) > 1 else [],
+               stems=[stem for stem, _ in members])
+        for members in groups.values()
+    ]
+    return name_sets(sets)

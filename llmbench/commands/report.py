@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from llmbench.analysis.compare import headline_metric_names
-from llmbench.analysis.inputs import display_names, load_sets, resolve_baseline
+from llmbench.analysis.inputs import display_names, resolve_baseline
 from llmbench.analysis.pages import section
+from llmbench.analysis.runs import load_sets
 from llmbench.commands.common import FILES_ARG, POOL_OPT, check_out_file, write_out
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT, prices_for
 from llmbench.errors import UserError

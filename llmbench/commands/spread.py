@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from llmbench.analysis.inputs import load_sets
+from llmbench.analysis.runs import load_sets
 from llmbench.analysis.spread import spread_data, spread_rows
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.errors import UserError

@@ -7,10 +7,10 @@ from typing import Optional
 
 import typer
 
-from llmbench.analysis.inputs import load_sets
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.pairs import DEFAULT_PAIR, build_pair
 from llmbench.analysis.prices import resolve_prices
+from llmbench.analysis.runs import load_sets
 from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT
 from llmbench.errors import UserError

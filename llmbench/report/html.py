@@ -290,13 +290,17 @@ def render_html(sections: list[Section], title: str = "llmbench report", answers
     """The page: `lead` first, then `answers` (default: the answer of each measured GPU pair of the
     sections) with the runs read, used and left out (`runs`, folded), `after` (HTML: published and
     projected evidence, such as the H100-vs-A100 answer of publish.py), the projection check, the
-    contents and the sections (with `more` tables by section title)."""
+    contents and the sections (with `more` tables by section title); the sections of published reference
+    sets alone come last, folded together."""
     built = _build(sections, more or {})
     if answers is None:
         answers = pair_answers([(b.sec.title, b.sec.cmp) for b in built if b.sec.cmp]) or [_sets_answer(built)]
     projection = projection_html(built)
+    own = [b for b in built if any(is_measured(s.rs) for s in b.sec.sets)]
+    refs = [section_html(b) for b in built if b not in own]  # published reference sets: one fold, after
     body = "\n".join([lead, answer_html(answers, built, runs_html(runs or [])), after, projection,
-                      toc_html(built, bool(projection)), *map(section_html, built)])
+                      toc_html(built, bool(projection)), *map(section_html, own),
+                      _fold(f"Published reference sets ({len(refs)})", refs) if refs else ""])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
