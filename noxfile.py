@@ -46,7 +46,11 @@ def tests(session: nox.Session) -> None:
     # torchao's int8 weight-only path runs on a CPU: with it installed the int8 tests run for real
     # (bitsandbytes and the GPU-only torchao formats are skipped on the CPU with their reasons).
     session.install("torchao==0.18.0")
-    session.run("pytest", "-q", *session.posargs)
+    # pytest-xdist: a worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N sets another count; `nox -s
+    # tests -- -n 0` runs in one process). "logical", not "auto": auto counts physical cores, one on a
+    # two-vCPU machine whose vCPUs are one core's two threads. loadgroup: tests marked xdist_group
+    # (ones that share a cached fixture) stay in one worker, the others go wherever one is free.
+    session.run("pytest", "-q", "-n", "logical", "--dist", "loadgroup", *session.posargs)
 
 
 # vLLM's CPU build for tests against a real vLLM engine; it pins the CPU torch that CI uses.
@@ -64,7 +68,8 @@ def tests_vllm(session: nox.Session) -> None:
     session.install("-e", ".[hf,report,dev]")  # report: pytest imports every test module to collect
     session.env["LLMBENCH_REQUIRE_VLLM"] = "1"
     session.env["VLLM_NO_USAGE_STATS"] = "1"
-    session.run("pytest", "-q", "-m", "vllm", *session.posargs)
+    # a worker per test file: each file's vLLM starts (a module's shared server or run) stay in one worker
+    session.run("pytest", "-q", "-m", "vllm", "-n", "2", "--dist", "loadfile", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -81,8 +86,10 @@ def tests_fleet(session: nox.Session) -> None:
 def wheel(session: nox.Session) -> None:
     """What `pip install llmbench` gives a user: build the wheel, install it (with the report extra and
     the CPU torch) in a fresh virtualenv, and in an empty folder, with nothing of the checkout on the
-    path, list the suites (all packaged), run the quickstart suite and draw its report, and answer a GPU pair
-    from the packaged reference data alone (`llmbench versus`)."""
+    path, list the suites (all packaged), run the quickstart suite's small matmuls (a real case process
+    from the installed package; the whole CPU quickstart, its large matmul most of a minute, is
+    tests/test_calm_run.py's), draw its report, and answer a GPU pair from the packaged reference data alone
+    (`llmbench versus`)."""
     session.install("build")
     tmp = Path(session.create_tmp()).resolve() / "wheel"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -101,7 +108,8 @@ def wheel(session: nox.Session) -> None:
         listed = session.run(llmbench, "list", "suites", external=True, env=env, silent=True) or ""
         if "quickstart" not in listed or any(w in listed for w in ("./suites", "./scenarios", "LLMBENCH_SUITES")):
             session.error(f"the installed wheel does not list its packaged suites:\n{listed}")
-        session.run(llmbench, "run", "quickstart", "--out", "results", external=True, env=env)
+        session.run(llmbench, "run", "quickstart", "--filter", "shape=1024x1024x1024", "--out", "results",
+                    external=True, env=env)
         (measured,) = (work / "results").glob("*/quickstart-*.json")
         session.run(llmbench, "report", str(measured), "--out", "report.html", external=True, env=env)
         pair = session.run(llmbench, "versus", "-f", "markdown", external=True, env=env, silent=True) or ""

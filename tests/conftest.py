@@ -10,6 +10,9 @@ from llmbench.registry import PLUGINS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULT_PLUGIN = "tests.plugins.fault_scenarios"
+# pytest-xdist's workers start with COLUMNS=80, and rich takes a COLUMNS it finds when a console is made
+# as that console's fixed width: the commands' console would ignore a test's own COLUMNS.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture

@@ -123,7 +123,8 @@ def test_oneshot_says_which_cases_this_machine_will_skip_before_any_runs(
     the minutes go, with the reason (and its install command), not only in the summary afterwards."""
     monkeypatch.setattr(api, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
     monkeypatch.setenv("LLMBENCH_TEST_PROBE_DIR", str(tmp_path))
-    suite = write(tmp_path, 'name = "holes"\n[[case]]\nscenario = "probe"\nmatrix.tag = [1, 2, 3]\n'
+    suite = write(tmp_path, 'name = "holes"\n[defaults]\nmin_iters = 1\nmin_seconds = 0.0\n'
+                  '[[case]]\nscenario = "probe"\nmatrix.tag = [1, 2, 3]\n'
                   '[[case]]\nscenario = "probe"\nmatrix.tag = [4, 5]\nskip_here = true\n')
     ui = Warned()
     done = api.oneshot([str(suite)], out=tmp_path / "o", cpu=True, ui=ui)

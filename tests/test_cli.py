@@ -43,7 +43,8 @@ def test_quickstart_runs_on_the_cpu_and_show_reads_it(tmp_path: Path) -> None:
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     r = cli("run", "ceilings", "--dry-run", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert "39 case(s)" in r.stdout and "nothing was run" in r.stdout
+    said = " ".join(r.stdout.split())  # a long --out path moves where the lines break
+    assert "39 case(s)" in said and "nothing was run" in said
     assert not any(tmp_path.iterdir())
 
 

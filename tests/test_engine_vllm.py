@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from llmbench.engines.base import CaseSize, LoadOptions, ModelRef
 from llmbench.engines.vllm import VLLMEngine, engine_args
 from llmbench.precision import DeviceInfo
+from llmbench.results import CaseResult
 from llmbench.scenarios.generate import GenerateParams, GenerateScenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,22 +120,35 @@ def test_config_dir_of_a_preset_loads_as_that_architecture(tmp_path: Path) -> No
     assert json.loads((out / "generation_config.json").read_text())["do_sample"] is False
 
 
-@pytest.mark.vllm
-@pytest.mark.slow
-def test_generate_runs_on_real_vllm_through_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The packaged suite vllm-tiny in case processes on vLLM's CPU build: exact token counts (the session
-    raises otherwise), per-token TTFT/TPOT/ITL with host timestamps, vLLM's version and args recorded."""
-    need_vllm()
+def _run_vllm_tiny(out: Path, share_engines: bool | None = None) -> dict[str, CaseResult]:
+    """The packaged suite vllm-tiny in case processes on vLLM's CPU build; every case ok."""
     from llmbench.harness.runner import RunOptions, run_suite
     from llmbench.results import load
     from llmbench.suite import load_suite
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
     s = load_suite("vllm-tiny")
-    rs = load(run_suite(s, s.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
+    rs = load(run_suite(s, s.cases, RunOptions(out_dir=out, device="cpu", share_engines=share_engines)))
     assert [c.status for c in rs.cases] == ["ok"] * len(s.cases), [c.reason or c.traceback for c in rs.cases]
-    for case in rs.cases:
+    return {c.id: c for c in rs.cases}
+
+
+@pytest.fixture(scope="module")
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, CaseResult]]:
+    """vllm-tiny as its suite says (one engine for both cases): one run that both tests below read,
+    each vLLM start being most of a minute on a CPU."""
+    need_vllm()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        mp.setenv("VLLM_NO_USAGE_STATS", "1")
+        yield _run_vllm_tiny(tmp_path_factory.mktemp("vllm-shared"))
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_generate_runs_on_real_vllm_through_the_harness(shared_run: dict[str, CaseResult]) -> None:
+    """The packaged suite vllm-tiny in case processes on vLLM's CPU build: exact token counts (the session
+    raises otherwise), per-token TTFT/TPOT/ITL with host timestamps, vLLM's version and args recorded."""
+    for case in shared_run.values():
         m = case.metrics
         assert case.info["timing"].startswith("per token")
         assert case.info["vllm_version"] and case.info["vllm_engine_args"]["load_format"] == "dummy"
@@ -145,24 +160,19 @@ def test_generate_runs_on_real_vllm_through_the_harness(tmp_path: Path, monkeypa
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_shared_and_isolated_vllm_cases_run_the_same_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shared_and_isolated_vllm_cases_run_the_same_engine(
+    shared_run: dict[str, CaseResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """vllm-tiny shares one started engine between its two cases (share_engines); run again with a
     process and an engine per case, each case has the same engine arguments and code path, and the
     same metrics, each from its own samples."""
-    need_vllm()
-    from llmbench.harness.runner import RunOptions, run_suite
-    from llmbench.results import load
     from llmbench.suite import load_suite
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
     s = load_suite("vllm-tiny")
     assert s.share_engines
-    runs = {}
-    for share in (True, False):
-        rs = load(run_suite(s, s.cases, RunOptions(out_dir=tmp_path / str(share), device="cpu", share_engines=share)))
-        assert [c.status for c in rs.cases] == ["ok"] * len(s.cases), [c.reason or c.traceback for c in rs.cases]
-        runs[share] = {c.id: c for c in rs.cases}
+    runs = {True: shared_run, False: _run_vllm_tiny(tmp_path, share_engines=False)}
     first, second = (runs[True][c.id] for c in s.cases)
     assert "build_s" in first.info and "build_s" not in second.info
     assert second.info["session"].startswith(f"shared: loaded by case {first.id}")

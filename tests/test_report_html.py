@@ -23,6 +23,8 @@ from llmbench.results import ResultSet, Source
 if CHROMIUM is None and os.environ.get("LLMBENCH_REQUIRE_BROWSER"):
     raise RuntimeError("LLMBENCH_REQUIRE_BROWSER is set (CI) but chromium is not installed")
 NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+# one pytest-xdist worker renders the cached pages below (tens of seconds of charts), not each
+pytestmark = pytest.mark.xdist_group("report_html")
 MIN_TEXT_PX = 10.0  # the smallest chart text allowed, in CSS px at 100% zoom
 PAGE_COLUMN_PX = 1100  # the page's content width (html.CSS max-width)
 GPUS = ("H100 SXM5 80GB", "H200 SXM 141GB")  # the test sets' GPUs as the page names them (spec table)

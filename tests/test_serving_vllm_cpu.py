@@ -1,6 +1,8 @@
 """The serving client against a real vLLM server on the CPU: a tiny random Llama (a config-only
 directory from `write_config_dir`, `--load-format dummy`, the offline tokenizer) and a short
-concurrency sweep. Skipped where vLLM is not installed, unless LLMBENCH_REQUIRE_VLLM=1 (CI)."""
+concurrency sweep. Skipped where vLLM is not installed, unless LLMBENCH_REQUIRE_VLLM=1 (CI). The
+servers run eager: what is tested is the client and the case around the server, and vLLM's
+torch.compile warm-up on a CPU is about a minute a start."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     port = free_port()
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
            "--tokenizer", str(model_dir), "--load-format", "dummy", "--max-model-len", "512", "--dtype", "bfloat16",
-           "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny-llama"]
+           "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny-llama", "--enforce-eager"]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
     server = ServerProcess(cmd, work / "vllm.log", env=env)
     with server:
@@ -83,7 +85,7 @@ def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypat
     from llmbench.harness.worker import run_case
 
     monkeypatch.setenv("LLMBENCH_SERVING_LOGS", str(tmp_path / "logs"))
-    params = {"engine": "vllm", "preset": "tiny-llama", "engine_options": {"max_model_len": 512},
+    params = {"engine": "vllm", "preset": "tiny-llama", "engine_options": {"max_model_len": 512, "enforce_eager": True},
               "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "ready_timeout_s": 600, "input_len": 32,
               "output_len": OUTPUT_LEN, "concurrency": 2, "num_requests": 4}
     out = run_case({"scenario": "serving", "params": params, "device": "cpu"})
@@ -92,4 +94,5 @@ def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypat
     assert [r.output_tokens for r in from_columns(out["info"]["requests"])] == [OUTPUT_LEN] * 4
     command = out["info"]["server_command"]
     assert "vllm.entrypoints.openai.api_server" in command and "--no-enable-prefix-caching" in command
+    assert "--enforce-eager" in command  # the case's engine_options reach the command line
     assert out["info"]["server_exit_code"] is not None

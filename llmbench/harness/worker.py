@@ -28,11 +28,14 @@ TRACEBACK_TAIL = 4000
 
 
 def device_info(want: str) -> DeviceInfo:
-    import torch
+    """A case on the CPU leaves torch to the scenario that needs it: a case process of a few lines starts
+    in a fraction of a second, not in the seconds torch's import takes."""
+    if want != "cpu":
+        import torch
 
-    if want != "cpu" and torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        return DeviceInfo("cuda", p.name, (p.major, p.minor), round(p.total_memory / 2**30, 1))
+        if torch.cuda.is_available():
+            p = torch.cuda.get_device_properties(0)
+            return DeviceInfo("cuda", p.name, (p.major, p.minor), round(p.total_memory / 2**30, 1))
     from llmbench.hardware.fingerprint import cpu_info
 
     return DeviceInfo("cpu", f"CPU {cpu_info()['model']}")
