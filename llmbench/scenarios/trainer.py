@@ -125,10 +125,17 @@ def _code_path(trainer: Any) -> dict[str, Any]:
         "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
         "optimizer": type(opt).__name__ + (" (fused/foreach)" if fused else ""),
         "torch_compile": bool(args.torch_compile),
-        "gradient_checkpointing": bool(getattr(model, "is_gradient_checkpointing", False)),
+        "gradient_checkpointing": _checkpointing(model),
         "attention": getattr(model.config, "_attn_implementation", None) or "eager",
         "layers": layers,
     }
+
+
+def _checkpointing(model: Any) -> bool:
+    """Whether the model recomputes activations (transformers 5 renamed the property; the old name warns)."""
+    new = hasattr(type(model), "is_activation_checkpointing")
+    name = "is_activation_checkpointing" if new else "is_gradient_checkpointing"
+    return bool(getattr(model, name, False))
 
 
 def _build(params: Any, device: str) -> Any:
