@@ -28,8 +28,7 @@ TRACEBACK_TAIL = 4000
 
 
 def device_info(want: str) -> DeviceInfo:
-    """A case on the CPU leaves torch to the scenario that needs it: a case process of a few lines starts
-    in a fraction of a second, not in the seconds torch's import takes."""
+    """On the CPU torch is left to the scenario that needs it: its import is seconds of every case process."""
     if want != "cpu":
         import torch
 
