@@ -670,7 +670,7 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
     said.line(f"llmbench oneshot on {slug}: {', '.join(s.name for s in loaded)}"
               + (f", budget {duration_text(budget_s)}" if budget_s else "")
               + (f", resuming {resume.name} (part {part})" if resume else ""))
-    for where in filter(None, (s.where() for s in loaded)):
+    for where in (line for s in loaded for line in s.notes()):
         said.line(where)
     ui.line("doctor: checking driver, CUDA, torch and that work runs on the GPU ...")
     checks = run_checks(gpus)

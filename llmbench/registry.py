@@ -1,15 +1,19 @@
-"""A small decorator registry: a new scenario or engine is one new module, no if/elif on names."""
+"""A small decorator registry, lazy per entry: a new scenario or engine is one new module, no if/elif on
+names, and a lookup imports only the module of the entry it names."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
+import re
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 PLUGINS_ENV = "LLMBENCH_PLUGINS"
+ENTRY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 class PluginError(Exception):
@@ -20,14 +24,18 @@ class PluginError(Exception):
 
 
 class Registry(Generic[T]):
-    """Maps a public name to a class. Modules of `package` are imported on first lookup, so a
-    module that registers itself with `@REGISTRY.register("name")` is all it takes to add one."""
+    """Maps a public name to a class. The entry `name` of the package is its module `package.name` ('-'
+    read as '_'), imported on the first lookup of that name, as lm-evaluation-harness maps model names to
+    modules: a module that registers itself with `@REGISTRY.register("name")` is all it takes to add one,
+    and looking one up imports no other. Listing every name imports every module of the package. Modules
+    named in LLMBENCH_PLUGINS=a.b,c.d register more; they are imported on the registry's first use."""
 
     def __init__(self, kind: str, package: str) -> None:
         self.kind = kind
         self.package = package
         self._items: dict[str, type[T]] = {}
-        self._loaded = False
+        self._loaded = False  # the plugins are imported (tests reset it to import them again)
+        self._scanned = False  # every module of the package is imported
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         def deco(cls: type[T]) -> type[T]:
@@ -41,22 +49,29 @@ class Registry(Generic[T]):
 
         return deco
 
+    def _import_entry(self, name: str) -> None:
+        """Import the package's module of the entry `name`, if there is one."""
+        if not ENTRY_NAME.fullmatch(name):
+            return
+        module = f"{self.package}.{name.replace('-', '_')}"
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module)
+
     def _load(self) -> None:
+        """Import the plugins (modules outside the package that register more), once."""
         if self._loaded:
             return
         self._loaded = True
-        pkg = importlib.import_module(self.package)
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{self.package}.{mod.name}")
-        # Plugins: modules outside the package that register more (LLMBENCH_PLUGINS=a.b,c.d).
         for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
+            before = set(self._items)
             try:
                 importlib.import_module(name)
+                for entry in set(self._items) - before:  # the package's own entry of that name clashes
+                    self._import_entry(entry)
             except ImportError as e:
                 raise PluginError(f"{PLUGINS_ENV}: cannot import plugin module {name!r} ({e}); a plugin must be an "
-                                "importable module name (dotted, no .py), e.g. a module on PYTHONPATH or an "
-                                "installed package") from None
+                                  "importable module name (dotted, no .py), e.g. a module on PYTHONPATH or an "
+                                  "installed package") from None
             except PluginError as e:  # a name it registers twice
                 raise PluginError(f"{PLUGINS_ENV}: plugin module {name!r}: {e}") from None
             except (Exception, SystemExit) as e:  # its own bug, or a sys.exit() at import: never a silent end
@@ -64,21 +79,34 @@ class Registry(Generic[T]):
                 raise PluginError(f"{PLUGINS_ENV}: plugin module {name!r} failed at import ({what}); fix the plugin "
                                   f"or leave it out of {PLUGINS_ENV}") from None
 
-    def names(self) -> list[str]:
+    def _find(self, name: object) -> type[T] | None:
         self._load()
+        if isinstance(name, str) and name not in self._items:
+            self._import_entry(name)
+        return self._items.get(name) if isinstance(name, str) else None
+
+    def _scan(self) -> None:
+        self._load()
+        if not self._scanned:
+            self._scanned = True
+            pkg = importlib.import_module(self.package)
+            for mod in pkgutil.iter_modules(pkg.__path__):
+                if not mod.name.startswith("_"):
+                    importlib.import_module(f"{self.package}.{mod.name}")
+
+    def names(self) -> list[str]:
+        self._scan()
         return sorted(self._items)
 
     def get(self, name: str) -> type[T]:
-        self._load()
-        try:
-            return self._items[name]
-        except KeyError:
-            raise KeyError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}") from None
+        found = self._find(name)
+        if found is None:
+            raise KeyError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
+        return found
 
     def __contains__(self, name: object) -> bool:
-        self._load()
-        return name in self._items
+        return self._find(name) is not None
 
     def __iter__(self) -> Iterator[tuple[str, type[T]]]:
-        self._load()
+        self._scan()
         return iter(sorted(self._items.items()))

@@ -12,6 +12,7 @@ shipped one; `llmbench list suites` and `llmbench run` say so.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -22,9 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from llmbench.engines.base import ENGINES, EngineOptions, build_engine, engine_class, engine_options
 from llmbench.errors import SuiteError, UserError, did_you_mean
-from llmbench.ids import NAME_MAX, case_id, name_problem
+from llmbench.ids import NAME_MAX, case_id, name_problem, params_text
 from llmbench.measure.timing import StopRule
+from llmbench.placement import Placement
 from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
 
 if sys.version_info >= (3, 11):
@@ -33,26 +36,32 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 SUITE_KEYS = {"name", "description", "defaults", "case", "share_engines"}
-CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params and StopRule settings
+CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params, StopRule settings, engine and placement
+AXES = ("engine", "placement")  # a case's fields beside its scenario's params
 SETTING_KEYS = set(StopRule.model_fields)
 SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the shipped suites (package data)
 SUITES_ENV = "LLMBENCH_SUITES"
 WORKDIR_FOLDERS = ("suites", "scenarios")  # a user's own suites beside where llmbench runs
 PACKAGED = "packaged"
+ONE_GPU = Placement.model_validate({})
 
 
 @dataclass(frozen=True)
 class CaseSpec:
-    """One expanded case: validated params, harness settings, and its id."""
+    """One expanded case: validated params, harness settings, the engine it runs on (its [engine] table,
+    validated by the engine's options model), the GPUs it holds, and its id."""
 
     scenario: str
     params: ScenarioParams
     settings: StopRule
     origin: str = ""  # "case 2", for messages naming the case in its suite file
+    engine: EngineOptions | None = None
+    placement: Placement = ONE_GPU
 
-    @property
+    @functools.cached_property
     def params_dict(self) -> dict[str, Any]:
-        return self.params.model_dump(mode="json")
+        """The params a result set records and the id hashes (Scenario.record: engine and GPUs included)."""
+        return SCENARIOS.get(self.scenario).record(self.params, self.engine, self.placement)
 
     @property
     def id(self) -> str:
@@ -60,14 +69,23 @@ class CaseSpec:
 
     @property
     def label(self) -> str:
-        return f"{self.scenario} {Scenario.label(self.params)}"
+        return f"{self.scenario} {params_text(self.params_dict)}"
 
     def with_settings(self, **changes: Any) -> CaseSpec:
         """The same case (same id) with other harness settings."""
         return replace(self, settings=self.settings.model_copy(update=changes))
 
     def scenario_obj(self) -> Scenario:
-        return SCENARIOS.get(self.scenario)()
+        """The scenario bound to this case's engine (built from its options) and placement."""
+        cls = SCENARIOS.get(self.scenario)
+        slot = cls.engine_slot
+        return cls(build_engine(self.engine, slot.interface) if slot and self.engine else None, self.placement)
+
+    def worker_spec(self, device: str) -> dict[str, Any]:
+        """What the case process reads (harness/worker.py run_case)."""
+        return {"scenario": self.scenario, "params": self.params.model_dump(mode="json"),
+                "engine": self.engine.model_dump(mode="json") if self.engine else None,
+                "placement": self.placement.model_dump(), "settings": self.settings.model_dump(), "device": device}
 
 
 @dataclass
@@ -81,6 +99,7 @@ class Suite:
     # cases that load the same engine session (one engine, model, precision and mode; only batch or
     # lengths differ) run in one case process, one after another, each still its own case (runner.py)
     share_engines: bool = False
+    old_keys: tuple[str, ...] = ()  # engine or GPU keys written as params, the spelling before they were fields
 
     def where(self) -> str:
         """One line on where a suite found by name came from, for a run's first lines; "" for a shipped
@@ -89,6 +108,15 @@ class Suite:
             return ""
         instead = f", in place of {replaced_text(self.replaces)}" if self.replaces else ""
         return f"suite {self.name}: {self.path} (from {self.origin}{instead})"
+
+    def notes(self) -> list[str]:
+        """A run's first lines about this suite: where it came from, and (one line for the whole file) the
+        new spelling of the engine and GPU keys it writes as params."""
+        old = ("" if not self.old_keys else
+               f"suite {self.name}: {', '.join(self.old_keys)} are written as params, as before engine and placement "
+               "were fields of a case; this still reads (same case ids), but write them as engine = {name = ..., "
+               "mode = ..., tensor_parallel = ...} and placement = {gpus = N} (docs/design.md, Suite files)")
+        return [line for line in (self.where(), old) if line]
 
 
 @dataclass(frozen=True)
@@ -189,8 +217,9 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
 
     cases: list[CaseSpec] = []
     used_defaults: set[str] = set()
+    old_keys: set[str] = set()
     for i, raw in enumerate(raw_cases, start=1):
-        cases.extend(_expand_case(raw, defaults, fname, i, used_defaults))
+        cases.extend(_expand_case(raw, defaults, fname, i, used_defaults, old_keys))
     unused = set(defaults) - used_defaults - SETTING_KEYS
     if unused:
         key = sorted(unused)[0]
@@ -209,11 +238,11 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
     if not isinstance(share, bool):
         raise SuiteError(fname, "must be true or false", key="share_engines", value=share, choices=["true", "false"])
     return Suite(name=name, description=str(data.get("description", "")), path=path or Path(fname), cases=cases,
-                 share_engines=share)
+                 share_engines=share, old_keys=tuple(sorted(old_keys)))
 
 
 def _expand_case(
-    raw: Any, defaults: dict[str, Any], fname: str, index: int, used_defaults: set[str]
+    raw: Any, defaults: dict[str, Any], fname: str, index: int, used_defaults: set[str], old_keys: set[str]
 ) -> list[CaseSpec]:
     where = f"case {index}"
     if not isinstance(raw, dict):
@@ -237,25 +266,94 @@ def _expand_case(
                              f"(only scenario params can); set {k} = <one value> in the case or [defaults]",
                              key=f"matrix.{k}", value=v)
     fixed = {k: v for k, v in raw.items() if k not in CASE_KEYS}
-    for k in list(fixed) + list(matrix):
-        if k not in fields and k not in SETTING_KEYS:
-            raise SuiteError(fname, f"{where}: unknown key for scenario {scen_name!r}", key=k,
-                             choices=sorted(fields | SETTING_KEYS))
-    base = {k: v for k, v in defaults.items() if k in fields or k in SETTING_KEYS}
-    used_defaults.update(base)
     out = []
     keys = list(matrix)
     for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
-        merged = {**base, **fixed, **dict(zip(keys, combo, strict=True))}
-        settings = {k: v for k, v in merged.items() if k in SETTING_KEYS}
-        params = {k: v for k, v in merged.items() if k in fields}
-        out.append(CaseSpec(
-            scenario=scen_name,
-            params=_validate(scen.Params, params, fname, where),
-            settings=_validate(StopRule, settings, fname, where),
-            origin=where,
-        ))
+        given = {**fixed, **dict(zip(keys, combo, strict=True))}
+        known = _known_keys(scen, {**defaults, **given})
+        for k in given:
+            if k not in known:
+                choices = fields | SETTING_KEYS | ({*AXES} if scen.engine_slot else {"placement"})
+                raise SuiteError(fname, f"{where}: unknown key for scenario {scen_name!r}", key=k,
+                                 choices=sorted(choices))
+        base = {k: v for k, v in defaults.items() if k in known}
+        used_defaults.update(base)
+        out.append(_case(scen, {**base, **given}, fname, where, old_keys))
     return out
+
+
+def _engine_name(scen: type[Scenario], values: dict[str, Any]) -> str | None:
+    """The engine a case's keys name: `engine` (a name or a table's name), an old param that named one
+    (EngineSlot.named_by), or the scenario's default."""
+    slot = scen.engine_slot
+    if slot is None:
+        return None
+    given = values.get("engine")
+    name = given.get("name") if isinstance(given, dict) else given
+    return name or next((e for k, e in slot.named_by.items() if k in values), slot.default)
+
+
+def _known_keys(scen: type[Scenario], values: dict[str, Any]) -> set[str]:
+    """The keys a case of `scen` takes: its params, the harness settings, engine and placement, and the
+    keys of old suite files that `Scenario.split` moves into them."""
+    keys = set(scen.Params.model_fields) | SETTING_KEYS | {"placement"} | {k for k in [scen.gpus_param] if k}
+    slot, name = scen.engine_slot, _engine_name(scen, values)
+    if slot is not None:
+        keys |= {"engine", "engine_options", *slot.named_by}
+    if slot is not None and name in ENGINES and issubclass(cls := ENGINES.get(str(name)), slot.interface):
+        keys |= set(cls.options_model(slot.interface).model_fields) - {"name"}
+    return keys
+
+
+def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, old_keys: set[str]) -> CaseSpec:
+    """One case from its keys (defaults, the case's own, a matrix point): settings, params, its [engine]
+    table and placement, old spellings moved into them (noted in `old_keys`), tensor parallelism and GPUs
+    checked against each other, each part validated by its own model."""
+    settings = {k: values.pop(k) for k in list(values) if k in SETTING_KEYS}
+    given, placed = values.pop("engine", None), values.pop("placement", None)
+    table = {"name": given} if isinstance(given, str) else given
+    if (table is not None and not isinstance(table, dict)) or (placed is not None and not isinstance(placed, dict)):
+        raise SuiteError(fname, f"{where}: engine is a name or a table (engine = {{name = \"vllm\", ...}}), "
+                         "placement a table (placement = {gpus = 2})", key="engine" if given else "placement")
+    slot = scen.engine_slot
+    try:
+        name = {"engine": table["name"]} if table and "name" in table else {}
+        params, old, legacy_place = scen.split({**values, **name})
+        old_keys.update(set(values) - set(params))
+        table = {**(old or {}), **(table or {})} if (old or table) else None
+        place = {**(legacy_place or {}), **(placed or {})}
+        if slot is not None and table is None:
+            valid = ", ".join(n for n, c in ENGINES if issubclass(c, slot.interface))
+            raise ValueError(f"scenario {scen.name!r} needs an engine: engine = {{name = ...}}, one of {valid}")
+        options = None
+        if slot is not None and table is not None:
+            model = engine_class(str(table.get("name")), slot.interface).options_model(slot.interface)
+            tp, gpus = table.get("tensor_parallel"), place.get("gpus")
+            if "tensor_parallel" in model.model_fields:
+                if tp is not None and gpus is not None and tp != gpus:
+                    raise ValueError(f"engine tensor_parallel = {tp} but placement gpus = {gpus}: a tensor-parallel "
+                                     "engine runs on the GPUs the case is placed on; give one, or the same number")
+                table = {**table, "tensor_parallel": tp or gpus} if tp or gpus else table
+                place = {**place, "gpus": tp or gpus} if tp or gpus else place
+            options = engine_options(table, slot.interface)
+    except ValueError as e:
+        raise SuiteError(fname, f"{where}: {e}", key="engine") from None
+    placement = _validate(Placement, {**scen.default_placement.model_dump(), **place}, fname, where)
+    engine = build_engine(options, slot.interface) if slot is not None and options is not None else None
+    return CaseSpec(
+        scenario=str(scen.name),
+        params=scen(engine, placement).complete(_validate(scen.Params, params, fname, where)),
+        settings=_validate(StopRule, settings, fname, where),
+        origin=where,
+        engine=options,
+        placement=placement,
+    )
+
+
+def case_from(scenario: str, values: dict[str, Any], settings: dict[str, Any] | None = None) -> CaseSpec:
+    """One case of `scenario` from its keys as a suite file gives them (either spelling): what tests and
+    library callers build a case from without a file."""
+    return _case(SCENARIOS.get(scenario), {**values, **(settings or {})}, "<case>", "case", set())
 
 
 def _validate(model: type[BaseModel], values: dict[str, Any], fname: str, where: str) -> Any:

@@ -14,7 +14,7 @@ from test_compare_support import H100_ENV, H200_ENV, case, metric, refs, result_
 
 from llmbench.analysis.compare import compare
 from llmbench.engines.base import LoadOptions, ModelRef
-from llmbench.engines.hf import HFEngine
+from llmbench.engines.hf import HFEngine, HFOptions
 from llmbench.harness.worker import run_case
 from llmbench.precision import PRECISIONS, DeviceInfo, unsupported_reason
 from llmbench.report.views import comparison_tables
@@ -26,7 +26,8 @@ if importlib.util.find_spec("torchao") is not None and "int8" not in CPU_PRECISI
 
 
 def load(precision: str, mode: str, **options: Any) -> Any:
-    return HFEngine().load(ModelRef(model="tiny-llama"), LoadOptions(precision=precision, mode=mode, **options), CPU)
+    engine = HFEngine(HFOptions(name="hf", mode=mode, **options))  # type: ignore[arg-type]
+    return engine.load(ModelRef(model="tiny-llama"), LoadOptions(precision=precision), CPU)
 
 
 @pytest.mark.parametrize("precision", CPU_PRECISIONS)
@@ -42,14 +43,16 @@ def test_compiled_mode_fuses_in_every_precision_and_eager_never_does(precision: 
 
 
 def test_the_unfused_layout_is_asked_for_explicitly() -> None:
-    session = load("bf16", "compiled", fuse_projections=False)
+    session = load("bf16", "compiled", fuse=False)
     assert session.fused_groups == 0 and session.code_path()["fused_projection_groups"] == 0
 
 
 def run(**params: Any) -> dict[str, Any]:
-    return run_case({"scenario": "generate", "params": {"model": "tiny-llama", "batch_size": 1, "input_len": 4,
-                                                        "output_len": 3, **params},
-                     "settings": {"warmup_iters": 0, "min_iters": 2, "min_seconds": 0.0}, "device": "cpu"})
+    from llmbench.suite import case_from
+
+    values = {"model": "tiny-llama", "batch_size": 1, "input_len": 4, "output_len": 3, **params}
+    settings = {"warmup_iters": 0, "min_iters": 2, "min_seconds": 0.0}
+    return run_case(case_from("generate", values, settings).worker_spec("cpu"))
 
 
 def test_a_generate_case_records_the_path_it_ran() -> None:
@@ -92,13 +95,16 @@ def test_a_compiled_case_records_fusion_compilation_and_its_compile_cache(tmp_pa
 
 
 def test_fuse_false_is_refused_where_it_means_nothing() -> None:
-    from pydantic import ValidationError
+    from llmbench.errors import SuiteError
+    from llmbench.suite import case_from
 
-    from llmbench.scenarios.generate import GenerateParams
-
-    with pytest.raises(ValidationError, match="fuse = false applies to engine = 'hf' with mode = 'compiled'"):
-        GenerateParams(model="tiny-llama", fuse=False)  # eager never fuses
-    assert GenerateParams(model="tiny-llama", mode="compiled", fuse=False).fuse is False
+    with pytest.raises(SuiteError, match="fuse = false applies to mode = 'compiled' only"):
+        case_from("generate", {"model": "tiny-llama", "engine": {"name": "hf", "fuse": False}})  # eager never fuses
+    with pytest.raises(SuiteError, match="valid keys: mode, tensor_parallel, gpu_memory_utilization"):
+        case_from("generate", {"model": "tiny-llama", "engine": {"name": "vllm", "fuse": False}})  # hf's option
+    unfused = case_from("generate", {"model": "tiny-llama",
+                                     "engine": {"name": "hf", "mode": "compiled", "fuse": False}})
+    assert unfused.engine.fuse is False and unfused.params_dict["fuse"] is False  # type: ignore[union-attr]
 
 
 def _decode(path: dict[str, Any] | None, value: float, seed: int = 0) -> Any:
@@ -139,12 +145,19 @@ def test_compare_says_where_no_code_path_was_recorded_and_is_quiet_when_paths_ag
 
 def test_the_run_cache_folder_holds_vllms_compile_cache_unless_the_user_named_one(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM declares its cache (Engine.cache_dirs); the harness passes the engines' down to compile_cache,
+    which names none itself."""
+    from llmbench.engines.vllm import compile_cache_state
+    from llmbench.harness.isolation import engine_cache_dirs
     from llmbench.measure import compile_cache
 
-    env = compile_cache.cache_env(str(tmp_path))
+    dirs = engine_cache_dirs()
+    assert dirs["VLLM_CACHE_ROOT"] == "vllm"
+    env = compile_cache.cache_env(str(tmp_path), {}, dirs)
     assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path) and env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm")
-    assert "VLLM_CACHE_ROOT" not in compile_cache.cache_env(str(tmp_path), {"VLLM_CACHE_ROOT": "/mine"})
+    assert "VLLM_CACHE_ROOT" not in compile_cache.cache_env(str(tmp_path), {"VLLM_CACHE_ROOT": "/mine"}, dirs)
+    assert "VLLM_CACHE_ROOT" not in compile_cache.cache_env(str(tmp_path))
     monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm"))
-    assert compile_cache.vllm_state() == "empty"
+    assert compile_cache_state() == "empty"
     (tmp_path / "vllm" / "torch_compile_cache" / "abc").mkdir(parents=True)
-    assert compile_cache.vllm_state() == "holds entries"
+    assert compile_cache_state() == "holds entries"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.engines.base import CaseSize, LoadOptions
+from llmbench.engines.base import CaseSize, InferenceOptions, LoadOptions
 from llmbench.engines.trtllm import (
     RECORD,
     EngineKey,
@@ -22,7 +22,7 @@ from llmbench.engines.trtllm import (
 )
 from llmbench.errors import UserError
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.generate import GenerateParams, GenerateScenario
+from llmbench.suite import case_from
 from tests.fixtures.trtllm_bench_report import REPORT
 
 H200 = DeviceInfo("cuda", "NVIDIA H200", (9, 0), 139.8)
@@ -35,12 +35,12 @@ def key(gpu: str = "NVIDIA H200", precision: str = "fp8") -> EngineKey:
 
 def test_build_settings_follow_the_case_and_precision() -> None:
     size = CaseSize(max_batch=8, max_model_len=256, output_len=128)
-    fp8 = build_settings(LoadOptions("fp8", "compiled", size=size))
+    fp8 = build_settings(LoadOptions("fp8", size=size))
     assert fp8["build_config"] == {"max_batch_size": 8, "max_input_len": 128, "max_seq_len": 256,
                                    "max_num_tokens": 8192}
     assert fp8["quant"] == {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"} and fp8["dtype"] == "bfloat16"
-    bf16 = build_settings(LoadOptions("bf16", "compiled", size=size))
-    assert bf16["quant"] == {} and bf16["dtype"] == "bfloat16"
+    bf16 = build_settings(LoadOptions("bf16", size=size), tensor_parallel=2)
+    assert bf16["quant"] == {} and bf16["dtype"] == "bfloat16" and bf16["tensor_parallel_size"] == 2
 
 
 def test_engines_are_cached_per_gpu_model_and_version(tmp_path: Path) -> None:
@@ -84,14 +84,16 @@ def test_bench_report_maps_to_llmbench_metrics() -> None:
 
 
 def test_missing_trtllm_skips_with_the_install_command() -> None:
-    params = GenerateParams(model="tiny-llama", engine="trtllm", mode="compiled", precision="fp8")
-    why = GenerateScenario().skip_reason(params, H200)
+    case = case_from("generate", {"model": "tiny-llama", "engine": {"name": "trtllm", "mode": "compiled"},
+                                  "precision": "fp8"})
+    why = case.scenario_obj().skip_reason(case.params, H200)
     assert why is not None and "pip install tensorrt-llm --extra-index-url https://pypi.nvidia.com" in why
 
 
 def test_trtllm_needs_a_gpu_and_declares_request_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TRTLLMEngine, "missing_reason", classmethod(lambda cls: None))
-    why = TRTLLMEngine.unsupported_reason(LoadOptions("bf16", "compiled"), CPU)
+    engine = TRTLLMEngine(InferenceOptions(name="trtllm", mode="compiled"))
+    why = engine.unsupported_reason(LoadOptions("bf16"), CPU)
     assert why is not None and "NVIDIA GPU" in why
-    assert TRTLLMEngine.unsupported_reason(LoadOptions("fp8", "compiled"), H200) is None
+    assert engine.unsupported_reason(LoadOptions("fp8"), H200) is None
     assert "not yet run" in TRTLLMEngine.description

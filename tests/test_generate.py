@@ -10,10 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from llmbench.engines.base import ENGINES
+from llmbench.errors import SuiteError
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import PRESETS
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.generate import GenerateParams, GenerateScenario, TokenClock, token_metrics
+from llmbench.scenarios.generate import GenerateParams, TokenClock, token_metrics
+from llmbench.suite import case_from
 
 CPU = DeviceInfo("cpu", "CPU test")
 H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), 79.2)
@@ -22,6 +24,17 @@ A100 = DeviceInfo("cuda", "NVIDIA A100-SXM4-80GB", (8, 0), 79.2)
 
 def P(**kw: object) -> GenerateParams:
     return GenerateParams.model_validate({"model": "tiny-llama", **kw})
+
+
+def skip(device: DeviceInfo, **kw: object) -> str | None:
+    """The skip reason of a generate case written as a suite's keys (its engine's included)."""
+    c = case_from("generate", {"model": "tiny-llama", **kw})
+    return c.scenario_obj().skip_reason(c.params, device)
+
+
+def estimate(**kw: object) -> float:
+    c = case_from("generate", {"model": "tiny-llama", **kw})
+    return c.scenario_obj().estimate_s(c.params, StopRule())
 
 
 # -- per-token arithmetic ---------------------------------------------------------------------
@@ -70,8 +83,9 @@ def test_cpu_token_clock_gives_seconds_since_each_begin() -> None:
 
 
 def test_defaults_and_pretrained_implies_pretrained_weights() -> None:
-    p = P()
-    assert (p.engine, p.precision, p.mode, p.weights) == ("hf", "bf16", "eager", "random")
+    c = case_from("generate", {"model": "tiny-llama"})
+    assert c.engine is not None and (c.engine.name, c.engine.mode) == ("hf", "eager")  # type: ignore[attr-defined]
+    assert (c.params.precision, c.params.weights) == ("bf16", "random")
     q = GenerateParams.model_validate({"pretrained": "org/model"})
     assert q.weights == "pretrained"
     r = GenerateParams.model_validate({"pretrained": "org/model", "weights": "random"})
@@ -90,11 +104,20 @@ def test_unknown_model_names_the_valid_presets() -> None:
     assert all(name in msg for name in PRESETS)
 
 
+def suite_error(**kw: object) -> str:
+    with pytest.raises(SuiteError) as e:
+        case_from("generate", {"model": "tiny-llama", **kw})
+    return str(e.value)
+
+
 def test_unknown_precision_engine_mode_and_keys_are_errors() -> None:
     assert "nf4" in _error(model="tiny-llama", precision="int3")
-    msg = _error(model="tiny-llama", engine="tgi")
+    msg = suite_error(engine="tgi")
     assert all(name in msg for name in ("hf", "vllm", "trtllm"))
-    assert "compiled" in _error(model="tiny-llama", mode="graph")
+    assert "compiled" in suite_error(engine={"name": "hf", "mode": "graph"})
+    assert "compiled" in suite_error(mode="graph")  # the old spelling, validated the same
+    assert "valid keys: mode, tensor_parallel, fuse" in suite_error(engine={"name": "hf", "fusion": False})
+    assert "fuse = false applies to mode = 'compiled'" in suite_error(engine={"name": "hf", "fuse": False})
     assert "extra" in _error(model="tiny-llama", temperature=0.7).lower()
 
 
@@ -112,19 +135,19 @@ def test_impossible_combinations_are_errors() -> None:
 
 @pytest.mark.parametrize("precision", ["tf32", "fp8", "fp8-wo", "int4", "nf4", "fp4", "llm-int8"])
 def test_gpu_only_precisions_are_skipped_on_the_cpu(precision: str) -> None:
-    reason = GenerateScenario().skip_reason(P(precision=precision), CPU)
+    reason = skip(CPU, precision=precision)
     assert reason is not None and "no CUDA GPU" in reason
 
 
 def test_fp8_needs_hopper_or_ada() -> None:
-    reason = GenerateScenario().skip_reason(P(precision="fp8"), A100)
+    reason = skip(A100, precision="fp8")
     assert reason is not None and "8.9" in reason and "8.0" in reason
 
 
 @pytest.mark.parametrize("engine", ["vllm", "trtllm"])
 def test_absent_engines_are_skipped_with_the_install_command(engine: str) -> None:
     cls = ENGINES.get(engine)
-    reason = GenerateScenario().skip_reason(P(engine=engine), H100)
+    reason = skip(H100, engine=engine)
     assert reason is not None
     if cls.missing_reason() is not None:
         assert "pip install" in reason and engine in reason
@@ -133,15 +156,15 @@ def test_absent_engines_are_skipped_with_the_install_command(engine: str) -> Non
 
 
 def test_a_model_too_big_for_the_gpu_is_skipped_with_sizes() -> None:
-    reason = GenerateScenario().skip_reason(P(model="llama-3-70b"), H100)
+    reason = skip(H100, model="llama-3-70b")
     assert reason is not None and "131 GiB" in reason and "79 GiB" in reason
-    assert GenerateScenario().skip_reason(P(model="llama-3-8b"), H100) is None
-    fp32 = GenerateScenario().skip_reason(P(model="llama-3-8b", precision="fp32"), H100)
+    assert skip(H100, model="llama-3-8b") is None
+    fp32 = skip(H100, model="llama-3-8b", precision="fp32")
     assert fp32 is None  # 30 GiB
 
 
 def test_torchao_precisions_need_torchao() -> None:
-    reason = GenerateScenario().skip_reason(P(precision="int8"), CPU)
+    reason = skip(CPU, precision="int8")
     if importlib.util.find_spec("torchao") is None:
         assert reason is not None and "pip install torchao" in reason
     else:
@@ -149,10 +172,9 @@ def test_torchao_precisions_need_torchao() -> None:
 
 
 def test_estimate_grows_with_model_and_compilation() -> None:
-    s, rule = GenerateScenario(), StopRule()
-    tiny = s.estimate_s(P(), rule)
-    big = s.estimate_s(P(model="llama-3-70b", batch_size=32, input_len=2048), rule)
-    compiled = s.estimate_s(P(mode="compiled"), rule)
+    tiny = estimate()
+    big = estimate(model="llama-3-70b", batch_size=32, input_len=2048)
+    compiled = estimate(engine={"name": "hf", "mode": "compiled"})
     assert 0 < tiny < big and compiled > tiny
 
 

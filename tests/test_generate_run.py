@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from llmbench.engines.base import LoadOptions, ModelRef
-from llmbench.engines.hf import HFEngine, HFSession, gpu_compile_options
+from llmbench.engines.hf import HFEngine, HFOptions, HFSession, gpu_compile_options
 from llmbench.hardware.specs import lookup
 from llmbench.harness.worker import run_case
 from llmbench.models.build import synthetic_ids
@@ -35,16 +35,12 @@ CPU = DeviceInfo("cpu", "CPU")
 
 
 def tiny_session(mode: str = "eager") -> HFSession:
-    return HFEngine().load(ModelRef(model="tiny-llama"), LoadOptions(mode=mode), CPU)
+    return HFEngine(HFOptions(name="hf", mode=mode)).load(ModelRef(model="tiny-llama"), LoadOptions(), CPU)
 
 def run(**params: Any) -> dict[str, Any]:
-    spec = {
-        "scenario": "generate",
-        "params": {"model": "tiny-llama", **params},
-        "settings": SETTINGS,
-        "device": "cpu",
-    }
-    return run_case(spec)
+    from llmbench.suite import case_from
+
+    return run_case(case_from("generate", {"model": "tiny-llama", **params}, SETTINGS).worker_spec("cpu"))
 
 
 @pytest.mark.parametrize("precision", CPU_PRECISIONS)

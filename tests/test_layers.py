@@ -248,16 +248,14 @@ def test_the_split_check_sees_a_banned_import(tmp_path: Path, monkeypatch: pytes
 
 
 # Report and analysis read params only through what scenarios declare (sweep_axes, metric_axes,
-# power_limit_param, bottleneck_sweep, engine_slot), with these exceptions: two axes every figure has,
+# power_limit_param, bottleneck_sweep, engine_slot), with these exceptions: the axis every figure has,
 # and words that are keys of llmbench's own records or tables, not the params of the same name.
 AXES_ALLOWED = {
     "precision": "the precision axis (llmbench.precision, layer 0): every figure's precision",
-    "engine": "the engine axis (engines/): publish's engines-side-by-side section",
 }
 RECORD_WORDS = {
     "n": "the sample count of a metric row or table column",
     "kind": "a table column (what kind of source)",
-    "url": "a table column (a source's address)",
     "threshold": "the gate's JSON key",
     "batch": "the key of a bottleneck answer (BottleneckSweep.answer)",
 }

@@ -31,14 +31,18 @@ wait_for = 2
 [[case]]
 scenario = "probe"
 tag = 3
-gpus = 2
+placement = {gpus = 2}
 [[case]]
 scenario = "probe"
 matrix.tag = [4, 5, 6]
 [[case]]
 scenario = "probe"
 tag = 7
-gpus = 3
+placement = {gpus = 3}
+[[case]]
+scenario = "probe"
+tag = 8
+placement = {gpus = 1, exclusive = true}
 """
 
 
@@ -50,14 +54,14 @@ def test_cases_run_side_by_side_one_per_gpu_and_multi_gpu_cases_take_both(tmp_pa
                       extra_env={"LLMBENCH_TEST_PROBE_DIR": str(probe_dir)})
     rs = load(run_suite(suite, suite.cases, opts))
     by_tag = {c.params["tag"]: c for c in rs.cases}
-    assert sorted(by_tag) == [1, 2, 3, 4, 5, 6, 7]
+    assert sorted(by_tag) == [1, 2, 3, 4, 5, 6, 7, 8]
     for tag in (1, 2):  # each waited until the other had started: they ran at the same time
         assert by_tag[tag].status == "ok", by_tag[tag].reason
         assert by_tag[tag].info["peers_seen"] >= 2
     assert {by_tag[1].info["gpus"], by_tag[2].info["gpus"]} == {"0", "1"}
     assert by_tag[3].info["visible"] == by_tag[3].info["gpus"] == "0,1"
     ran = [c for c in rs.cases if c.status == "ok"]
-    assert len(ran) == 6
+    assert len(ran) == 7
     for c in ran:
         assert c.info["visible"] == c.info["gpus"]  # pinned before the case process started
     for a in ran:  # a slot never holds two cases at once
@@ -65,6 +69,9 @@ def test_cases_run_side_by_side_one_per_gpu_and_multi_gpu_cases_take_both(tmp_pa
             shared = set(a.info["gpus"].split(",")) & set(b.info["gpus"].split(","))
             if a is not b and shared:
                 assert a.info["end"] <= b.info["start"] or b.info["end"] <= a.info["start"], (a.params, b.params)
+    alone = by_tag[8]  # exclusive: it waited for every slot, and nothing started beside it
+    assert all(c.info["end"] <= alone.info["start"] or alone.info["end"] <= c.info["start"]
+               for c in ran if c is not alone)
     assert by_tag[7].status == "skipped" and "needs 3 GPUs; --gpus gives 2" in (by_tag[7].reason or "")
     assert rs.finished_at is not None
 
@@ -238,19 +245,21 @@ max_batch = true
         assert [e[2] for e in mine[:-1]] == want and mine[-1] == ("done", fits, "ok")
 
 
-def test_slots_come_from_the_scenarios_declaration() -> None:
-    """Each scenario that spans GPUs answers `gpus_needed` (one home, not three param names): a served
-    engine the case starts on two GPUs takes two slots; one at a URL runs elsewhere and takes one."""
-    from llmbench.measure.timing import StopRule
-    from llmbench.scenarios.base import SCENARIOS
-    from llmbench.suite import CaseSpec
+def test_slots_come_from_the_cases_placement() -> None:
+    """One field, placement, whatever the scenario (not tensor_parallel, n_gpus, gpus): the old spellings
+    land in it; a served engine the case starts on two GPUs takes two slots, one at a URL runs elsewhere
+    and takes one; ddp's processes default to two."""
+    from llmbench.suite import case_from
 
-    def case(scenario: str, **params: Any) -> CaseSpec:
-        return CaseSpec(scenario, SCENARIOS.get(scenario).Params.model_validate(params), StopRule())
+    def case(scenario: str, **values: Any) -> Any:
+        return case_from(scenario, values)
 
     served = {"preset": "tiny-llama", "concurrency": 1}
     assert slots_needed(case("generate", model="tiny-llama", tensor_parallel=2)) == 2
+    assert slots_needed(case("generate", model="tiny-llama", engine="vllm", placement={"gpus": 2})) == 2
     assert slots_needed(case("ddp", model="tiny-llama", gpus=3)) == 3
+    assert slots_needed(case("ddp", model="tiny-llama")) == 2
     assert slots_needed(case("serving", server=["x"], n_gpus=2, **served)) == 2
     assert slots_needed(case("serving", url="http://h:1", n_gpus=2, **served)) == 1
     assert slots_needed(case("qlora", model="tiny-llama")) == 1
+    assert slots_needed(case("gemm", placement={"gpus": 2})) == 2

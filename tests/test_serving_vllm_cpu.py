@@ -85,10 +85,12 @@ def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypat
     from llmbench.harness.worker import run_case
 
     monkeypatch.setenv("LLMBENCH_SERVING_LOGS", str(tmp_path / "logs"))
-    params = {"engine": "vllm", "preset": "tiny-llama", "engine_options": {"max_model_len": 512, "enforce_eager": True},
-              "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "ready_timeout_s": 600, "input_len": 32,
-              "output_len": OUTPUT_LEN, "concurrency": 2, "num_requests": 4}
-    out = run_case({"scenario": "serving", "params": params, "device": "cpu"})
+    from llmbench.suite import case_from
+
+    values = {"engine": {"name": "vllm", "max_model_len": 512, "enforce_eager": True, "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+                         "ready_timeout_s": 600},
+              "preset": "tiny-llama", "input_len": 32, "output_len": OUTPUT_LEN, "concurrency": 2, "num_requests": 4}
+    out = run_case(case_from("serving", values).worker_spec("cpu"))
     assert out["status"] == "ok", out.get("reason")
     assert out["metrics"]["failed_requests"]["value"] == 0
     assert [r.output_tokens for r in from_columns(out["info"]["requests"])] == [OUTPUT_LEN] * 4

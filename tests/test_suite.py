@@ -203,3 +203,107 @@ def test_a_param_added_later_keeps_the_ids_of_cases_that_leave_it_at_its_default
     assert case_id("x", After(size=4).model_dump(mode="json")) == old
     assert After(size=4, parallel=2).model_dump(mode="json") == {"size": 4, "parallel": 2}
     assert case_id("x", After(size=4, parallel=2).model_dump(mode="json")) != old
+
+
+# -- engine and placement: the new spelling, the old one, and the ids they keep ------------------------
+
+OLD = """
+name = "old"
+[defaults]
+model = "tiny-llama"
+mode = "compiled"
+[[case]]
+scenario = "generate"
+engine = "vllm"
+matrix.tensor_parallel = [1, 2]
+[[case]]
+scenario = "ddp"
+gpus = 4
+[[case]]
+scenario = "serving"
+preset = "tiny-llama"
+concurrency = 1
+server = ["{python}", "-m", "x"]
+server_scope = "suite"
+n_gpus = 2
+"""
+
+NEW = """
+name = "new"
+[defaults]
+model = "tiny-llama"
+[[case]]
+scenario = "generate"
+matrix.engine = [{name = "vllm", mode = "compiled"}, {name = "vllm", mode = "compiled", tensor_parallel = 2}]
+[[case]]
+scenario = "ddp"
+placement = {gpus = 4}
+[[case]]
+scenario = "serving"
+preset = "tiny-llama"
+concurrency = 1
+engine = {name = "command", command = ["{python}", "-m", "x"], server_scope = "suite"}
+placement = {gpus = 2}
+"""
+
+
+def test_an_old_suite_file_parses_to_the_same_cases_with_one_line_naming_the_new_spelling(tmp_path: Path) -> None:
+    old, new = load_suite(str(write(tmp_path, OLD, "old.toml"))), load_suite(str(write(tmp_path, NEW, "new.toml")))
+    assert [c.id for c in old.cases] == [c.id for c in new.cases]
+    assert [(c.engine, c.placement) for c in old.cases] == [(c.engine, c.placement) for c in new.cases]
+    assert [c.placement.gpus for c in new.cases] == [1, 2, 4, 2]
+    assert new.notes() == []
+    [line] = old.notes()  # one line for the file, however many cases
+    assert "mode, n_gpus, server, server_scope, tensor_parallel" in line and "placement = {gpus = N}" in line
+    assert old.old_keys == ("gpus", "mode", "n_gpus", "server", "server_scope", "tensor_parallel")
+
+
+def test_tensor_parallel_and_placement_that_disagree_are_one_error_naming_both(tmp_path: Path) -> None:
+    text = ('[[case]]\nscenario = "generate"\nmodel = "tiny-llama"\n'
+            'engine = {name = "vllm", tensor_parallel = 2}\nplacement = {gpus = 4}\n')
+    with pytest.raises(SuiteError, match="engine tensor_parallel = 2 but placement gpus = 4"):
+        load_suite(str(write(tmp_path, text)))
+    with pytest.raises(SuiteError, match="valid keys: mode, tensor_parallel, gpu_memory_utilization"):
+        load_suite(str(write(tmp_path, '[[case]]\nscenario = "generate"\nmodel = "tiny-llama"\n'
+                                       'engine = {name = "vllm", tp = 2}\n')))
+    with pytest.raises(SuiteError, match=r"key 'engine'.*unknown key for scenario 'gemm'"):
+        load_suite(str(write(tmp_path, '[[case]]\nscenario = "gemm"\nengine = "hf"\n')))
+
+
+def committed_cases() -> list[tuple[str, dict]]:
+    import json
+
+    out = []
+    for path in sorted((Path(llmbench.__file__).resolve().parent.parent / "results").rglob("*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and isinstance(data.get("cases"), list):
+            out += [(path.name, c) for c in data["cases"]]
+    return out
+
+
+def test_every_committed_case_re_derives_its_id_from_its_recorded_params() -> None:
+    """A result set records a case's params in the spelling they had as params (Scenario.record): read
+    back as a case (engine and placement split out) each gives the id it was recorded under, so `compare`
+    joins the committed sets with new runs of the same cases, whichever way their suite writes them."""
+    from llmbench.suite import case_from
+
+    cases = committed_cases()
+    wrong = [(name, c["id"]) for name, c in cases if case_from(c["scenario"], dict(c["params"])).id != c["id"]]
+    assert len(cases) > 500 and wrong == []
+    named = ("headline-20261125T134209Z.json", "serving-vllm-bf16-20261124T061021Z.json")
+    kinds = {(c["scenario"], c["params"].get("engine"), "url" if c["params"].get("url") else "")
+             for name, c in cases if name in named}
+    assert {("generate", "vllm", ""), ("generate", "hf", ""), ("qlora", "hf", ""), ("trainer", "hf", ""),
+            ("serving", None, "url")} <= kinds
+
+
+def test_the_headline_written_the_new_way_joins_the_committed_headline() -> None:
+    import json
+
+    committed = json.loads((Path(llmbench.__file__).resolve().parent.parent / "results" / "h100-sxm-80gb"
+                            / "headline-20261125T134209Z.json").read_text())
+    ids = {c["id"] for c in committed["cases"]}
+    suite = load_suite("headline")
+    assert suite.notes() == [] and ids <= {c.id for c in suite.cases}
+    vllm = [c for c in suite.cases if c.params_dict.get("engine") == "vllm"]
+    assert len(vllm) == 6 and all(c.id in ids and c.engine.mode == "compiled" for c in vllm)  # type: ignore[union-attr]

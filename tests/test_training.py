@@ -17,14 +17,14 @@ from llmbench.harness.worker import run_case
 from llmbench.models.synthetic import progression_batch
 from llmbench.models.train_flops import train_flops
 from llmbench.precision import DeviceInfo
-from llmbench.suite import SUITES_DIR, load_suite
+from llmbench.suite import SUITES_DIR, case_from, load_suite
 
 CPU = DeviceInfo("cpu", "CPU test")
 FAST = {"warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0, "min_sample_s": 0.0}
 
 
 def spec(scenario: str, params: dict[str, Any], **settings: Any) -> dict[str, Any]:
-    return {"scenario": scenario, "params": params, "settings": {**FAST, **settings}, "device": "cpu"}
+    return case_from(scenario, params, {**FAST, **settings}).worker_spec("cpu")
 
 
 def test_progression_data_is_deterministic_and_follows_its_rule() -> None:
@@ -414,8 +414,8 @@ def test_training_suites_validate(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
 def test_ddp_launcher_two_gloo_processes(parallel: str) -> None:
-    out = run_case(spec("ddp", {"model": "tiny-llama", "layers": 1, "gpus": 2, "batch_size": 2, "seq_len": 16,
-                                "parallel": parallel}))
+    out = run_case(spec("ddp", {"model": "tiny-llama", "layers": 1, "placement": {"gpus": 2}, "batch_size": 2,
+                                "seq_len": 16, "parallel": parallel}))
     assert out["status"] == "ok", out
     assert {int(r) for r in out["info"]["rank_step_ms"]} == {0, 1}
     assert all(len(v) == 3 for v in out["info"]["rank_step_ms"].values())
@@ -426,8 +426,9 @@ def test_ddp_launcher_two_gloo_processes(parallel: str) -> None:
 def test_ddp_asks_for_more_gpus_than_visible_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
+    from llmbench.placement import Placement
     from llmbench.scenarios.ddp import DDP, DDPParams
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    reason = DDP().skip_reason(DDPParams(gpus=4), DeviceInfo("cuda", "H200", (9, 0), 139.8))
+    reason = DDP(placement=Placement(gpus=4)).skip_reason(DDPParams(), DeviceInfo("cuda", "H200", (9, 0), 139.8))
     assert reason and "asks for 4 GPUs; 1 visible" in reason

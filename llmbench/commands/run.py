@@ -272,8 +272,8 @@ def run(
     budget_s = parse_budget(budget) if budget is not None else None
     api.check_machine(out, gpus, cpu, parallel, ceilings)
     s = load_suite(suite, suites or [])
-    if s.where():
-        console.print(escape(s.where()), highlight=False)
+    for line in s.notes():
+        console.print(escape(line), highlight=False)
     selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
         plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force)

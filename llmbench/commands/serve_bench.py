@@ -174,11 +174,16 @@ def serve_bench(
         import aiohttp  # noqa: F401
     except ImportError:
         raise UserError("serve-bench needs aiohttp (its HTTP client): pip install 'llmbench[serving]'") from None
-    base = dict(url=url, model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
+    base = dict(model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
                 output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
                 seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
-                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, n_gpus=n_gpus,
-                precision=precision)
+                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, precision=precision)
+    from llmbench.engines.url import RunningServer, UrlOptions
+    from llmbench.measure.timing import StopRule
+    from llmbench.suite import CaseSpec
+
+    # the serving case's engine: a server running at the URL
+    server = UrlOptions.model_validate({"name": "url", "url": url, "n_gpus": n_gpus})
     points = ([_params(base, rate=r) for r in rates] if rates is not None else
               [_params(base, concurrency=int(c)) for c in concs] if concs is not None else [_params(base)])
     from llmbench.serving.prompts import load_tokenizer
@@ -208,13 +213,14 @@ def serve_bench(
         for i, p in enumerate(points, 1):
             if stop:
                 raise KeyboardInterrupt
-            params = redact_value(p.model_dump(mode="json"))  # the case id is of the URL without credentials
+            # the case id is of the URL without credentials
+            params = redact_value(CaseSpec("serving", p, StopRule.model_validate({}), engine=server).params_dict)
             info: dict[str, Any] = {}
             started = utc_now()
             console.print(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
                           f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
             try:
-                metrics = measure(p, info)
+                metrics = measure(p, info, RunningServer(server))
                 case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
                                   metrics=metrics, timer="perf_counter", started_at=started, info=info)
             except ServerUnusable as e:

@@ -8,7 +8,8 @@ can do and never looks at its name or probes it with hasattr. Three interfaces, 
   and stops, at a URL (serving).
 
 An engine may implement several (hf is an inference and a training engine). A new engine is one module
-here: a subclass of the interfaces it implements, registered with `@ENGINES.register("name")`.
+here, named as the engine: a subclass of the interfaces it implements, registered with
+`@ENGINES.register("name")`, with the options model of each (a case's `[engine]` table).
 
 An engine that is not installed makes its cases `skipped` with the install command in the reason.
 Modules here import no heavy package at import time: the CLI imports them to validate suites.
@@ -21,7 +22,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llmbench import precision as prec
 from llmbench.precision import DeviceInfo
@@ -67,16 +70,38 @@ class CaseSize:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to load: the precision the weights are stored in, the engine's mode, parallelism, and the
-    case's size (recorded with the case by the scenario that passes them)."""
+    """What a scenario asks of a load: the precision the weights are stored in and the case's size. How
+    the engine runs (its mode, parallelism) is the engine's own options (`InferenceOptions`)."""
 
     precision: str = "bf16"
-    mode: str = "eager"
-    tensor_parallel: int = 1
-    # engines that fuse same-input projections in their fast mode (hf compiled) may be told not to:
-    # the fused and unfused layouts are two code paths of one case
-    fuse_projections: bool = True
     size: CaseSize = field(default_factory=CaseSize)
+
+
+class EngineOptions(BaseModel):
+    """A case's `[engine]` table: the engine's name and its own settings, validated by the options model
+    the engine declares for the interface a scenario needs (unknown keys are errors). `record()` is how
+    they enter the case's params (its id and its record in a result set), spelled as the params that held
+    them before the engine was an axis of its own, so those cases keep their ids."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    added_later: ClassVar[frozenset[str]] = frozenset()  # left out of the record while at their defaults
+
+    name: str
+
+    def record(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json", exclude={"name"})
+        fields = type(self).model_fields
+        return {"engine": self.name, **{k: v for k, v in data.items()
+                                        if k not in self.added_later or v != fields[k].default}}
+
+
+class InferenceOptions(EngineOptions):
+    """How an inference engine runs: its mode and how many GPUs it shards the model over."""
+
+    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel"})
+
+    mode: Literal["eager", "compiled"] = "eager"
+    tensor_parallel: int = Field(1, ge=1, description="GPUs the engine shards the model over (the case's placement)")
 
 
 @dataclass(frozen=True)
@@ -219,13 +244,29 @@ class TrainingSession(ABC):
 
 
 class Engine(ABC):
-    """What every engine has, whatever its kind: a name, a description, and the packages it needs."""
+    """What every engine has, whatever its kind: a name, a description, its options, and what the layers
+    below it must know of it without naming it: the packages it needs and how to install them, the
+    distributions whose versions a result set records, and its on-disk caches a run shares."""
 
     name: ClassVar[str]
     kind: ClassVar[str] = "engine"  # what the interface is called in messages ("inference engine", ...)
+    options_attr: ClassVar[str] = "Options"  # the class attribute that holds this interface's options model
+    Options: ClassVar[type[EngineOptions]] = EngineOptions
     description: ClassVar[str] = ""
     packages: ClassVar[tuple[str, ...]] = ()  # import names it needs
-    install: ClassVar[str] = ""  # e.g. "pip install 'llmbench[vllm]'"
+    install: ClassVar[str] = ""  # the install command, with the version it was written for
+    distributions: ClassVar[tuple[str, ...]] = ()  # installed distributions whose versions a result set records
+    # its own on-disk caches: environment variable -> folder under the run's compile cache, so a run
+    # starts them cold and its cases share them as they share torch's (measure/compile_cache.py)
+    cache_dirs: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, options: EngineOptions | None = None) -> None:
+        self.options = options if options is not None else self.Options(name=self.name)
+
+    @classmethod
+    def options_model(cls, interface: type[Engine]) -> type[EngineOptions]:
+        """The options model of this engine as `interface` (an engine of several kinds has one each)."""
+        return getattr(cls, interface.options_attr)  # type: ignore[no-any-return]
 
     @classmethod
     def missing_reason(cls) -> str | None:
@@ -251,6 +292,7 @@ class InferenceEngine(Engine):
     what they can do and load sessions."""
 
     kind = "inference engine"
+    Options: ClassVar[type[EngineOptions]] = InferenceOptions
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
     modes: ClassVar[tuple[str, ...]] = ("eager",)
     precisions: ClassVar[frozenset[str]] = frozenset({"bf16"})  # names of llmbench.precision it can apply
@@ -266,22 +308,23 @@ class InferenceEngine(Engine):
                 ", ".join(sorted(c.value for c in cls.capabilities)) or "nothing") + ")"
         return None
 
-    @classmethod
-    def unsupported_reason(cls, options: LoadOptions, device: DeviceInfo) -> str | None:
-        """Why these load options cannot run on `device` with this engine, before anything heavy
-        happens; None if they can."""
-        missing = cls.missing_reason()
+    options: InferenceOptions
+
+    def unsupported_reason(self, options: LoadOptions, device: DeviceInfo) -> str | None:
+        """Why this engine, as its options say, cannot load `options` on `device`, before anything heavy
+        happens; None if it can."""
+        missing = self.missing_reason()
         if missing:
             return missing
-        if options.mode not in cls.modes:
-            return f"engine {cls.name!r} has no mode {options.mode!r}; valid: {', '.join(cls.modes)}"
-        if options.precision not in cls.precisions:
-            return (f"engine {cls.name!r} cannot apply precision {options.precision!r}; valid: "
-                    f"{', '.join(sorted(cls.precisions))}")
-        if options.tensor_parallel > cls.max_tensor_parallel:
-            return (f"engine {cls.name!r} runs tensor_parallel up to {cls.max_tensor_parallel}, "
-                    f"not {options.tensor_parallel}")
-        return cls.precision_reason(options.precision, device)
+        mode, tp = self.options.mode, self.options.tensor_parallel
+        if mode not in self.modes:
+            return f"engine {self.name!r} has no mode {mode!r}; valid: {', '.join(self.modes)}"
+        if options.precision not in self.precisions:
+            return (f"engine {self.name!r} cannot apply precision {options.precision!r}; valid: "
+                    f"{', '.join(sorted(self.precisions))}")
+        if tp > self.max_tensor_parallel:
+            return f"engine {self.name!r} runs tensor_parallel up to {self.max_tensor_parallel}, not {tp}"
+        return self.precision_reason(options.precision, device)
 
     @classmethod
     def precision_reason(cls, precision: str, device: DeviceInfo) -> str | None:
@@ -292,10 +335,9 @@ class InferenceEngine(Engine):
 
     @abstractmethod
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> GenerationSession:
-        """Load (or build) the model on `device` as `options` say."""
+        """Load (or build) the model on `device` as `options` and the engine's own options say."""
 
-    @classmethod
-    def session_key(cls, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
+    def session_key(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
         """What a session loaded for these options is, as text: cases whose keys are equal may run on
         one loaded session, one after another in one process (a suite's `share_engines`), because the
         session each would load is the same (the same engine arguments: its size options included).
@@ -308,6 +350,8 @@ class TrainingEngine(Engine):
     """An engine that builds a model with its optimizer for training, stepped one batch at a time."""
 
     kind = "training engine"
+    options_attr: ClassVar[str] = "TrainingOptions"
+    TrainingOptions: ClassVar[type[EngineOptions]] = EngineOptions
 
     @abstractmethod
     def load_for_training(self, model: ModelRef, options: TrainOptions, device: DeviceInfo) -> TrainingSession:
@@ -328,3 +372,22 @@ def engine_class(name: str, interface: type[E]) -> type[E]:
     valid = ", ".join(n for n, c in ENGINES if issubclass(c, interface))
     what = f"unknown engine {name!r}" if cls is None else f"engine {name!r} is no {interface.kind}"
     raise ValueError(f"{what}; valid {interface.kind}s: {valid}")
+
+
+def engine_options(table: dict[str, Any], interface: type[Engine]) -> EngineOptions:
+    """A case's [engine] table validated by the options model of the engine it names, as `interface`; a
+    ValueError naming the key and the valid ones otherwise (a suite turns it into one clear line)."""
+    cls = engine_class(str(table.get("name")), interface)
+    model = cls.options_model(interface)
+    try:
+        return model.model_validate(table)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        valid = ", ".join(f for f in model.model_fields if f != "name")
+        raise ValueError(f"[engine] of {cls.name!r}: {where}: {err['msg']}; valid keys: {valid or 'none'}") from None
+
+
+def build_engine(options: EngineOptions, interface: type[E]) -> E:
+    """The engine `options` name, built with them (nothing heavy happens: engines import lazily)."""
+    return engine_class(options.name, interface)(options)

@@ -1,6 +1,6 @@
 """Hugging Face transformers engine. Mode "eager": model.generate() with a dynamic KV cache, what a
 plain transformers user gets. Mode "compiled": the same model with fused q/k/v and gate/up projections
-(llmbench.engines.fuse; fused at load in every precision, unless LoadOptions.fuse_projections is off),
+(llmbench.engines.fuse; fused at load in every precision, unless the engine's option `fuse` is off),
 a static KV cache and a greedy loop whose whole decode step (forward + argmax)
 is one torch.compile'd call (CUDA graphs and tuned Triton kernels on a GPU), as gpt-fast does:
 generate()'s per-step Python bookkeeping (logits processors, stopping criteria, several ms per token
@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field, model_validator
 
 from llmbench.engines.base import (
     ENGINES,
     Capability,
+    EngineOptions,
     Generation,
     GenerationSession,
     InferenceEngine,
+    InferenceOptions,
     LoadOptions,
     ModelRef,
     TrainingEngine,
@@ -85,6 +89,22 @@ def gpu_compile_options(batch: int, precision: str = "bf16") -> dict[str, Any]:
     return options
 
 
+class HFOptions(InferenceOptions):
+    """transformers' options: the mode, and whether the compiled mode fuses same-input projections (the
+    fused and unfused layouts are two code paths of one case)."""
+
+    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel", "fuse"})
+
+    fuse: bool = Field(True, description="mode = 'compiled': q/k/v and gate/up as one matmul each; false "
+                       "measures the unfused layout (what fusion is worth)")
+
+    @model_validator(mode="after")
+    def _fuse_when_compiled(self) -> HFOptions:
+        if not self.fuse and self.mode != "compiled":
+            raise ValueError("fuse = false applies to mode = 'compiled' only (eager never fuses)")
+        return self
+
+
 @ENGINES.register("hf")
 class HFEngine(InferenceEngine, TrainingEngine):
     description = "Hugging Face transformers generate(): eager (dynamic cache) or compiled (static cache)"
@@ -95,6 +115,8 @@ class HFEngine(InferenceEngine, TrainingEngine):
         Capability.TOKEN_TIMESTAMPS, Capability.LOGITS, Capability.CONVERT, Capability.PARTIAL_GENERATE,
     })
     precisions = frozenset(PRECISIONS)  # every precision of the axis, through torchao and bitsandbytes
+    Options: ClassVar[type[EngineOptions]] = HFOptions
+    options: HFOptions
 
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> HFSession:
         """Build the model in bf16 on the device (the reference precision), then convert it to
@@ -103,23 +125,22 @@ class HFEngine(InferenceEngine, TrainingEngine):
 
         built = build_model(model=model.model, pretrained=model.pretrained, weights=model.weights,
                             device=device.torch_device, seed=model.seed)
-        session = HFSession(built, options.mode, fuse=options.fuse_projections)
+        session = HFSession(built, self.options.mode, fuse=self.options.fuse)
         if options.precision != "bf16":
             session.convert(options.precision)
         return session
 
-    @classmethod
-    def session_key(cls, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
+    def session_key(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
         """Eager sessions serve any batch and length (generate() with a dynamic cache): the model and
         its precision are the session. A compiled session is not shared: its compile options and
         graphs follow the first batch it runs (gpu_compile_options), and a second batch size in one
         process would make torch.compile recompile with a dynamic batch, another code path."""
-        if options.mode != "eager":
+        if self.options.mode != "eager":
             return None
         import json
 
         return json.dumps({"model": [model.model, model.pretrained, model.weights, model.seed],
-                           "precision": options.precision, "mode": options.mode}, sort_keys=True)
+                           "precision": options.precision, "mode": self.options.mode}, sort_keys=True)
 
     def load_for_training(self, model: ModelRef, options: TrainOptions, device: DeviceInfo) -> TrainingSession:
         """A training session: full, LoRA or QLoRA fine-tuning, optionally in fp8 (llmbench.engines.hf_train)."""

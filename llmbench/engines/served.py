@@ -1,8 +1,8 @@
 """The served-engine interface: an engine that runs as a server the case starts, asks for health, and
 stops, at a URL (the serving scenario loads it over HTTP). A served engine builds its server's command
-line from typed options (`ServeOptions`, subclassed per engine), so a suite says `engine = "vllm"` and
-`engine_options = {max_model_len = 4096}` rather than a command line; `CommandServer` runs any other
-server from a raw command with placeholders.
+line from typed options (`ServeOptions`, subclassed per engine), so a suite says `[engine] name = "vllm",
+max_model_len = 4096` rather than a command line; the `command` engine runs any other server from a raw
+command with placeholders, and the `url` engine is a server already running elsewhere.
 """
 
 from __future__ import annotations
@@ -11,27 +11,36 @@ import sys
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from llmbench import precision as prec
-from llmbench.engines.base import Engine
+from llmbench.engines.base import Engine, EngineOptions
 from llmbench.precision import DeviceInfo
-from llmbench.serving.server import ServerProcess, answers, fill
+from llmbench.serving.server import ServerProcess, answers
 
 
-class ServeOptions(BaseModel):
-    """How a served engine runs: what every server has. `precision` and `tensor_parallel` come from the
-    case (its precision and n_gpus); an engine's subclass adds its own settings, which a suite gives as
-    `engine_options` (unknown keys are errors)."""
+class ServeOptions(EngineOptions):
+    """How a served engine runs: what every server has; an engine's subclass adds its own settings.
+    `tensor_parallel` is the case's placement (its GPUs), checked against it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    case_fields: ClassVar[frozenset[str]] = frozenset({"precision", "tensor_parallel"})
+    tensor_parallel: int = Field(1, ge=1, description="GPUs the server shards the model over (the case's placement)")
+    server_env: dict[str, str] | None = Field(None, description="environment variables added for the server")
+    ready_timeout_s: float = Field(900.0, gt=0, description="how long a started server may take to answer")
+    server_scope: Literal["case", "suite"] = Field(
+        "case", description="case: a server started and stopped per case; suite: started by the first case "
+        "and kept for the next cases with the same server (a sweep pays one start; turn off the server's "
+        "prefix cache, since every point sends prompts of the same seed), stopped when the suite ends")
 
-    precision: str = "bf16"
-    tensor_parallel: int = Field(1, ge=1, description="GPUs the server shards the model over")
-    max_model_len: int | None = Field(None, ge=1, description="longest prompt + output; None: the model's limit")
+    def server_record(self) -> dict[str, Any]:
+        """The server's part of a serving case's params, as the serving scenario's params held them."""
+        return {"url": None, "server": None, "server_env": self.server_env, "ready_timeout_s": self.ready_timeout_s,
+                **({"server_scope": self.server_scope} if self.server_scope != "case" else {})}
+
+    def record(self) -> dict[str, Any]:
+        own = self.model_dump(mode="json", exclude_unset=True, exclude=set(ServeOptions.model_fields))
+        return {**self.server_record(), "engine": self.name, **({"engine_options": own} if own else {})}
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class ServerSite:
     tokenizer_dir: str
     model_dir: str | None = None  # a preset's config dir (random weights); None: `model` is a hub id or path
     python: str = field(default=sys.executable)
+    precision: str = "bf16"  # what a served engine that builds its command runs (the case's precision)
 
     @property
     def url(self) -> str:
@@ -62,25 +72,32 @@ class ServedEngine(Engine):
     its whole group) is llmbench.serving.server's."""
 
     kind = "served engine"
-    Options: ClassVar[type[ServeOptions]] = ServeOptions
-    precisions: ClassVar[frozenset[str]] = frozenset({"bf16"})
+    options_attr: ClassVar[str] = "ServedOptions"
+    ServedOptions: ClassVar[type[EngineOptions]] = ServeOptions
+    # the precisions it serves (it builds the command that sets them); empty: the command sets its own
+    precisions: ClassVar[frozenset[str]] = frozenset()
+    starts: ClassVar[bool] = True  # the case starts it (a server already running elsewhere does not)
+    options: ServeOptions
 
-    def __init__(self, options: ServeOptions | None = None) -> None:
-        self.options = options if options is not None else self.Options.model_validate({})
+    def __init__(self, options: EngineOptions | None = None) -> None:
+        self.options = options if isinstance(options, ServeOptions) else self.ServedOptions(name=self.name)  # type: ignore[assignment]
         self.site: ServerSite | None = None
         self.process: ServerProcess | None = None
 
-    @classmethod
-    def serve_reason(cls, options: ServeOptions, device: DeviceInfo) -> str | None:
-        """Why this server cannot run here with `options` (not installed, a precision it cannot run or
-        this device cannot); None if it can. Asked before anything starts."""
-        missing = cls.missing_reason()
-        if missing:
+    def serve_reason(self, precision: str | None, device: DeviceInfo) -> str | None:
+        """Why this server cannot run here (not installed, a precision it cannot run or this device
+        cannot); None if it can. Asked before anything starts."""
+        missing = self.missing_reason()
+        if missing or not self.precisions:
             return missing
-        if options.precision not in cls.precisions:
-            return (f"engine {cls.name!r} cannot serve precision {options.precision!r}; valid: "
-                    f"{', '.join(sorted(cls.precisions))}")
-        return prec.device_reason(options.precision, device)
+        if precision not in self.precisions:
+            return (f"engine {self.name!r} cannot serve precision {precision!r}; valid: "
+                    f"{', '.join(sorted(self.precisions))}")
+        return prec.device_reason(precision, device)
+
+    def gpus(self, placed: int) -> int:
+        """The GPUs the server runs on (per-GPU figures): the case's, where the case starts it."""
+        return placed
 
     def wants_model_dir(self) -> bool:
         """Whether the server loads a preset's config dir (written by the scenario) when there is one."""
@@ -120,27 +137,3 @@ class ServedEngine(Engine):
     def stop(self) -> int | None:
         """Stop the server and its process group; its exit code (None if it never started)."""
         return self.process.stop() if self.process is not None else None
-
-
-class CommandServer(ServedEngine):
-    """Any OpenAI-compatible server from a raw command line with placeholders ({python} {host} {port}
-    {model} {model_dir} {tokenizer_dir}); a suite's `server = [...]`. Not registered: it has no name a
-    suite could give, only its command."""
-
-    name = "command"
-    description = "a server started from a raw command line"
-
-    def __init__(self, argv: list[str]) -> None:
-        super().__init__()
-        self.argv = list(argv)
-
-    def wants_model_dir(self) -> bool:
-        return any("{model_dir}" in a for a in self.argv)
-
-    def command(self, site: ServerSite) -> list[str]:
-        return fill(self.argv, site.values())
-
-    @classmethod
-    def module(cls, argv: list[str]) -> str | None:
-        """The module of a `{python} -m module ...` command (to say when it is not installed)."""
-        return argv[2] if len(argv) >= 3 and argv[1] == "-m" and "python" in argv[0] else None

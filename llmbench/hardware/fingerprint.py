@@ -10,6 +10,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,15 @@ from llmbench.hardware import mig, nvml
 from llmbench.hardware.specs import slug_for
 from llmbench.precision import DeviceInfo
 
-PACKAGES = (
+PACKAGES = (  # engines add their own distributions (Engine.distributions), passed down by the case process
     "torch", "triton", "numpy", "transformers", "accelerate", "peft", "bitsandbytes", "torchao",
-    "transformer-engine", "vllm", "tensorrt-llm", "pydantic", "nvidia-ml-py", "timm",
+    "transformer-engine", "pydantic", "nvidia-ml-py", "timm",
 )
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(extra: Sequence[str] = ()) -> dict[str, str]:
     out = {}
-    for name in PACKAGES:
+    for name in dict.fromkeys([*PACKAGES, *extra]):
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -175,8 +176,9 @@ def gpu_id_hash(uuids: list[str]) -> str | None:
     return hashlib.sha256(b"llmbench-gpu:" + ",".join(known).encode()).hexdigest()[:12] if known else None
 
 
-def collect() -> dict[str, Any]:
-    """The whole `env` block of a result set, as seen from a case process."""
+def collect(packages: Sequence[str] = ()) -> dict[str, Any]:
+    """The whole `env` block of a result set, as seen from a case process; `packages`: distributions
+    whose versions it records beside PACKAGES (the engines')."""
     import torch
 
     gpu = gpu_info()
@@ -185,7 +187,7 @@ def collect() -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()}",
-        "packages": package_versions(),
+        "packages": package_versions(packages),
         "cpu": cpu_info(),
         "torch_threads": torch.get_num_threads(),
     }

@@ -15,10 +15,9 @@ from typing import Literal
 from llmbench.hardware import nvml
 
 Level = Literal["ok", "warn", "fail"]
-OPTIONAL = {
-    "transformers": "pip install 'llmbench[hf]'", "bitsandbytes": "pip install bitsandbytes",
-    "torchao": "pip install torchao", "transformer_engine": "pip install 'llmbench[te]'",
-    "vllm": "pip install 'llmbench[vllm]'", "tensorrt_llm": "pip install 'llmbench[trtllm]'",
+OPTIONAL = {  # packages of no engine; each engine says what it needs and how to install it (Engine.install)
+    "bitsandbytes": "pip install bitsandbytes", "torchao": "pip install torchao",
+    "transformer_engine": "pip install 'llmbench[te]'",
 }
 
 
@@ -82,6 +81,12 @@ def collect_checks() -> list[Check]:
     for mod, how in OPTIONAL.items():
         there = importlib.util.find_spec(mod) is not None
         checks.append(Check(f"package {mod}", "ok" if there else "warn", "installed" if there else f"missing: {how}"))
+    from llmbench.engines.base import ENGINES
+
+    for name, engine in ENGINES:
+        if engine.packages:
+            missing = engine.missing_reason()
+            checks.append(Check(f"engine {name}", "warn" if missing else "ok", missing or "installed"))
     return checks
 
 

@@ -120,9 +120,17 @@ def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str
     env.setdefault("PYTHONUNBUFFERED", "1")
     shared = run_compile_cache()
     if shared and compile_cache.ENV_DIR not in env:  # a user's own inductor cache folder is kept as it is
-        env.update(compile_cache.cache_env(shared, env))
+        env.update(compile_cache.cache_env(shared, env, engine_cache_dirs()))
     env.update(extra or {})
     return env
+
+
+@functools.cache
+def engine_cache_dirs() -> dict[str, str]:
+    """The on-disk caches the engines declare (Engine.cache_dirs), for the run's compile cache folder."""
+    from llmbench.engines.base import ENGINES
+
+    return {var: sub for _, engine in ENGINES for var, sub in engine.cache_dirs.items()}
 
 
 @functools.cache

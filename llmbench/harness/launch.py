@@ -2,8 +2,8 @@
 runs and writes the result set; it asks this layer where a case goes and to run it there.
 
 - `GpuSlots` owns the --gpus entries (slots): which running case holds which, handed out in --gpus
-  order, given back when the case ends; a case gets its slots as CUDA_VISIBLE_DEVICES
-  (`Placement.env`), set before torch is imported in its process.
+  order (as many as the case's placement asks), given back when the case ends; a case gets its slots
+  as CUDA_VISIBLE_DEVICES (`SlotGrant.env`), set before torch is imported in its process.
 - A `Launcher` runs one case (or one probe of its max-batch search) at a placement and turns whatever
   happened into a `ChildOutcome`. `IsolatedProcess` is the kind every run uses: a fresh
   `python -m llmbench.harness.worker` process per case, killed with its process group at the case's
@@ -71,8 +71,8 @@ def gpu_slots(gpus: str | None) -> list[str]:
 
 
 def slots_needed(case: CaseSpec) -> int:
-    """How many GPUs a case takes: its scenario's `gpus_needed` (one unless the scenario spans several)."""
-    return max(1, case.scenario_obj().gpus_needed(case.params))
+    """How many GPUs a case takes: its placement's."""
+    return case.placement.gpus
 
 
 def check_parallel(gpus: str | None, parallel: bool) -> None:
@@ -82,7 +82,7 @@ def check_parallel(gpus: str | None, parallel: bool) -> None:
 
 
 @dataclass(frozen=True)
-class Placement:
+class SlotGrant:
     """Where one case runs: the slots it holds, its CUDA_VISIBLE_DEVICES (None: the machine's own, no
     --gpus) and the environment of its process."""
 
@@ -101,23 +101,27 @@ class GpuSlots:
         self.slots = gpu_slots(gpus)
         self.extra_env = dict(extra_env or {})
         self._free = list(self.slots)
+        self._alone = False  # an exclusive case holds the run's GPUs to itself
 
-    def whole(self) -> Placement:
+    def whole(self) -> SlotGrant:
         """Every --gpus entry (or the machine's GPUs when none is given): a serial run's cases, the fingerprint."""
-        return Placement(tuple(self.slots), self.gpus, child_env(self.gpus, self.extra_env))
+        return SlotGrant(tuple(self.slots), self.gpus, child_env(self.gpus, self.extra_env))
 
     def too_many(self, need: int) -> str | None:
         """Why a case needing `need` slots can never run in this run (a skip reason); None when it can."""
         return f"the case needs {need} GPUs; --gpus gives {len(self.slots)}" if need > len(self.slots) else None
 
-    def take(self, need: int) -> Placement | None:
-        """The first `need` free slots, now held; None while fewer are free (cases wait in order)."""
-        if need > len(self._free):
+    def take(self, need: int, exclusive: bool = False) -> SlotGrant | None:
+        """The first `need` free slots, now held; None while fewer are free (cases wait in order), and
+        for an `exclusive` case (its placement's) until every slot is free; nothing else starts beside it."""
+        if need > len(self._free) or self._alone or (exclusive and len(self._free) < len(self.slots)):
             return None
+        self._alone = exclusive
         taken, self._free = self._free[:need], self._free[need:]
         visible = ",".join(taken)
-        return Placement(tuple(taken), visible, child_env(visible, self.extra_env))
+        return SlotGrant(tuple(taken), visible, child_env(visible, self.extra_env))
 
-    def release(self, placement: Placement) -> None:
+    def release(self, placement: SlotGrant) -> None:
         """A case ended: its slots are free again, back in --gpus order."""
         self._free = [s for s in self.slots if s in self._free or s in placement.slots]
+        self._alone = False

@@ -210,9 +210,9 @@ def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
 def shared_time(quote: CaseTime, case: CaseSpec, measured: dict[str, MeasuredCase]) -> CaseTime:
     """The quote of a case that will run on a session an earlier case of its share group loaded: its
     time when it last ran so, else its measured time less the load that measurement paid (nothing to
-    take off where it was not measured by id). Measured alone, a shared vLLM case's time less its
-    build still holds the process start and engine shutdown that a shared one does not pay, so the
-    quote errs long (a shared case's seconds: docs/measurements.md, "The headline in one oneshot")."""
+    take off where it was not measured by id). Measured alone, a shared case's time less its build
+    still holds the process start and engine shutdown that a shared one does not pay, so the quote
+    errs long (a shared case's seconds: docs/measurements.md, "The headline in one oneshot")."""
     m = measured.get(case.id)
     if quote.source != "skipped" and m is not None and (s := m.shared_seconds()) is not None:
         return CaseTime(s, "measured", m.gpu, shared=True)
@@ -280,11 +280,13 @@ def estimate_time(case: CaseSpec) -> float:
 
 
 def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
-    """Why the case cannot run on `device`, decided without starting its process (the scenario's own
-    `skip_reason`), or that its params are broken (the check raised on them); None when it may run."""
+    """Why the case cannot run on `device`, decided without starting its process (its engine's missing
+    package, the scenario's own `skip_reason`), or that its params are broken (the check raised on them);
+    None when it may run."""
     scenario = case.scenario_obj()
     try:
-        return scenario.skip_reason(scenario.Params.model_validate(case.params_dict), device)
+        missing = scenario.engine.missing_reason() if scenario.engine is not None else None
+        return missing or scenario.skip_reason(scenario.Params.model_validate(case.params.model_dump()), device)
     except BROKEN_PARAMS as e:
         if isinstance(e, ValidationError):
             err = e.errors()[0]
@@ -299,7 +301,7 @@ RUNNER_SKIP = "runner"  # info.skipped_by of a case the runner skipped without s
 def done_before(results: list[CaseResult], cases: list[CaseSpec], device: DeviceInfo | None) -> set[str]:
     """The ids a resumed run does not run again: the cases measured ok or skipped, except those the
     runner skipped (a package not installed, a GPU they cannot run on) that it would start now: what
-    made them skip is gone (vLLM installed after a oneshot skipped its cases), so `--resume` runs
+    made them skip is gone (an engine installed after a oneshot skipped its cases), so `--resume` runs
     them. A case its own process skipped stays done (finding out again would cost that process)."""
     specs = {c.id: c for c in cases}
 

@@ -38,7 +38,7 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
 from llmbench.harness.isolation import ChildOutcome, fingerprint, sweep_stale_tmp
-from llmbench.harness.launch import GpuSlots, IsolatedProcess, Launcher, Placement, ProgressFn, slots_needed
+from llmbench.harness.launch import GpuSlots, IsolatedProcess, Launcher, ProgressFn, SlotGrant, slots_needed
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
 from llmbench.harness.max_batch import (
     INFO_KEY,
@@ -359,7 +359,7 @@ def batch_search(case: CaseSpec) -> BatchSearch | None:
     return search if search is not None and search.wanted(case.params_dict) else None
 
 
-def _run_serial(units: list[list[CaseSpec]], run: _Run, where: Placement) -> None:
+def _run_serial(units: list[list[CaseSpec]], run: _Run, where: SlotGrant) -> None:
     """One unit after another, each placed on every --gpus entry (`where`): a case alone in its own
     process, or a share group's cases one after another in one process (`_run_group`)."""
     index = {c.id: i for i, c in enumerate(c for unit in units for c in unit)}
@@ -382,7 +382,7 @@ def _run_serial(units: list[list[CaseSpec]], run: _Run, where: Placement) -> Non
             _run_alone(case, run, where, index[case.id])
 
 
-def _run_alone(case: CaseSpec, run: _Run, where: Placement, i: int, group: ShareGroupInfo | None = None) -> None:
+def _run_alone(case: CaseSpec, run: _Run, where: SlotGrant, i: int, group: ShareGroupInfo | None = None) -> None:
     """One case in a process of its own (its max-batch search first, where it asks for one)."""
     others = run.others_on(case, where.visible)
     run.ui.case_start(case, i)
@@ -392,7 +392,7 @@ def _run_alone(case: CaseSpec, run: _Run, where: Placement, i: int, group: Share
     run.record(case, result, where.visible, others, group)
 
 
-def _run_group(cases: list[CaseSpec], run: _Run, where: Placement, index: dict[str, int]) -> None:
+def _run_group(cases: list[CaseSpec], run: _Run, where: SlotGrant, index: dict[str, int]) -> None:
     """A share group: its cases one after another in one process, on the session the first loads; each
     is recorded as it ends. The first case that does not end ok or skipped stops the group (its shared
     session may be what failed): that case (unless it ran past its timeout) and the rest then run alone,
@@ -411,7 +411,7 @@ def _run_group(cases: list[CaseSpec], run: _Run, where: Placement, index: dict[s
             run.ui.case_start(cases[i + 1], index[cases[i + 1].id])
 
     run.ui.case_start(cases[0], index[cases[0].id])
-    specs = [{**_spec(c, run.opts.device), "id": c.id} for c in cases]
+    specs = [{**c.worker_spec(run.opts.device), "id": c.id} for c in cases]
     outcomes = run.opts.launcher.run_group(specs, where.env, done, run.ui.case_progress, run.ui.warn)
     if len(outcomes) == len(cases) and outcomes[-1].status in ("ok", "skipped"):
         return
@@ -422,7 +422,7 @@ def _run_group(cases: list[CaseSpec], run: _Run, where: Placement, index: dict[s
         _run_alone(case, run, where, index[case.id], ShareGroupInfo(cases=ids, index=i, ran="alone", stopped=stopped))
 
 
-Finished = tuple[CaseSpec, Placement, "CaseResult | BaseException", list[dict[str, Any]]]
+Finished = tuple[CaseSpec, SlotGrant, "CaseResult | BaseException", list[dict[str, Any]]]
 
 
 def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
@@ -449,7 +449,7 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 return
             run.ui.case_probe(case, probe)
 
-    def work(case: CaseSpec, where: Placement, others: list[dict[str, Any]]) -> None:
+    def work(case: CaseSpec, where: SlotGrant, others: list[dict[str, Any]]) -> None:
         try:
             result = run_one(case, where.env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force,
                              on_probe=partial(lambda c, p: heard.put((c, p)), case), launcher=run.opts.launcher)
@@ -476,7 +476,7 @@ def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
                 if run.defer_if_over_budget(case):
                     pending.pop(0)
                     continue
-                where = run.slots.take(need)
+                where = run.slots.take(need, case.placement.exclusive)
                 if where is None:
                     break  # in order: the next case waits for its slots
                 pending.pop(0)
@@ -553,7 +553,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
     that asks for a max-batch search searches its batch first, each probe run by the same launcher, its
     probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""
     launcher = launcher or IsolatedProcess()
-    spec = _spec(case, device)
+    spec = case.worker_spec(device)
     started = utc_now()
     t0 = time.perf_counter()
     search = None
@@ -581,12 +581,6 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
         if log is not None and out.status == "ok":  # done: the result set holds the probes now
             log.clear()
     return _result_of(case, out, started, time.perf_counter() - t0)
-
-
-def _spec(case: CaseSpec, device: str) -> dict[str, Any]:
-    """What the case process reads (worker.run_case)."""
-    return {"scenario": case.scenario, "params": case.params_dict, "settings": case.settings.model_dump(),
-            "device": device}
 
 
 def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) -> CaseResult:

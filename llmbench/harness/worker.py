@@ -51,23 +51,32 @@ def _is_oom(e: BaseException) -> bool:
 
 
 def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict[str, Any]:
+    """One case from its spec (CaseSpec.worker_spec): the scenario bound to the engine the case names
+    (built here from its options) and its placement; the engine's own reason to skip (a package not
+    installed) comes before the scenario's."""
+    from llmbench.engines.base import build_engine, engine_options
     from llmbench.harness.launch_ranks import rank_launcher
     from llmbench.measure.timing import StopRule
+    from llmbench.placement import Placement
     from llmbench.registry import PluginError
     from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
 
     try:  # the plugins are imported again here: one that fails in this process is the case's reason
-        scenario = SCENARIOS.get(spec["scenario"])()
+        cls = SCENARIOS.get(spec["scenario"])
+        slot, table = cls.engine_slot, spec.get("engine")
+        table = table or ({"name": slot.default} if slot and slot.default else None)  # the scenario's own
+        engine = build_engine(engine_options(table, slot.interface), slot.interface) if slot and table else None
     except PluginError as e:
         return {"status": "failed", "reason": str(e)[:500]}
+    scenario = cls(engine, Placement.model_validate(spec.get("placement") or {}))
     params = scenario.Params.model_validate(spec["params"])
     rule = StopRule.model_validate(spec.get("settings", {}))
     device = device_info(spec.get("device", "auto"))
     out: dict[str, Any] = {"device": device.name}
-    reason = scenario.skip_reason(params, device)
+    reason = (engine.missing_reason() if engine else None) or scenario.skip_reason(params, device)
     if reason:
         return {**out, "status": "skipped", "reason": reason}
-    ctx = CaseContext(device, rule, engine=scenario.build_engine(params),  # the engine the case names
+    ctx = CaseContext(device, rule, engine=engine,  # the engine the case names
                       ranks=rank_launcher(scenario, rule.timeout_s),  # ranks: a multi-process case
                       shared=shared, case_id=str(spec.get("id", "")))  # shared: a share group's sessions
     from llmbench.hardware.power import PowerLimitError, case_power_limit
@@ -121,9 +130,10 @@ def main(argv: list[str]) -> int:
 
     watch_runner()  # a runner killed with kill -9 takes this process and what it started with it
     if len(argv) == 2 and argv[0] == "fingerprint":
+        from llmbench.engines.base import ENGINES
         from llmbench.hardware.fingerprint import collect
 
-        write_atomic(Path(argv[1]), json.dumps(collect()))
+        write_atomic(Path(argv[1]), json.dumps(collect([d for _, e in ENGINES for d in e.distributions])))
         return 0
     if len(argv) == 2 and argv[0] == "doctor":
         from llmbench.harness.doctor import write_checks

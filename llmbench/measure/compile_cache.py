@@ -6,11 +6,13 @@ AOTAutograd results under TORCHINDUCTOR_CACHE_DIR; the runner points every case 
 `--repeat` included) at one folder, so the second case of a model and precision loads its kernels.
 A cache hit replays the same generated code (and the autotuning choices made when it was written):
 the code path is the same; what the case saves is compilation time. Each case records whether its
-compilation was warm (`compile_cache_state`). vLLM keeps its own compile cache (VLLM_CACHE_ROOT): it
-goes in the same run folder, and a vLLM case notes whether it held anything when vLLM started."""
+compilation was warm (`compile_cache_state`). An engine that keeps its own compile cache declares its
+variable (Engine.cache_dirs): the harness passes them here, so each goes in a folder of the same run
+folder, and the engine notes what it held when it started."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +20,18 @@ ENV_DIR = "TORCHINDUCTOR_CACHE_DIR"
 USER_SETTING = "LLMBENCH_COMPILE_CACHE"  # a folder to keep across runs, or "off": no shared cache
 
 
-VLLM_ENV_DIR = "VLLM_CACHE_ROOT"  # vLLM's own compile cache (torch.compile of its model, CUDA-graph sizes)
-
-
 CACHE_SWITCHES = ("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE")  # turned on by cache_env
 
 
-def cache_env(folder: str, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment that makes a case process read and write inductor's caches in `folder`, and
-    vLLM's in `folder`/vllm (unless `environ`, the user's, already names a vLLM cache folder): a run
-    starts cold and its cases share what its earlier cases compiled, as with torch's own."""
+def cache_env(folder: str, environ: dict[str, str] | None = None,
+              engine_dirs: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment that makes a case process read and write inductor's caches in `folder`, and each
+    engine's own (`engine_dirs`: variable -> subfolder) in `folder`/subfolder, unless `environ`, the
+    user's, already sets that variable: a run starts cold and its cases share what its earlier cases
+    compiled, as with torch's own."""
     env = {ENV_DIR: folder, **dict.fromkeys(CACHE_SWITCHES, "1")}
-    if VLLM_ENV_DIR not in (environ or {}):
-        env[VLLM_ENV_DIR] = str(Path(folder) / "vllm")
-    return env
+    own = {var: str(Path(folder) / sub) for var, sub in (engine_dirs or {}).items()}
+    return env | {var: path for var, path in own.items() if var not in (environ or {})}
 
 
 def inductor_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -44,16 +44,6 @@ def inductor_environment(environ: dict[str, str] | None = None) -> dict[str, str
     env = os.environ if environ is None else environ
     return {k: v for k, v in sorted(env.items())
             if k.startswith("TORCHINDUCTOR_") and k != ENV_DIR and k not in CACHE_SWITCHES}
-
-
-def vllm_state() -> str:
-    """What vLLM's compile cache held when vLLM started: "empty" (a cold start), or "holds entries" (an
-    earlier case of the run compiled into it: this engine's configuration, or another whose kernels it
-    may share, so it starts faster: docs/measurements.md, "The headline in one oneshot")."""
-    import os
-
-    root = Path(os.environ.get(VLLM_ENV_DIR) or Path.home() / ".cache" / "vllm") / "torch_compile_cache"
-    return "holds entries" if root.is_dir() and any(root.iterdir()) else "empty"
 
 
 def counts() -> dict[str, int]:

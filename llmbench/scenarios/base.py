@@ -5,20 +5,20 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 from llmbench import precision as prec
 from llmbench.caseinfo import CaseInfo
-from llmbench.engines.base import Engine, engine_class
+from llmbench.engines.base import Engine, EngineOptions, engine_class
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
-from llmbench.ids import params_text
 from llmbench.measure import progress
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
+from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
@@ -237,11 +237,14 @@ class WorkerSettings:
 @dataclass(frozen=True)
 class EngineSlot:
     """A scenario whose cases run on an engine: the interface it needs (InferenceEngine,
-    TrainingEngine, ServedEngine) and the param that names it. The case process builds that engine and
-    hands it over in the CaseContext; a case whose param is None gets none."""
+    TrainingEngine, ServedEngine) and the engine a case that names none runs on (None: a case must name
+    one). The case's `[engine]` table names it; the case process builds it and hands it over in the
+    CaseContext. `named_by`: params of old suite files that named an engine by holding its main option
+    (serving's `server` the `command` engine, `url` the `url` engine; the option has the engine's name)."""
 
     interface: type[Engine]
-    param: str = "engine"
+    default: str | None = None
+    named_by: dict[str, str] = field(default_factory=dict)
 
 
 SweepPoint = tuple[int, float, float | None]  # (batch, speed, GPU busy fraction or None)
@@ -267,7 +270,8 @@ class Scenario(ABC):
     What the harness and the report do for some scenarios only, a scenario declares here and they read
     generically (never a scenario's name or its params' names): `gpus_needed`, `rank_entry`,
     `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `bottleneck_sweep`, and the engine
-    a case runs on (`engine_slot`, built by `build_engine` and handed over in the CaseContext)."""
+    a case runs on (`engine_slot`: the instance of a case holds its engine and placement, and the case
+    process hands the engine over in the CaseContext)."""
 
     name: ClassVar[str]
     Params: ClassVar[type[ScenarioParams]]
@@ -286,17 +290,55 @@ class Scenario(ABC):
     sweep_axes: ClassVar[tuple[str, ...]] = ()
     metric_axes: ClassVar[dict[str, str]] = {}
     power_limit_param: ClassVar[str | None] = None  # the param a power-limit sweep varies (analysis/power.py)
+    default_placement: ClassVar[Placement] = Placement.model_validate({})  # the GPUs of a case that gives no placement
+    # the param that held a case's GPU count before placement was a field of its own (ddp `gpus`, serving
+    # `n_gpus`): the record (and so the id) keeps it under that name
+    gpus_param: ClassVar[str | None] = None
 
-    def build_engine(self, params: Any) -> Engine | None:
-        """The engine this case names, built for the case process to hand to run() (ctx.engine); None
-        where the scenario declares no engine_slot or the case names none."""
-        slot = self.engine_slot
-        name = getattr(params, slot.param) if slot is not None else None
-        return engine_class(name, slot.interface)() if slot is not None and name is not None else None
+    def __init__(self, engine: Engine | None = None, placement: Placement | None = None) -> None:
+        self.engine = engine  # the case's engine (built from its [engine] table), None for a scenario of none
+        self.placement = placement or self.default_placement
 
-    def gpus_needed(self, params: Any) -> int:
-        """The GPUs a case takes (slots under --parallel): one, unless the scenario spans several."""
-        return 1
+    @classmethod
+    def record(cls, params: ScenarioParams, engine: EngineOptions | None, placement: Placement) -> dict[str, Any]:
+        """A case's params as a result set records them and its id hashes them: the scenario's params, the
+        engine's options and the GPUs in the spelling they had as params (`EngineOptions.record`,
+        `gpus_param`), so a case keeps its id whichever way its suite file writes it. A placement enters
+        under its own name only where it says more than the engine's tensor parallelism does."""
+        out = params.model_dump(mode="json")
+        implied = getattr(engine, "tensor_parallel", cls.default_placement.gpus)
+        if cls.gpus_param is not None:
+            out[cls.gpus_param] = placement.gpus
+        elif placement.gpus != implied:
+            out["placement"] = {"gpus": placement.gpus}
+        return out | (engine.record() if engine is not None else {})
+
+    @classmethod
+    def split(cls, flat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
+        """A case written before the engine and placement were fields of their own (their keys among the
+        params: `engine`, `mode`, `tensor_parallel`, `fuse`, `engine_options`, `server`, `url`, `n_gpus`,
+        `gpus`, ...) as (params, [engine] table, placement); keys it does not know stay in the params,
+        whose validation names them."""
+        fields = cls.Params.model_fields
+        params = {k: v for k, v in flat.items() if k in fields}
+        rest = {k: v for k, v in flat.items() if k not in fields and v is not None}  # a record's None: not set
+        slot, table = cls.engine_slot, None
+        if slot is not None:
+            name = rest.pop("engine", None) or next((e for k, e in slot.named_by.items() if k in rest), slot.default)
+            if name is not None:
+                options = engine_class(str(name), slot.interface).options_model(slot.interface).model_fields
+                table = {"name": name, **(rest.pop("engine_options", None) or {})}
+                for old, engine in slot.named_by.items():
+                    if engine == name and old in rest:
+                        table[engine] = rest.pop(old)
+                table |= {k: rest.pop(k) for k in list(rest) if k in options and k != "name"}
+        placement = {"gpus": rest.pop(cls.gpus_param)} if cls.gpus_param in rest else None
+        return params | rest, table, placement
+
+    def complete(self, params: Any) -> Any:
+        """The params of a case as its engine completes them (serving: the precision a served engine
+        runs); the params as they are by default."""
+        return params
 
     def share_key(self, params: Any, device: DeviceInfo) -> str | None:
         """What a case loads that the next cases of the same key could run on in the same process,
@@ -343,10 +385,6 @@ class Scenario(ABC):
     @abstractmethod
     def run(self, params: Any, ctx: CaseContext) -> None:
         """Run the case, recording metrics on ctx. Raise Skip for a case that cannot run here."""
-
-    @staticmethod
-    def label(params: ScenarioParams) -> str:
-        return params_text(params.model_dump())
 
 
 SCENARIOS: Registry[Scenario] = Registry("scenario", "llmbench.scenarios")

@@ -14,20 +14,19 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from llmbench.engines.base import TrainingEngine
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import known_preset
+from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, RankEntry, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, RankEntry, Scenario, ScenarioParams
 
 
 class DDPParams(ScenarioParams):
-    engine: str = "hf"
     model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
     layers: int | None = Field(4, ge=1, description="keep the first n decoder layers; null: all")
     parallel: Literal["ddp", "fsdp"] = "ddp"
-    gpus: int = Field(2, ge=1, description="processes (one per GPU; CPU processes on a CPU)")
     batch_size: int = Field(4, ge=1, description="per GPU")
     seq_len: int = Field(1024, ge=2)
 
@@ -42,43 +41,42 @@ class DDP(Scenario):
     headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     rank_entry = RankEntry("llmbench.scenarios.ddp_rank", "train_rank")
-
-    def gpus_needed(self, params: Any) -> int:
-        return int(params.gpus)
+    engine_slot = EngineSlot(TrainingEngine, default="hf")
+    default_placement = Placement.model_validate({"gpus": 2})  # one process per GPU (CPU processes on a CPU)
+    gpus_param = "gpus"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
-        reason = tr.engine_reason(params.engine)
-        if reason:
-            return reason
+        gpus = self.placement.gpus
         if device.is_cuda:
             import torch
 
             visible = torch.cuda.device_count()
-            if params.gpus > visible:
-                return f"the case asks for {params.gpus} GPUs; {visible} visible here (CUDA_VISIBLE_DEVICES / --gpus)"
+            if gpus > visible:
+                return f"the case asks for {gpus} GPUs; {visible} visible here (CUDA_VISIBLE_DEVICES / --gpus)"
         return None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return 60.0
 
     def run(self, params: Any, ctx: CaseContext) -> None:
-        ctx.info["config"] = params.model_dump(mode="json")
-        ranks = self._launch(params, ctx, params.gpus)
+        gpus = self.placement.gpus
+        ctx.info["config"] = {**params.model_dump(mode="json"), "gpus": gpus}
+        ranks = self._launch(params, ctx, gpus)
         rank0 = ranks[0]
         ctx.record("step_ms", [s * 1e3 for s in rank0["step_s"]])
-        global_batch = params.batch_size * params.gpus
+        global_batch = params.batch_size * gpus
         ctx.record("train_samples_per_s", [global_batch / s for s in rank0["step_s"]])
         ctx.record("train_tokens_per_s", [global_batch * params.seq_len / s for s in rank0["step_s"]])
         ctx.info["rank_step_ms"] = {r["rank"]: [s * 1e3 for s in r["step_s"]] for r in ranks}
         ctx.info["loss_curve"] = rank0["losses"]
         if rank0["peak_memory_gib"] is not None:
             ctx.record_value("peak_memory_gib", max(r["peak_memory_gib"] for r in ranks))
-        if params.gpus > 1:
+        if gpus > 1:
             ctx.progress(0.5, "one-GPU baseline")
             one = self._launch(params, ctx, 1)[0]
             n_rate = global_batch / statistics.median(rank0["step_s"])
             one_rate = params.batch_size / statistics.median(one["step_s"])
-            ctx.record_value("scaling_efficiency", n_rate / (params.gpus * one_rate))
+            ctx.record_value("scaling_efficiency", n_rate / (gpus * one_rate))
             ctx.info["one_gpu_samples_per_s"] = one_rate
             ctx.info["one_gpu_step_ms"] = [s * 1e3 for s in one["step_s"]]
 

@@ -28,7 +28,6 @@ RECIPES = ("bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-cu
 
 
 class FP8TrainParams(ScenarioParams):
-    engine: str = "hf"
     model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
     layers: int | None = Field(2, ge=1, description="keep the first n decoder layers; null: the whole model")
     recipe: Literal["bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current"] = "torchao-tensorwise"
@@ -37,7 +36,6 @@ class FP8TrainParams(ScenarioParams):
     lr: float = Field(1e-4, gt=0)
 
     _known_model = field_validator("model")(known_preset)
-    _known_engine = field_validator("engine")(tr.known_training_engine)
 
 
 @SCENARIOS.register("fp8_train")
@@ -47,12 +45,12 @@ class FP8Train(Scenario):
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
-    engine_slot = EngineSlot(TrainingEngine)
+    engine_slot = EngineSlot(TrainingEngine, default="hf")
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         from llmbench.engines.hf_train import fp8_reason
 
-        return tr.engine_reason(params.engine) or fp8_reason(_fp8(params.recipe), device)
+        return fp8_reason(_fp8(params.recipe), device)
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return 2 * (rule.warmup_iters + rule.min_iters) * 0.5 + 30.0

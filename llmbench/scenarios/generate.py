@@ -28,7 +28,6 @@ from llmbench.engines.base import (
     LoadOptions,
     ModelRef,
     RequestTiming,
-    engine_class,
 )
 from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
@@ -55,17 +54,10 @@ class GenerateParams(ScenarioParams):
     weights: Literal["random", "pretrained"] = Field(
         "random", description="random: exact shapes, no download; pretrained: from_pretrained(pretrained)"
     )
-    engine: str = "hf"
     precision: str = "bf16"
     batch_size: int = Field(1, ge=1)
     input_len: int = Field(128, ge=1)
     output_len: int = Field(128, ge=2, description=">= 2: TPOT = (E2E - TTFT) / (N - 1)")
-    mode: Literal["eager", "compiled"] = "eager"
-    tensor_parallel: int = Field(1, ge=1, description="GPUs the engine shards the model over (engines that can)")
-    fuse: bool = Field(True, description="mode=compiled on the hf engine: q/k/v and gate/up as one matmul each; "
-                       "false measures the unfused layout (what fusion is worth)")
-
-    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel", "fuse"})
 
     @model_validator(mode="before")
     @classmethod
@@ -83,12 +75,6 @@ class GenerateParams(ScenarioParams):
             raise ValueError(f"unknown precision {v!r}; valid: {', '.join(prec.PRECISIONS)}")
         return v
 
-    @field_validator("engine")
-    @classmethod
-    def _known_engine(cls, v: str) -> str:
-        engine_class(v, InferenceEngine)
-        return v
-
     @model_validator(mode="after")
     def _consistent(self) -> GenerateParams:
         if (self.model is None) == (self.pretrained is None):
@@ -97,9 +83,6 @@ class GenerateParams(ScenarioParams):
             )
         if self.weights == "pretrained" and self.pretrained is None:
             raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>'")
-        if not self.fuse and (self.mode != "compiled" or self.engine != "hf"):
-            raise ValueError("fuse = false applies to engine = 'hf' with mode = 'compiled' only "
-                             "(eager never fuses; other engines lay out their own layers)")
         if self.model is not None:
             limit = PRESETS[self.model].max_positions
             if self.input_len + self.output_len > limit:
@@ -198,11 +181,14 @@ class GenerateScenario(Scenario):
     metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
     Params = GenerateParams
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
-    engine_slot = EngineSlot(InferenceEngine)
+    engine_slot = EngineSlot(InferenceEngine, default="hf")
     Info = StepInfo
 
-    def gpus_needed(self, params: Any) -> int:
-        return int(params.tensor_parallel)
+    @property
+    def inference(self) -> InferenceEngine:
+        if not isinstance(self.engine, InferenceEngine):
+            raise RuntimeError("a generate case runs on an inference engine: its [engine] table names one")
+        return self.engine
 
     # prefill is matrix math over the whole prompt; each decode step reads every weight once
     bounds: ClassVar[dict[str, Bound]] = {
@@ -216,12 +202,12 @@ class GenerateScenario(Scenario):
     description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
 
     def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
-        engine = engine_class(params.engine, InferenceEngine)
+        engine = self.inference
         why = engine.unsupported_reason(_load_options(params), device)
         if why:
             return why
         if not TIMING & engine.capabilities:
-            return f"engine {params.engine!r} reports no generation timing: {engine.lacks(TIMING)}"
+            return f"engine {engine.name!r} reports no generation timing: {engine.lacks(TIMING)}"
         return _memory_reason(params, device) if Capability.CONVERT in engine.capabilities else None
 
     def projected_composites(
@@ -256,7 +242,7 @@ class GenerateScenario(Scenario):
         )
         per_iter = 2.0 * (bound.prefill_s + bound.decode_step_s * params.output_len) + 0.005 * params.output_len
         build = 3.0 + shape.params / 2e9
-        compile_s = 60.0 if params.mode == "compiled" else 0.0
+        compile_s = 60.0 if self.inference.options.mode == "compiled" else 0.0
         timed = max(rule.min_seconds, rule.min_iters * per_iter)
         return build + compile_s + (rule.warmup_iters + 1) * per_iter + timed
 
@@ -264,11 +250,11 @@ class GenerateScenario(Scenario):
         """The engine's session key (InferenceEngine.session_key) for cases that load the model at their
         own precision; a case that converts in this process (reference logits in bf16 first) loads its
         own, since its session is the bf16 one until it converts."""
-        engine = engine_class(params.engine, InferenceEngine)
+        engine = self.inference
         if _converts_here(params, engine):
             return None
         key = engine.session_key(_model_ref(params), _load_options(params), device)
-        return None if key is None else f"{params.engine}:{key}"
+        return None if key is None else f"{engine.name}:{key}"
 
     def run(self, params: GenerateParams, ctx: CaseContext) -> None:
         engine = ctx.engine(InferenceEngine)
@@ -310,7 +296,7 @@ class GenerateScenario(Scenario):
             self._convert_with_accuracy(params, ctx, session)
         elif params.precision != REFERENCE:
             ctx.info["accuracy_reference"] = (
-                f"not measured: engine {params.engine!r} loads the model at {params.precision} "
+                f"not measured: engine {engine.name!r} loads the model at {params.precision} "
                 "(no bf16 logits of the same weights to compare with)"
             )
 
@@ -318,7 +304,8 @@ class GenerateScenario(Scenario):
 
         ids = synthetic_ids(session.vocab_size, params.batch_size, params.input_len, dev.torch_device, SEED)
         session.prepare(params.output_len)
-        ctx.progress(0.0, "compiling" if params.mode == "compiled" else "first call")
+        compiled = engine.options.mode == "compiled"
+        ctx.progress(0.0, "compiling" if compiled else "first call")
         cache_before, phases_before = compile_cache.counts(), compile_cache.phase_totals()
         t0 = time.perf_counter()
         session.generate(ids)
@@ -328,7 +315,7 @@ class GenerateScenario(Scenario):
         session.verify()
         ctx.info.update(session.info())
         ctx.code_path.update(session.code_path())
-        if params.mode == "compiled" and engine.in_process:
+        if compiled and engine.in_process:
             ctx.info.update(compile_cache.state(cache_before, compile_cache.counts()))
             if spent := compile_cache.phases(phases_before, compile_cache.phase_totals(), first_call_s):
                 ctx.info["compile_phases_s"] = spent
@@ -346,7 +333,7 @@ class GenerateScenario(Scenario):
             cpu_s.append(time.thread_time() - c0)
             if not per_token:
                 if not out.requests:
-                    raise RuntimeError(f"engine {params.engine!r} returned no request timings")
+                    raise RuntimeError(f"engine {engine.name!r} returned no request timings")
                 requests.append(out.requests)
 
         ctx.reset_peak_memory()
@@ -512,8 +499,7 @@ def _load_options(params: GenerateParams, precision: str | None = None) -> LoadO
     size = CaseSize(max_batch=params.batch_size, max_model_len=params.input_len + params.output_len,
                     output_len=params.output_len,
                     max_positions=PRESETS[params.model].max_positions if params.model is not None else None)
-    return LoadOptions(precision=precision or params.precision, mode=params.mode,
-                       tensor_parallel=params.tensor_parallel, fuse_projections=params.fuse, size=size)
+    return LoadOptions(precision=precision or params.precision, size=size)
 
 
 def _memory_reason(params: GenerateParams, device: DeviceInfo) -> str | None:

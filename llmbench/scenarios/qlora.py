@@ -27,7 +27,6 @@ BNB_INSTALL = "pip install 'llmbench[quant]'  (bitsandbytes)"
 
 
 class QLoRAParams(ScenarioParams):
-    engine: str = "hf"
     model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
     method: Literal["qlora", "lora", "full"] = Field(
         "qlora", description="qlora: nf4 base + LoRA; lora: bf16 base + LoRA; full: every weight in bf16")
@@ -44,7 +43,6 @@ class QLoRAParams(ScenarioParams):
     max_batch: bool = Field(False, description="the runner searches the largest batch_size that fits")
 
     _known_model = field_validator("model")(known_preset)
-    _known_engine = field_validator("engine")(tr.known_training_engine)
 
 
 def train_options(p: Any) -> TrainOptions:
@@ -62,12 +60,9 @@ class QLoRA(Scenario):
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
-    engine_slot = EngineSlot(TrainingEngine)
+    engine_slot = EngineSlot(TrainingEngine, default="hf")
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
-        reason = tr.engine_reason(params.engine)
-        if reason:
-            return reason
         if params.method != "full" and importlib.util.find_spec("peft") is None:
             return f"method {params.method!r} needs peft, which is not installed: pip install peft"
         needs_bnb = [w for w, on in (("nf4 weights (method 'qlora')", params.method == "qlora"),

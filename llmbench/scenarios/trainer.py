@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from llmbench.engines.base import TrainingEngine
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule
@@ -26,11 +27,10 @@ from llmbench.models.presets import PRESETS, known_preset
 from llmbench.models.synthetic import progression_batch
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
 
 
 class TrainerParams(ScenarioParams):
-    engine: str = "hf"
     model: str | None = Field(None, description="architecture preset (llmbench.models.presets)")
     pretrained: str | None = Field(None, description="hub id or local path whose config is used (random weights)")
     precision: Literal["fp32", "fp16", "bf16"] = Field(
@@ -41,7 +41,6 @@ class TrainerParams(ScenarioParams):
     lr: float = Field(5e-5, gt=0)
 
     _known_model = field_validator("model")(known_preset)
-    _known_engine = field_validator("engine")(tr.known_training_engine)
 
     @model_validator(mode="after")
     def _one_model(self) -> TrainerParams:
@@ -58,11 +57,9 @@ class TrainerScenario(Scenario):
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
     headline = ("train_samples_per_s", "step_ms", "peak_memory_gib")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    engine_slot = EngineSlot(TrainingEngine, default="hf")  # the transformers Trainer: hf's packages
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
-        reason = tr.engine_reason(params.engine)
-        if reason:
-            return reason
         if not device.is_cuda and params.precision == "fp16":
             return "fp16 mixed precision (Trainer --fp16) needs a GPU; this is " + device.name
         if not device.is_cuda and params.tf32:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from llmbench.engines.base import TrainingEngine, TrainingSession, engine_class
+from llmbench.engines.base import TrainingSession
 from llmbench.hardware.specs import match_name
 from llmbench.measure.timing import Measurement
 from llmbench.models.shape import ModelShape
@@ -20,15 +20,6 @@ from llmbench.scenarios.base import CaseContext
 
 LOSS_TAIL = 5  # train_loss is the mean of the last steps' losses
 DATA_BATCHES = 16  # distinct batches, made before timing and cycled
-
-def engine_reason(name: str) -> str | None:
-    """Why engine `name` cannot train here (not installed); None if it can."""
-    return engine_class(name, TrainingEngine).missing_reason()
-
-def known_training_engine(name: str) -> str:
-    """A params validator: `name` is a registered training engine."""
-    engine_class(name, TrainingEngine)
-    return name
 
 def peak_tflops(device: DeviceInfo, precision: str = "bf16") -> float | None:
     """The device's dense peak for `precision` from llmbench's GPU specs; None off a known GPU."""

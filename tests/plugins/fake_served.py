@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from llmbench.engines.base import ENGINES
+from llmbench.engines.base import ENGINES, EngineOptions
 from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
 
 
@@ -19,7 +19,7 @@ class FakeServeOptions(ServeOptions):
 @ENGINES.register("fake-served")
 class FakeServedEngine(ServedEngine):
     description = "test-only: the fake OpenAI server (fixed tokens at a set pace)"
-    Options: ClassVar[type[ServeOptions]] = FakeServeOptions
+    ServedOptions: ClassVar[type[EngineOptions]] = FakeServeOptions
     precisions = frozenset({"bf16", "fp8"})
 
     def wants_model_dir(self) -> bool:

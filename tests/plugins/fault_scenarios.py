@@ -100,7 +100,6 @@ class BatchOOM(Scenario):
 
 class ProbeParams(ScenarioParams):
     tag: int = 0
-    gpus: int = 1  # slots the case takes (as ddp's `gpus`)
     wait_for: int = 0  # wait until this many probe cases have started (proves they run side by side)
     skip_here: bool = False  # the parent skips it without starting a process (as a missing package does)
 
@@ -117,9 +116,6 @@ class Probe(Scenario):
 
     def estimate_s(self, params: Any, rule: Any) -> float:
         return 1.0
-
-    def gpus_needed(self, params: Any) -> int:
-        return params.gpus
 
     def skip_reason(self, params: Any, device: Any) -> str | None:
         lifted = os.environ.get("LLMBENCH_TEST_SKIP_LIFTED") == "1"  # as if the missing package came

@@ -1,0 +1,17 @@
+"""Where a case runs, as one field of the case (`placement = {gpus = 2}` in a suite): the GPUs it holds.
+The harness reads it (slots under --parallel, the rank count of a multi-process case); an engine's
+tensor-parallel degree is checked against it. Not part of a case's id beyond its GPU count."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Placement(BaseModel):
+    """The GPUs a case needs; `exclusive`: nothing else runs beside it under --parallel (it waits until
+    every slot is free and holds the run's GPUs to itself while it runs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpus: int = Field(1, ge=1, description="GPUs the case holds (slots under --parallel)")
+    exclusive: bool = Field(False, description="no other case runs beside it")
