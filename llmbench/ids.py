@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, model_serializer
 
 # A name that becomes part of a file or folder name (a suite's, serve-bench's --name and --gpu): one
 # path component that cannot climb out of its folder, hide as a dotfile or exceed a file name's length.
@@ -30,6 +32,23 @@ def name_problem(name: object) -> str | None:
 def is_path_name(name: object) -> bool:
     """Whether `name` may become part of a path llmbench writes (PATH_NAME_FORM)."""
     return name_problem(name) is None
+
+
+class AddedLater(BaseModel):
+    """A part of a case (scenario params, engine options) whose fields added after result sets were
+    published name themselves in `added_later`: each is left out of the dump (and so of the case id)
+    while it holds its default, so the cases measured before it existed keep their ids."""
+
+    added_later: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_added_defaults(self, handler: Any) -> Any:
+        data = handler(self)
+        fields = type(self).model_fields
+        for name in self.added_later if isinstance(data, dict) else ():
+            if name in data and getattr(self, name) == fields[name].default:
+                del data[name]
+        return data
 
 
 def case_id(scenario: str, params: dict[str, Any]) -> str:

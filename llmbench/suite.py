@@ -37,7 +37,6 @@ else:  # pragma: no cover
 
 SUITE_KEYS = {"name", "description", "defaults", "case", "share_engines"}
 CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params, StopRule settings, engine and placement
-AXES = ("engine", "placement")  # a case's fields beside its scenario's params
 SETTING_KEYS = set(StopRule.model_fields)
 SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the shipped suites (package data)
 SUITES_ENV = "LLMBENCH_SUITES"
@@ -254,7 +253,6 @@ def _expand_case(
         raise SuiteError(fname, f"{where}: unknown scenario", key="scenario", value=scen_name,
                          choices=SCENARIOS.names())
     scen = SCENARIOS.get(scen_name)
-    fields = set(scen.Params.model_fields)
     matrix = raw.get("matrix", {})
     if not isinstance(matrix, dict):
         raise SuiteError(fname, f"{where}: matrix must be a table of lists", key="matrix", value=matrix)
@@ -270,56 +268,34 @@ def _expand_case(
     keys = list(matrix)
     for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
         given = {**fixed, **dict(zip(keys, combo, strict=True))}
-        known = _known_keys(scen, {**defaults, **given})
-        for k in given:
-            if k not in known:
-                choices = fields | SETTING_KEYS | ({*AXES} if scen.engine_slot else {"placement"})
-                raise SuiteError(fname, f"{where}: unknown key for scenario {scen_name!r}", key=k,
-                                 choices=sorted(choices))
-        base = {k: v for k, v in defaults.items() if k in known}
-        used_defaults.update(base)
-        out.append(_case(scen, {**base, **given}, fname, where, old_keys))
+        out.append(_case(scen, {**defaults, **given}, fname, where, old_keys, set(given), used_defaults))
     return out
 
 
-def _engine_name(scen: type[Scenario], values: dict[str, Any]) -> str | None:
-    """The engine a case's keys name: `engine` (a name or a table's name), an old param that named one
-    (EngineSlot.named_by), or the scenario's default."""
-    slot = scen.engine_slot
-    if slot is None:
-        return None
-    given = values.get("engine")
-    name = given.get("name") if isinstance(given, dict) else given
-    return name or next((e for k, e in slot.named_by.items() if k in values), slot.default)
-
-
-def _known_keys(scen: type[Scenario], values: dict[str, Any]) -> set[str]:
-    """The keys a case of `scen` takes: its params, the harness settings, engine and placement, and the
-    keys of old suite files that `Scenario.split` moves into them."""
-    keys = set(scen.Params.model_fields) | SETTING_KEYS | {"placement"} | {k for k in [scen.gpus_param] if k}
-    slot, name = scen.engine_slot, _engine_name(scen, values)
-    if slot is not None:
-        keys |= {"engine", "engine_options", *slot.named_by}
-    if slot is not None and name in ENGINES and issubclass(cls := ENGINES.get(str(name)), slot.interface):
-        keys |= set(cls.options_model(slot.interface).model_fields) - {"name"}
-    return keys
-
-
-def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, old_keys: set[str]) -> CaseSpec:
+def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, old_keys: set[str],
+          given: set[str] | None = None, used: set[str] | None = None) -> CaseSpec:
     """One case from its keys (defaults, the case's own, a matrix point): settings, params, its [engine]
     table and placement, old spellings moved into them (noted in `old_keys`), tensor parallelism and GPUs
-    checked against each other, each part validated by its own model."""
+    checked against each other, each part validated by its own model. A key the scenario does not take
+    is an error where the case gives it (`given`; None: every key), and another scenario's in [defaults]."""
+    fields, slot = set(scen.Params.model_fields), scen.engine_slot
     settings = {k: values.pop(k) for k in list(values) if k in SETTING_KEYS}
-    given, placed = values.pop("engine", None), values.pop("placement", None)
-    table = {"name": given} if isinstance(given, str) else given
+    named, placed = values.pop("engine", None) if slot else None, values.pop("placement", None)
+    table = {"name": named} if isinstance(named, str) else named
     if (table is not None and not isinstance(table, dict)) or (placed is not None and not isinstance(placed, dict)):
         raise SuiteError(fname, f"{where}: engine is a name or a table (engine = {{name = \"vllm\", ...}}), "
-                         "placement a table (placement = {gpus = 2})", key="engine" if given else "placement")
-    slot = scen.engine_slot
+                         "placement a table (placement = {gpus = 2})", key="engine" if named else "placement")
     try:
-        name = {"engine": table["name"]} if table and "name" in table else {}
-        params, old, legacy_place = scen.split({**values, **name})
-        old_keys.update(set(values) - set(params))
+        params, old, legacy_place = scen.split({**values, **({"engine": table["name"]} if table and "name" in table
+                                                             else {})})
+        unknown = set(params) - fields
+        for k in sorted(unknown & (set(params) if given is None else given)):
+            raise SuiteError(fname, f"{where}: unknown key for scenario {scen.name!r}", key=k,
+                             choices=sorted(fields | SETTING_KEYS | {"placement"} | ({"engine"} if slot else set())))
+        params = {k: v for k, v in params.items() if k not in unknown}  # another scenario's [defaults]
+        old_keys.update(set(values) - set(params) - unknown - {"engine"})
+        if used is not None:  # the [defaults] keys some case took
+            used |= set(values) - unknown | {k for k, v in (("engine", named), ("placement", placed)) if v is not None}
         table = {**(old or {}), **(table or {})} if (old or table) else None
         place = {**(legacy_place or {}), **(placed or {})}
         if slot is not None and table is None:

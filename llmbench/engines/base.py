@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from llmbench import precision as prec
+from llmbench.ids import AddedLater
 from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 
@@ -77,22 +78,18 @@ class LoadOptions:
     size: CaseSize = field(default_factory=CaseSize)
 
 
-class EngineOptions(BaseModel):
+class EngineOptions(AddedLater):
     """A case's `[engine]` table: the engine's name and its own settings, validated by the options model
     the engine declares for the interface a scenario needs (unknown keys are errors). `record()` is how
     they enter the case's params (its id and its record in a result set), spelled as the params that held
     them before the engine was an axis of its own, so those cases keep their ids."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    added_later: ClassVar[frozenset[str]] = frozenset()  # left out of the record while at their defaults
 
     name: str
 
     def record(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude={"name"})
-        fields = type(self).model_fields
-        return {"engine": self.name, **{k: v for k, v in data.items()
-                                        if k not in self.added_later or v != fields[k].default}}
+        return {"engine": self.name, **self.model_dump(mode="json", exclude={"name"})}
 
 
 class InferenceOptions(EngineOptions):

@@ -28,11 +28,6 @@ class CommandServer(ServedEngine):
     ServedOptions: ClassVar[type[EngineOptions]] = CommandOptions
     options: CommandOptions
 
-    def __init__(self, options: EngineOptions | list[str] | None = None) -> None:
-        if isinstance(options, list):  # a bare command line
-            options = CommandOptions.model_validate({"name": "command", "command": options})
-        super().__init__(options)
-
     def wants_model_dir(self) -> bool:
         return any("{model_dir}" in a for a in self.options.command)
 

@@ -8,13 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+from pydantic import ConfigDict, model_validator
 
 from llmbench import precision as prec
 from llmbench.caseinfo import CaseInfo
 from llmbench.engines.base import Engine, EngineOptions, engine_class
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
+from llmbench.ids import AddedLater
 from llmbench.measure import progress
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
@@ -24,15 +25,11 @@ from llmbench.registry import Registry
 from llmbench.results import MetricResult
 
 
-class ScenarioParams(BaseModel):
-    """Parameters of one case. Every field is part of the case id; unknown keys are errors.
-
-    A param added to a scenario after result sets were published names itself in `added_later`: it is
-    left out of the case (and so of its id) while it holds its default, so the cases measured before it
-    existed keep their ids and still join in comparisons."""
+class ScenarioParams(AddedLater):
+    """Parameters of one case. Every field is part of the case id (but those `added_later`, at their
+    defaults); unknown keys are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    added_later: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="after")
     def _no_nan(self) -> ScenarioParams:
@@ -44,16 +41,6 @@ class ScenarioParams(BaseModel):
             if any(isinstance(v, float) and math.isnan(v) for v in values):
                 raise ValueError(f"{name} is NaN; give a number")
         return self
-
-    @model_serializer(mode="wrap")
-    def _omit_added_defaults(self, handler: Any) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            fields = type(self).model_fields
-            for name in self.added_later:
-                if name in data and getattr(self, name) == fields[name].default:
-                    del data[name]
-        return data
 
 
 class Skip(Exception):
