@@ -123,7 +123,7 @@ def wheel(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff on everything, mypy on the package."""
     _install(session, "hf", "report", "dev")
-    session.run("ruff", "check", "llmbench", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "llmbench", "tests", "benchmarks", "docs/runbooks", "noxfile.py")
     session.run("mypy", "llmbench")
 
 
