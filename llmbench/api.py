@@ -38,7 +38,7 @@ from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_from_folders, folders_for
 from llmbench.analysis.pages import Section, section, suite_cases
 from llmbench.analysis.prices import Price, resolve_prices
-from llmbench.analysis.runs import GpuRuns, load_sets, reference_dir
+from llmbench.analysis.runs import MEASURED_DATA, GpuRuns, load_sets
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.bundle import Bundle, is_bundle, write_new_bundle
 from llmbench.caseinfo import CaseInfo
@@ -46,7 +46,7 @@ from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import llmbench_info, local_device, local_slug
 from llmbench.harness.doctor import Check, run_checks
-from llmbench.harness.isolation import PACKAGE_ROOT, check_gpu_count
+from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import (
     CaseTime,
     MeasuredCase,
@@ -69,9 +69,9 @@ from llmbench.report.terminal import NUMBER, merge_numbers, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
-# the committed runs (a checkout's results/, else the package's export of them: runs.reference_dir): budget
-# quotes and measured ceilings on a fresh machine
-REFERENCE_RESULTS = reference_dir(Path(PACKAGE_ROOT) / "results")
+# the committed runs as the package ships them (`nox -s publish` exports them), the same from a checkout and a
+# pip install: budget quotes and measured ceilings on a fresh machine
+REFERENCE_RESULTS = MEASURED_DATA
 DEFAULT_ONESHOT_SUITES = ["headline"]
 FAILED_STATUSES = ("failed", "timeout")  # exit 1; "oom" too with strict
 CLOCK_EVERY_S = 60.0  # a oneshot prints its time against the budget at most this often (and at each suite's end)

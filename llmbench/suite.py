@@ -5,9 +5,9 @@ file, the key, the bad value and the valid choices (the CLI exits 2 and writes n
 
 Where a suite name is looked for, first match wins (`suite_folders`): the folders given with
 `--suites DIR`, then those in LLMBENCH_SUITES (separated like PATH), then `./suites/` and
-`./scenarios/` of the working directory, then the suites shipped in the package (llmbench/suites/,
-package data: an installed wheel has them). So a user's file of a shipped suite's name replaces the
-shipped one; `llmbench list suites` and `llmbench run` say so.
+`./scenarios/` of the working directory, then the suites shipped with the package (`shipped_suites_dir`).
+So a user's file of a shipped suite's name replaces the shipped one; `llmbench list suites` and
+`llmbench run` say so.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,24 @@ else:  # pragma: no cover
 SUITE_KEYS = {"name", "description", "defaults", "case", "share_engines"}
 CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params, StopRule settings, engine and placement
 SETTING_KEYS = set(StopRule.model_fields)
-SUITES_DIR = Path(__file__).resolve().parent / "suites"  # the shipped suites (package data)
+SOURCE_DIR = "scenarios"  # the repository's folder of the shipped suites, beside llmbench/ in a checkout
 SUITES_ENV = "LLMBENCH_SUITES"
 WORKDIR_FOLDERS = ("suites", "scenarios")  # a user's own suites beside where llmbench runs
 PACKAGED = "packaged"
 ONE_GPU = Placement.model_validate({})
+
+
+def shipped_suites_dir() -> Path:
+    """The suites shipped with llmbench: package data `llmbench/suites/` of an installed wheel (pyproject.toml
+    maps it from the repository's top-level scenarios/); run from a checkout (on PYTHONPATH, or installed
+    editable, where llmbench/suites/ does not exist), that scenarios/ folder itself."""
+    packaged = resources.files("llmbench") / "suites"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(str(resources.files("llmbench"))).parent / SOURCE_DIR
+
+
+SUITES_DIR = shipped_suites_dir().resolve()
 
 
 @dataclass(frozen=True)
@@ -137,14 +151,15 @@ def replaced_text(paths: Sequence[Path]) -> str:
 def suite_folders(extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
     """The folders suites are looked for in, first match wins, each with where it came from. A
     folder named with --suites or in LLMBENCH_SUITES must exist (a typo would silently fall back
-    to the shipped suite of the same name); the working directory's are used when present."""
+    to the shipped suite of the same name); the working directory's are used when present, unless one is
+    the shipped folder itself (./scenarios run from a checkout): that is listed once, as packaged."""
     named = [(Path(d), "--suites") for d in extra]
     named += [(Path(d), SUITES_ENV) for d in os.environ.get(SUITES_ENV, "").split(os.pathsep) if d]
     for d, how in named:
         if not d.is_dir():
             raise UserError(f"{how} {str(d)!r} is not a folder; give a folder of suite .toml files")
     here = [(Path.cwd() / d, f"./{d}") for d in WORKDIR_FOLDERS]
-    return [*named, *[(d, how) for d, how in here if d.is_dir()], (SUITES_DIR, PACKAGED)]
+    return [*named, *[(d, how) for d, how in here if d.is_dir() and d.resolve() != SUITES_DIR], (SUITES_DIR, PACKAGED)]
 
 
 def available_suites(extra: Sequence[Path] = ()) -> dict[str, SuiteFile]:

@@ -11,12 +11,12 @@ from test_compare_support import H100_ENV, H200_ENV, case, metric, result_set
 from typer.testing import CliRunner
 
 from llmbench.analysis.cost import break_even_price, cost_per
-from llmbench.analysis.prices import load_prices, parse_price, resolve_prices
+from llmbench.analysis.prices import first_list_prices, list_prices, load_prices, parse_price, resolve_prices
 from llmbench.commands import compare, report
 from llmbench.errors import UserError
+from llmbench.hardware.specs import lookup
 from llmbench.results import load, save
 
-ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
 
@@ -79,11 +79,15 @@ def test_cli_price_overrides_the_file_and_an_unknown_slug_names_the_valid_ones(t
         resolve_prices(["a100-sxm-80gb=1.29"], None, ["h100-sxm-80gb", "h200-sxm-141gb"])
 
 
-def test_example_prices_file_says_where_each_figure_came_from() -> None:
-    prices = load_prices(ROOT / "deploy" / "prices.example.toml")
-    assert prices
-    for slug, p in prices.items():
-        assert p.provider and p.source.startswith("https://") and p.checked, slug
+def test_each_list_price_says_where_it_came_from_and_the_first_of_each_gpu_prices_the_pages() -> None:
+    listed = list_prices()
+    assert listed
+    for slug, p in listed:
+        assert lookup(slug) is not None, slug  # a GPU of the spec table
+        assert p.provider and p.offer and p.source.startswith("https://") and p.checked, slug
+    first = first_list_prices()
+    assert set(first) == {slug for slug, _ in listed}
+    assert all(first[slug] == next(p for s, p in listed if s == slug) for slug in first)
 
 
 def _sets(tmp_path: Path) -> tuple[Path, Path]:

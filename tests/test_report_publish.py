@@ -7,6 +7,7 @@ from pathlib import Path
 
 from test_compare_support import h100_set, h200_set
 
+from llmbench.analysis.prices import Price, first_list_prices
 from llmbench.ids import case_id
 from llmbench.report.publish import publish
 from llmbench.results import CaseResult, ResultSet, save
@@ -65,16 +66,18 @@ def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
 def test_a_suite_one_gpu_ran_is_compared_with_the_other_gpus_runs_of_its_cases(tmp_path: Path) -> None:
     """The headline suite ran on one GPU only; its cases have the ids of the other GPU's suites' cases,
     and the rule takes each GPU's runs of a case from any of its sets: the page compares them, and adds
-    costs at the example prices where the file exists."""
+    the headline's costs at the prices given."""
     save(h100_set(suite="headline"), tmp_path / "results" / "h100-sxm-80gb" / "headline-1.json")
     save(h200_set(suite="quickstart"), tmp_path / "results" / "h200-sxm-141gb" / "quickstart-1.json")
-    prices = tmp_path / "deploy" / "prices.example.toml"
-    prices.parent.mkdir()
-    prices.write_text('[h100-sxm-80gb]\nusd_per_hour = 2.0\n\n[h200-sxm-141gb]\nusd_per_hour = 3.0\n')
-    md, *_ = publish(tmp_path / "results", after=None)
+    prices = {"h100-sxm-80gb": Price(2.0, provider="mine"), "h200-sxm-141gb": Price(3.0)}
+    md, *_ = publish(tmp_path / "results", after=None, prices=prices)
     text = md.read_text()
     assert "## headline: H100 vs H200 — Result sets" in text and "### headline: H100 vs H200" in text
     assert "Cost at the given hourly prices" in text and "$ per 1M output tokens" in text
+    assert "H100 SXM5 80GB: $2.00/h (mine)" in text and "H200 SXM 141GB: $3.00/h" in text
+    listed = first_list_prices()["h100-sxm-80gb"]  # by default: the list prices shipped with llmbench
+    md, *_ = publish(tmp_path / "results", after=None)
+    assert f"H100 SXM5 80GB: ${listed.usd_per_hour:.2f}/h ({listed.origin()})" in md.read_text()
     one = text[text.index("## Measured on one machine only"):text.index("## Inputs")]  # the suite only the H200 ran
     assert "| quickstart | h200-sxm-141gb |" in one and "| headline |" not in one
 

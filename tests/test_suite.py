@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -176,13 +177,38 @@ def test_a_suite_folder_that_is_not_there_is_an_error(
         load_suite("quickstart", [missing] if how == "option" else [])
 
 
-def test_shipped_suites_are_package_data_and_valid() -> None:
-    suites = {name: s for name, s in available_suites().items() if s.origin == "packaged"}
+ROOT = Path(llmbench.__file__).resolve().parents[1]
+
+
+def test_shipped_suites_run_from_the_checkout_are_its_scenarios_folder_listed_once_and_valid(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a checkout the shipped suites are its top-level scenarios/ (what the wheel installs as
+    llmbench/suites/). Run in the checkout, that folder is also ./scenarios: it is still the shipped one,
+    so every suite is listed once, as packaged, replacing nothing."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv(SUITES_ENV, raising=False)
+    assert SUITES_DIR == ROOT / "scenarios"
+    suites = available_suites()
     assert {"quickstart", "ceilings", "headline"} <= set(suites)
-    assert all(s.path.parent == SUITES_DIR for s in suites.values())
-    assert SUITES_DIR.parent == Path(llmbench.__file__).parent  # inside the package: a wheel carries them
-    for name in suites:
-        assert load_suite(name).cases
+    assert {p.stem for p in SUITES_DIR.glob("*.toml")} == set(suites)
+    for name, s in suites.items():
+        assert (s.origin, s.path.parent, s.replaces) == ("packaged", SUITES_DIR, ()), name
+        assert load_suite(name).cases and load_suite(name).where() == ""
+
+
+def test_the_wheel_installs_scenarios_as_llmbench_suites_beside_every_package() -> None:
+    """pyproject.toml lists the packages (one of them, llmbench.suites, is mapped from scenarios/): the list
+    is every package folder of llmbench/ and that one, so a new sub-package cannot be left out of the wheel."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "llmbench").rglob("__init__.py")}
+    assert set(config["packages"]) == folders | {"llmbench.suites"}
+    assert config["package-dir"] == {"llmbench.suites": "scenarios"}
+    assert config["package-data"]["llmbench.suites"] == ["*.toml"]
+    assert not (ROOT / "llmbench" / "suites").exists()  # one copy in the tree
 
 
 def test_a_param_added_later_keeps_the_ids_of_cases_that_leave_it_at_its_default() -> None:

@@ -29,12 +29,12 @@ from typing import Any
 from llmbench.analysis import parts, runs
 from llmbench.analysis.compare import orient
 from llmbench.analysis.pooled import log_ratio_interval
-from llmbench.analysis.prices import Price
+from llmbench.analysis.prices import Price, list_prices
 from llmbench.caseinfo import PublishedInfo, PublishedMatch
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import lookup, slugs
 from llmbench.metrics import METRICS
-from llmbench.references import Workload, claims, informs, price_rows, published_sets, workloads
+from llmbench.references import Workload, claims, informs, published_sets, workloads
 from llmbench.results import CaseResult, ResultSet
 
 DEFAULT_PAIR = ("h100-sxm-80gb", "a100-sxm-80gb")
@@ -279,7 +279,7 @@ def pair_prices(a: str, b: str, given: dict[str, Price] | None) -> tuple[tuple[P
             raise UserError(f"--price: give both GPUs' prices (missing {', '.join(missing)}): prices compare like "
                             "for like")
         return (given[a], given[b]), "your prices (--price / --prices)"
-    offers = [(r["gpu"], Price(**{k: v for k, v in r.items() if k != "gpu"})) for r in price_rows()]
+    offers = list_prices()
     for ga, pa in offers:
         for gb, pb in offers:
             if (ga, gb) == (a, b) and (pa.offer, pa.checked) == (pb.offer, pb.checked):

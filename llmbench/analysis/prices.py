@@ -1,4 +1,5 @@
-"""Hourly prices the user gives: `--price SLUG=USD` (repeatable) and a prices TOML file they keep.
+"""Hourly prices: the user's (`--price SLUG=USD`, repeatable, and a prices TOML file they keep) and the
+public list prices shipped with llmbench (references/data/prices.json, their one home: `list_prices`).
 
 The file has one table per GPU slug; `usd_per_hour` is required, `provider`, `source` and `checked`
 and `offer` (on-demand, serverless, ...) say where the figure came from and when (shown beside the cost table), e.g.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmbench.errors import UserError, choices_text
+from llmbench.references import price_rows
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -96,3 +98,17 @@ def resolve_prices(given: list[str], file: Path | None, slugs: list[str]) -> dic
             raise UserError(f"--price {text!r}: no result set is of GPU {slug!r}; valid: {valid}")
         prices[slug] = price
     return prices
+
+
+def list_prices() -> list[tuple[str, Price]]:
+    """The shipped list prices in the data's order: each GPU slug with its price, provider, offer class and date."""
+    return [(r["gpu"], Price(**{k: v for k, v in r.items() if k != "gpu"})) for r in price_rows()]
+
+
+def first_list_prices() -> dict[str, Price]:
+    """Each GPU's first list price: the published pages' cost tables. Two GPUs' prices may differ in provider,
+    offer class and date; the table's notes name each price's origin."""
+    out: dict[str, Price] = {}
+    for gpu, price in list_prices():
+        out.setdefault(gpu, price)
+    return out

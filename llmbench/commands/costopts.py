@@ -19,7 +19,7 @@ PRICE_OPT = typer.Option(
 )
 PRICES_OPT = typer.Option(
     None, "--prices", metavar="FILE.toml",
-    help="A prices file you keep (one \\[slug] table with usd_per_hour each; deploy/prices.example.toml); "
+    help="A prices file you keep (one \\[slug] table with usd_per_hour each: docs/usage.md, Prices); "
     "--price overrides it.",
 )
 RUN_TOKENS_OPT = typer.Option(

@@ -16,8 +16,8 @@ CAPTION = (
     "the hourly price of that set's GPU at which its cost per unit equals {base}'s at {base}'s price "
     "(baseline price x speed ratio); rent below it and that GPU is the cheaper one per unit, above it "
     "the dearer. [95% CI]: the baseline price x the speed ratio's interval (the comparison's: a bootstrap, "
-    "or where a side pools runs the runs' t-interval). Prices are the "
-    "ones given (--price / --prices); none is built in."
+    "or where a side pools runs the runs' t-interval). Each price is named above with where it came from: "
+    "the ones given (--price / --prices), or on the published pages the list prices shipped with llmbench."
 )
 
 

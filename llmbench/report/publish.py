@@ -27,7 +27,7 @@ from pathlib import Path
 
 from llmbench.analysis.inputs import SPREAD_DIR
 from llmbench.analysis.pages import FIRST_SUITE, Page, export_sets, tree_page
-from llmbench.analysis.prices import Price, load_prices
+from llmbench.analysis.prices import Price, first_list_prices
 from llmbench.analysis.runs import MEASURED_DATA
 from llmbench.analysis.spread import spread_data, spread_rows
 from llmbench.redact import redact
@@ -46,8 +46,6 @@ DETAILS_LINE = ("The tables behind the answer follow, suite by suite, then the p
                 "measured on one machine only; the runs each side used are listed at the end (Inputs), then every "
                 "run read, used or left out, with why.")
 HTML_NAME = "report.html"
-PRICES_EXAMPLE = Path("deploy/prices.example.toml")  # relative to the repository root: results/..
-PRICES_ORIGIN = f"{PRICES_EXAMPLE} (public list prices, each with its date)"
 Evidence = Callable[[Path, dict[str, Price]], tuple[str, str]]  # (Markdown, HTML) shown after the measured answer
 
 
@@ -121,13 +119,14 @@ def write_export(results_dir: Path, out: Path) -> list[Path]:
     return written
 
 
-def publish(results_dir: Path, after: Evidence | None = pair_evidence, export: Path | None = None) -> list[Path]:
+def publish(results_dir: Path, after: Evidence | None = pair_evidence, export: Path | None = None,
+            prices: dict[str, Price] | None = None) -> list[Path]:
     """Write the Markdown comparison, the HTML report and the spread pages under `results_dir` (and the
     packaged reference data into `export`, where given); return their paths. `after`: the published and
-    projected evidence shown after the measured answer (default: the H100-vs-A100 answer)."""
+    projected evidence shown after the measured answer (default: the H100-vs-A100 answer). `prices`: the
+    headline's cost table (default: each GPU's first list price, references/data/prices.json)."""
     page = tree_page(results_dir)
-    prices_path = results_dir.parent / PRICES_EXAMPLE
-    prices = load_prices(prices_path) if prices_path.is_file() else {}
+    prices = first_list_prices() if prices is None else prices
     more = {sec.title: [cost_table(sec.cmp, prices)] for sec in page.compared
             if prices and sec.cmp is not None and sec.title.startswith(f"{FIRST_SUITE}:")}
     answers = pair_answers([(sec.title, sec.cmp) for sec in page.compared if sec.cmp is not None])

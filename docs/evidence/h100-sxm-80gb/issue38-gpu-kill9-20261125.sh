@@ -4,7 +4,7 @@
 # fp8 batch-32 compiled case measured with its code path (issue 39 asks for it); kill -9 of a runner
 # whose case holds the GPU.
 set -u
-rm -rf /tmp/site; source benchmarks/gpu/_setup.sh
+rm -rf /tmp/site; source docs/runbooks/gpu/_setup.sh
 R=$OUT/r; mkdir -p $R
 t0=$(date +%s)
 step() { echo "=== $(( $(date +%s) - t0 ))s: $*"; }

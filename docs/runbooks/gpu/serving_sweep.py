@@ -7,7 +7,7 @@ preset's vocabulary, written by llmbench itself (models/hf_dir.py, models/tokeni
 caching is off: every point's prompts come from the same seed, and a cache kept from an earlier
 point would shorten its TTFT.
 
-    python3 benchmarks/gpu/serving_sweep.py OUT_DIR bf16 [fp8 ...]
+    python3 docs/runbooks/gpu/serving_sweep.py OUT_DIR bf16 [fp8 ...]
 
 Needs vLLM installed. Expected time per precision (an estimate, not a measurement): the server's
 first start of an 8B model about 2-2.5 min (torch.compile and CUDA graphs; less with a warm

@@ -10,8 +10,8 @@
 # installed in /tmp/vsite (../shared/gpu/fetch-vllm.sh: its pieces, then .vlN/vllm-install.sh); `start`
 # refuses to begin where vLLM does not import (NO_VLLM=1 runs the headline without its vLLM cases).
 # From the repo root on the GPU machine:
-#   LLMBENCH_GIT_COMMIT=<hash> bash benchmarks/gpu/oneshot_headline.sh start
-#   bash benchmarks/gpu/oneshot_headline.sh wait SECONDS    # follow the log; then pack what exists
+#   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/oneshot_headline.sh start
+#   bash docs/runbooks/gpu/oneshot_headline.sh wait SECONDS    # follow the log; then pack what exists
 # `wait` packs $WORK (bundles, result sets, logs) into $OUT/work.tgz each time. Commit the bundle's
 # result set as results/<gpu-slug>/ and the bundle under results/<gpu-slug>/bundles/.
 set -u

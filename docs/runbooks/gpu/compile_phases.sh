@@ -7,9 +7,9 @@
 # coordinate-descent steps it ran and the inductor settings its process had moved (code_path.compile);
 # the summary prints them side by side. Runs as a background job (one device command is limited to
 # 10 minutes), from the repository root on the GPU machine:
-#   LLMBENCH_GIT_COMMIT=<hash> bash benchmarks/gpu/compile_phases.sh start
-#   bash benchmarks/gpu/compile_phases.sh wait SECONDS    # then $OUT/work.tgz: sets, logs, summary
-#   CASES=generate/700e5b959973,generate/a9040064628c bash benchmarks/gpu/compile_phases.sh start
+#   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/compile_phases.sh start
+#   bash docs/runbooks/gpu/compile_phases.sh wait SECONDS    # then $OUT/work.tgz: sets, logs, summary
+#   CASES=generate/700e5b959973,generate/a9040064628c bash docs/runbooks/gpu/compile_phases.sh start
 # Time: about 7-12 minutes for the default case on an H100 or H200 (two passes). Not a published set:
 # keep it out of results/<gpu-slug>/ (its cases would become the headline's newest runs there).
 set -u
@@ -29,7 +29,7 @@ for pass in cold warm; do
   python3 -m llmbench run headline --out $WORK/sets -y -k "id=${CASES:-generate/700e5b959973}" >$WORK/\$pass.log 2>&1 \
     || echo "   exit \$? (see \$pass.log)"
 done
-python3 $PWD/benchmarks/gpu/compile_phases_summary.py $WORK/sets
+python3 $PWD/docs/runbooks/gpu/compile_phases_summary.py $WORK/sets
 echo "== \$(date -u +%T) done"
 touch $WORK/done
 JOB

@@ -3,7 +3,7 @@
 # gpt2-medium (and t5-large if time allows), fp8 training of a few Llama-3-8B-shaped layers against bf16,
 # and DDP/FSDP scaling on a machine with 2 or more GPUs. Transformer Engine's fp8 cases are skipped with
 # the install command where it is missing.
-#   bash benchmarks/gpu/training.sh      (result sets in $OUT/results, a log per suite)
+#   bash docs/runbooks/gpu/training.sh      (result sets in $OUT/results, a log per suite)
 # Time: about 8.5 minutes on one GPU: QLoRA 8B ~2 min (4 cases), the 70B shape ~1.5 min (built in nf4
 # layer by layer), the Trainer ~2 min, fp8 training ~2.5 min; t5-large only if the rest took under 7
 # minutes; ddp-scaling about 3 minutes more where 2 GPUs are present. The 70B max_batch search is not run

@@ -3,7 +3,7 @@
 # load_format="dummy"), compiled (torch.compile + CUDA graphs), bf16 and fp8. The input-128 cases of
 # vllm-llama3-8b first (batch 1/8/32, both precisions), then input 2048 at batch 1; what does not fit its
 # --budget is left for the next run of this script (--resume continues the result set).
-#   bash benchmarks/gpu/vllm.sh      (needs vLLM installed; result sets in $OUT/results)
+#   bash docs/runbooks/gpu/vllm.sh      (needs vLLM installed; result sets in $OUT/results)
 # Time: about 8 minutes. Each case is a new process and a new vLLM start: the first of each precision
 # ~2.5 min (compile and CUDA graphs), later ones ~45-60 s (vLLM's compile cache in VLLM_CACHE_ROOT).
 set -u

@@ -3,7 +3,7 @@
 # amp fp16/bf16, pure fp16, TensorRT fp16 where torch-tensorrt is installed), the host-bound batch sweep
 # (host-bound, batch 1 to 10240 with 0 and 4 DataLoader workers), and `llmbench doctor` for the read-only
 # MIG listing. No power-limit changes (the power-sweep suite is not run here).
-#   bash benchmarks/gpu/vision-hostbound.sh      (result sets in $OUT/results, a log per suite)
+#   bash docs/runbooks/gpu/vision-hostbound.sh      (result sets in $OUT/results, a log per suite)
 # Time: about 7 minutes (each case is a fresh process: ~10 s of imports and build, then its steps);
 # the torch.compile pair (about 1 minute of compile each) runs only if the rest took under 5 minutes.
 set -u

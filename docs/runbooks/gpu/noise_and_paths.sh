@@ -15,13 +15,13 @@
 #
 # Needs .whl/ (../shared/gpu/fetch-wheels.sh: torchao, bitsandbytes; and pydantic with its pinned
 # pydantic-core, annotated-types, typing-inspection). From the repo root on the GPU machine:
-#   bash benchmarks/gpu/noise_and_paths.sh start [STEPS]   # default "check modes mamf fusion noise"
-#   bash benchmarks/gpu/noise_and_paths.sh wait SECONDS    # follow the log; then pack what exists
+#   bash docs/runbooks/gpu/noise_and_paths.sh start [STEPS]   # default "check modes mamf fusion noise"
+#   bash docs/runbooks/gpu/noise_and_paths.sh wait SECONDS    # follow the log; then pack what exists
 # `wait` packs $WORK (result sets, logs) into $OUT/work.tgz each time, so every call brings back what
 # finished so far. Commit result sets as results/<gpu-slug>/ (headline passes, fp8-linear-modes,
 # decode-fusion, mamf) after checking them.
 # The machine's copy of the checkout may carry a stale .git: send the commit that runs along, as
-# `LLMBENCH_GIT_COMMIT=<hash> bash benchmarks/gpu/noise_and_paths.sh start` (llmbench_info reads it first).
+# `LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/noise_and_paths.sh start` (llmbench_info reads it first).
 set -u
 WORK=${WORK:-/root/lbw}
 OUT=${OUT:-/tmp/llmbench-out}

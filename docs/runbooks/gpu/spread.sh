@@ -4,7 +4,7 @@
 # passes (`llmbench run --repeat 3`: pass 1 over the cases, then pass 2, then 3). Run it on separate
 # machines of one GPU model where you can: `llmbench spread` pools every run of the same GPU and suite and
 # counts the machines (anonymous GPU ids) behind each figure.
-#   bash benchmarks/gpu/spread.sh      (result sets in $OUT/spread/<gpu-slug>/, summaries $OUT/spread.md/.json)
+#   bash docs/runbooks/gpu/spread.sh      (result sets in $OUT/spread/<gpu-slug>/, summaries $OUT/spread.md/.json)
 # Time: about 7 minutes: the ceilings cases ~1.7 min for 3 passes, the decode case 80-100 s a pass (most of
 # it torch.compile); the decode passes are cut off (SIGTERM: finished passes are kept) near 9.5 minutes.
 # To publish, commit the sets as results/spread/<gpu-slug>/ and the summaries as
