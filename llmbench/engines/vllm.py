@@ -29,7 +29,9 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -48,6 +50,7 @@ from llmbench.engines.base import (
     LoadOptions,
     ModelRef,
 )
+from llmbench.engines.log_tee import LogTee
 from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
 from llmbench.precision import DeviceInfo
 from llmbench.serving.server import ServerProcess
@@ -73,12 +76,36 @@ MODEL_LEN_BUCKETS = (4096, 8192, 16384, 32768, 131072)
 # engine gets these variables and no all-reduce + RMSNorm fusion (docs/scenarios.md, generate on vLLM).
 MULTICAST_OFF_ENV = {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}
 NO_ALLREDUCE_FUSION = {"pass_config": {"fuse_allreduce_rms": False}}
+# What a TP engine's workers log of their all-reduce (vllm/distributed/device_communicators, 0.26):
+# cuda_communicator.py "Using ['CUSTOM', 'PYNCCL'] all-reduce backends (in dispatch order) for group
+# 'tp:0' ...", flashinfer_all_reduce.py "... flashinfer allreduce backend: mnnvl" / "... workspace with
+# backend=mnnvl". The enabled backends go into the case's code path; with multicast off, SYMM_MEM among
+# them or a FlashInfer backend of mnnvl fails the case.
+ALL_REDUCE_LOG = re.compile(r"all-reduce backends|[Aa]llreduce.*backend")
+ENABLED_BACKENDS = re.compile(r"Using \[([^\]]*)\] all-reduce backends.*?for group '([^']*)'")
+FLASHINFER_BACKEND = re.compile(r"[Aa]llreduce.*backend(?:=|: )(\w+)")
 
 
 def multicast_off(tensor_parallel: int) -> bool:
     """Whether a TP engine must keep NVLink multicast off: every TP > 1 engine unless the environment
     turns multicast on (NCCL_NVLS_ENABLE=1)."""
     return tensor_parallel > 1 and os.environ.get("NCCL_NVLS_ENABLE", "0") != "1"
+
+
+def all_reduce_path(lines: list[str]) -> dict[str, Any]:
+    """The all-reduce a TP engine's workers chose, from their log lines (ALL_REDUCE_LOG): the backends
+    enabled per group, in vLLM's dispatch order, and FlashInfer's fused all-reduce backend if any."""
+    found = [m for m in map(ENABLED_BACKENDS.search, lines) if m]
+    groups = {m[2]: [b.strip(" '") for b in m[1].split(",") if b.strip()] for m in found}
+    fused = sorted({m[1] for m in map(FLASHINFER_BACKEND.search, lines) if m})
+    return {"backends": groups or "not logged", "flashinfer_fusion": fused or "off"}
+
+
+def multicast_used(path: dict[str, Any]) -> list[str]:
+    """What in an all-reduce path uses NVLink multicast: the symmetric-memory all-reduce, FlashInfer's mnnvl."""
+    backends = path["backends"] if isinstance(path["backends"], dict) else {}
+    used = [f"the symmetric-memory all-reduce (group {g})" for g, b in backends.items() if "SYMM_MEM" in b]
+    return used + ["FlashInfer's mnnvl all-reduce"] * ("mnnvl" in path["flashinfer_fusion"])
 
 
 def _bucket(n: int, buckets: tuple[int, ...]) -> int:
@@ -245,10 +272,23 @@ class VLLMEngine(InferenceEngine, ServedEngine):
             model_dir = str(model.pretrained)
         args = engine_args(model, options, self.options, device, model_dir)
         cache = compile_cache_state()
+        tee = LogTee(ALL_REDUCE_LOG) if self.options.tensor_parallel > 1 else None  # what the workers chose
         if multicast_off(self.options.tensor_parallel):  # read by vLLM's workers, which inherit this environment
             os.environ.update(MULTICAST_OFF_ENV)
-        llm = vllm.LLM(**args)
-        return VLLMSession(llm, model, args, tmp, device, cache)
+        try:
+            llm = vllm.LLM(**args)
+        except BaseException:
+            if tee is not None:
+                tee.close(wait_s=0)
+            raise
+        session = VLLMSession(llm, model, args, tmp, device, cache, tee)
+        if tee is not None:
+            used = multicast_used(session.settled_all_reduce())
+            if used and multicast_off(self.options.tensor_parallel):
+                session.close()
+                raise RuntimeError(f"vLLM turned on {' and '.join(used)} although NVLink multicast is off here "
+                                   "(NCCL_NVLS_ENABLE is not 1): the case is not measured")
+        return session
 
 
 def compile_cache_state() -> str:
@@ -269,8 +309,9 @@ class VLLMSession(GenerationSession):
     token_clock = "host"
 
     def __init__(self, llm: Any, model: ModelRef, args: dict[str, Any], tmp: Any, device: DeviceInfo,
-                 compile_cache: str | None = None) -> None:
+                 compile_cache: str | None = None, tee: LogTee | None = None) -> None:
         self.llm = llm
+        self._tee = tee  # a TP engine's log, read for its all-reduce (all_reduce_path)
         self.compile_cache = compile_cache  # vLLM's compile cache when it started (compile_cache_state)
         self.model = model
         self.args = args
@@ -359,11 +400,25 @@ class VLLMSession(GenerationSession):
         backend = os.environ.get("VLLM_ATTENTION_BACKEND")
         if backend:
             path["attention"] = backend
+        if self._tee is not None:
+            path["all_reduce"] = all_reduce_path(self._tee.lines)
         return path
+
+    def settled_all_reduce(self, wait_s: float = 2.0) -> dict[str, Any]:
+        """The all-reduce path once the workers' start-up lines have passed the tee (they were written
+        before vLLM.LLM returned; the tee's thread reads them a moment later)."""
+        assert self._tee is not None
+        end = time.monotonic() + wait_s
+        while not any(map(ENABLED_BACKENDS.search, self._tee.lines)) and time.monotonic() < end:
+            time.sleep(0.05)
+        return all_reduce_path(self._tee.lines)
 
     def close(self) -> None:
         """Shut the engine core down and free its memory, so a following load in this process works."""
         self.llm = None
+        if self._tee is not None:
+            self._tee.close()
+            self._tee = None
         gc.collect()
         try:
             from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
