@@ -21,10 +21,10 @@ from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, source_line
 from llmbench.analysis.pages import Section
 from llmbench.analysis.runs import RunLine
-from llmbench.report.charts import scenario_charts, speedup_charts
+from llmbench.report.charts import pareto_charts, scenario_charts, speedup_charts, timeline_charts
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
 from llmbench.report.headline_view import headline_table, lead_sentence
-from llmbench.report.plots import Chart, pareto_charts, timeline_charts
+from llmbench.report.plots import Chart
 from llmbench.report.tables import Table
 from llmbench.report.views import (
     comparison_tables,
