@@ -15,7 +15,7 @@ from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, Ratio, c
 from llmbench.analysis.inputs import SetRef, side_names
 from llmbench.analysis.pooled import RUNS_CI_METHOD
 from llmbench.metrics import METRICS
-from llmbench.report.tables import MISSING, Table, fmt_ratio
+from llmbench.report.tables import Table, ratio_text
 from llmbench.report.views import source_notes
 from llmbench.scenarios.base import SCENARIOS
 
@@ -159,7 +159,7 @@ def metrics_table(cmp: Comparison, names: list[str]) -> Table:
     others, cols = _ratio_columns(cmp, names)
     chosen = answer_geomeans(cmp)
     rows = [
-        [g.scenario, g.metric, str(g.n), *(_ratio_text(g.ratios[i]) for i in others)]
+        [g.scenario, g.metric, str(g.n), *(ratio_text(g.ratios[i]) for i in others)]
         for g in chosen[:MAX_METRIC_ROWS]
     ]
     more = len(chosen) - MAX_METRIC_ROWS
@@ -171,10 +171,6 @@ def metrics_table(cmp: Comparison, names: list[str]) -> Table:
         + (f" {more} more metric(s): --all." if more > 0 else ""),
         empty="no metric was measured ok on both sides", key_columns=2,
     )
-
-
-def _ratio_text(r: Ratio | None) -> str:
-    return fmt_ratio(r.value, r.ci) if r else MISSING
 
 
 def most_different_table(cmp: Comparison, names: list[str], limit: int = MOST_DIFFERENT) -> Table | None:
@@ -191,7 +187,7 @@ def most_different_table(cmp: Comparison, names: list[str], limit: int = MOST_DI
     one_scenario = len({labels[c][0] for c in ranked}) == 1
     rows = [
         [labels[cid][1] if one_scenario else f"{labels[cid][0]} {labels[cid][1]}",
-         *(_ratio_text(per_side[i].get(cid)) for i in others)]
+         *(ratio_text(per_side[i].get(cid)) for i in others)]
         for cid in picked
     ]
     what = f"all {len(ranked)}" if len(picked) == len(ranked) else f"{len(picked)} of {len(ranked)}"
