@@ -1,11 +1,5 @@
 """The answer of a comparison on one screen: what `llmbench compare` prints first, in the terminal and in
-Markdown. Per GPU pair: the speed ratio (geometric mean) with its 95% interval and what the interval
-rests on, the runs and machines behind each side, the noise floor where it was measured, the headline
-metrics, the few cases that differ most, and the warnings a reader must see before trusting the ratio.
-Every case, every metric and the environments are the details (`views.comparison_tables`, `--all`).
-
-GPUs are named as a person names them ('H200 SXM 141GB'); slugs and file stems stay in the details.
-"""
+Markdown (docs/design.md, "What `compare` prints"); `views.comparison_tables` holds the details."""
 
 from __future__ import annotations
 
