@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from llmbench.analysis.power import power_curves
+from llmbench.analysis.power import curves
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 
@@ -20,14 +20,14 @@ def test_groups_by_workload_and_answers_each_fraction() -> None:
     cases = [_case(1, 200, 50.0), _case(2, 300, 80.0), _case(3, 400, 100.0), _case(4, 480, 100.0),
              _case(5, 250, 999.0, status="failed"), _case(6, None, 100.0),
              _case(7, 300, 10.0, precision="fp32"), _case(8, 400, 20.0, precision="fp32")]
-    rows = power_curves(ResultSet(suite="power-sweep", cases=cases), "train_samples_per_s")
+    rows = curves(cases, "train_samples_per_s")
     by = {r["workload"]: r for r in rows}
     fp16 = next(r for k, r in by.items() if "fp16" in k)
     assert fp16["points"] == [(200, 50.0), (300, 80.0), (400, 100.0), (480, 100.0)]  # failed case left out
     assert fp16["watts_for"][0.9] == pytest.approx(350)
     fp32 = next(r for k, r in by.items() if "fp32" in k)
     assert fp32["watts_for"][0.8] == pytest.approx(360)  # 16 = 10 + 0.6 x (20 - 10)
-    assert power_curves(ResultSet(suite="x", cases=cases), "no_such_metric") == []
+    assert curves(cases, "no_such_metric") == []
 
 
 def _vision(i: int, w: float, speed: float, mode: str = "train", precision: str = "fp16") -> CaseResult:
@@ -48,7 +48,7 @@ def _sweep() -> ResultSet:
 
 
 def test_each_case_is_read_by_its_first_headline_metric() -> None:
-    rows = power_curves(_sweep())
+    rows = curves(_sweep().cases)
     assert {(r["params"]["mode"], r["metric"]) for r in rows} == {
         ("train", "train_samples_per_s"), ("infer", "infer_samples_per_s")}
     assert len(rows) == 3  # samples_per_j, a later headline metric, is never the speed

@@ -263,7 +263,7 @@ def test_console_check_does_catch_problems(tmp_path: Path) -> None:
 
 def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:
     from llmbench.analysis.inputs import SetRef
-    from llmbench.report.plots import timeline_charts
+    from llmbench.report.charts import timeline_charts
     from llmbench.results import CaseResult, ResultSet
 
     tl = {"t_s": [1.0, 2.0, 3.0], "tflops": [700.0, 690.0, 600.0], "sm_clock_mhz": [1980, 1900, 1700],
@@ -278,7 +278,7 @@ def test_a_burn_timeline_is_charted_and_other_sets_get_no_timeline() -> None:
 
 def test_a_serving_sweep_of_two_gpus_gets_one_pareto_chart_naming_both() -> None:
     from llmbench.analysis.inputs import SetRef
-    from llmbench.report.plots import pareto_charts, pareto_lines
+    from llmbench.report.charts import _pareto_series, pareto_charts
     from llmbench.results import CaseResult, MetricResult, ResultSet
 
     def point(concurrency: int, per_user: float, per_gpu: float) -> CaseResult:
@@ -291,9 +291,9 @@ def test_a_serving_sweep_of_two_gpus_gets_one_pareto_chart_naming_both() -> None
     b = ResultSet(suite="s", cases=[point(1, 110.0, 110.0), point(8, 80.0, 640.0)])
     sets = [SetRef(name="h100-sxm-80gb", rs=a), SetRef(name="h200-sxm-141gb", rs=b)]
     assert len(pareto_charts(sets)) == 1
-    lines = pareto_lines(sets)
-    assert [label.split()[0] for label, _ in lines] == ["h100-sxm-80gb", "h200-sxm-141gb"]
-    assert [(x, y) for x, y, _ in lines[1][1]] == [(80.0, 640.0), (110.0, 110.0)]  # sorted by speed per user
+    lines = _pareto_series(sets)
+    assert [label.split()[0] for _, label, _ in lines] == ["h100-sxm-80gb", "h200-sxm-141gb"]
+    assert [(x, y) for x, y, _ in lines[1][2]] == [(80.0, 640.0), (110.0, 110.0)]  # sorted by speed per user
     assert pareto_charts([SetRef(name="x", rs=ResultSet(suite="s", cases=[]))]) == []
 
 

@@ -113,7 +113,7 @@ def test_a_large_itl_distribution_keeps_exact_percentiles_and_every_sample() -> 
 
 def test_pareto_points_of_a_sweep() -> None:
     from llmbench.results import CaseResult, MetricResult
-    from llmbench.serving.plots import pareto_plot, pareto_points
+    from llmbench.serving.analysis import pareto_points
 
     def case(conc: int, user: float, gpu: float, status: str = "ok") -> CaseResult:
         return CaseResult(id=f"serving/{conc}", scenario="serving", status=status,
@@ -126,9 +126,6 @@ def test_pareto_points_of_a_sweep() -> None:
     pts = pareto_points(cases)
     assert pts == {"preset=tiny-llama precision=bf16": [(40.0, 320.0, "concurrency 8"),
                                                         (100.0, 100.0, "concurrency 1")]}
-    pytest.importorskip("matplotlib")
-    fig = pareto_plot(cases)
-    assert fig.axes[0].get_xlabel().startswith("tokens/s per user")
 
 
 def test_chunks_read_in_bursts_are_flagged() -> None:

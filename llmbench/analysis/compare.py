@@ -1,12 +1,5 @@
-"""Joining result sets by case id and turning them into oriented ratios with confidence intervals.
-
-A ratio is oriented by the metric catalogue so that > 1 always means "better than the baseline"
-(higher-better: this/base; lower-better: base/this); `neither` metrics are shown, never ratioed.
-Its 95% CI is a bootstrap of the ratio of medians, each side resampled independently from its raw
-samples with a fixed seed; geometric means carry CIs the same way (the geomean of each bootstrap
-replicate). Nothing is dropped silently: cases on one side only, and cases that did not finish
-`ok`, are listed.
-"""
+"""Joining result sets by case id into oriented ratios (> 1: better than the baseline) with intervals;
+nothing dropped silently (docs/design.md, "Comparing, projecting, publishing")."""
 
 from __future__ import annotations
 

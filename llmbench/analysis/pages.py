@@ -25,7 +25,7 @@ from llmbench.errors import UserError
 from llmbench.metrics import metric
 from llmbench.references import PUBLISHED
 from llmbench.results import CaseResult, ResultSet
-from llmbench.serving.plots import X as PARETO_X
+from llmbench.serving.analysis import X as PARETO_X
 
 H100_SLUG = "h100-sxm-80gb"
 H200_SLUG = "h200-sxm-141gb"
@@ -117,7 +117,7 @@ def suite_cases(gpus: Iterable[GpuRuns]) -> dict[str, dict[str, list[str]]]:
 
 
 def _sweep(cases: list[CaseResult]) -> bool:
-    """A throughput-latency sweep (serving.plots): every ok case a point of the Pareto view."""
+    """A throughput-latency sweep (serving.analysis.pareto_points): every ok case a point of the Pareto view."""
     ok = [c for c in cases if c.status == "ok"]
     return bool(ok) and all(PARETO_X in c.metrics for c in ok)
 

@@ -1,20 +1,5 @@
-"""Figures from several runs of a case (the passes of `run --repeat`, or result sets pooled from several
-leases): the figure, the between-run spread, and a ratio interval that includes that spread.
-
-Within one run, a case's samples come from one process on one machine: their interval says how well
-that run's median is known, not how much the next run would differ (clocks, thermal state, what else the
-host does, which kernels the autotuner picked). Across runs:
-
-- the figure is the median of the runs' medians (one disturbed run moves it little);
-- `between_run_cv` is the spread of the runs' medians (sample standard deviation over their mean);
-- the oriented ratio's 95% interval is a t-interval on the log ratio of the runs' medians: Welch's when
-  both sides have two runs or more; where one side is a single run, the other side's between-run
-  variance stands for both (pooled, df = its runs - 1). The run medians carry their within-run noise,
-  so the interval holds both. It is widened, where needed, to hold the point ratio (the ratio of the
-  medians of runs). Its coverage is checked by simulation in tests/test_runs.py. A percentile bootstrap
-  that resamples runs was not used: with 3 runs a side it cannot reach 95% (its interval is at most the
-  runs' range, which holds the centre of 3 draws 75% of the time).
-"""
+"""Figures from several runs of a case: the median of the runs' medians, the between-run spread, and a
+ratio interval that includes it (docs/design.md, "Several runs of a case"; coverage: tests/test_runs.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any
 from llmbench.analysis.caselabels import varying_keys
 from llmbench.hardware.power import watts_for_fraction
 from llmbench.ids import params_text
-from llmbench.results import CaseResult, ResultSet
+from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
 
 FRACTIONS = (0.8, 0.9, 0.95)
@@ -20,12 +20,6 @@ def headline_metric(case: CaseResult) -> str | None:
     (vision: train or infer samples/s, by the case's mode)."""
     names = SCENARIOS.get(case.scenario).headline if case.scenario in SCENARIOS else ()
     return next((m for m in names if m in case.metrics), None)
-
-
-def power_curves(rs: ResultSet, metric: str | None = None,
-                 fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
-    """See `curves`: over a result set's cases."""
-    return curves(rs.cases, metric, fractions)
 
 
 def curves(cases: Sequence[CaseResult], metric: str | None = None,

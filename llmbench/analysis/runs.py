@@ -1,19 +1,5 @@
-"""The one rule: which runs of a case on a GPU stand for it, and how they pool.
-
-Every page, `compare`, the README table and `versus` ask this module, so one case reads one figure
-wherever it is shown. A *run* is one case result in one measured result set (a file, a repeat pass, a
-spread run, a set in a bundle). For a case on a GPU:
-
-1. only `ok` runs count; the others are listed as left out with their status;
-2. runs differ in *identity* (GPUs held, topology, launcher, whether other cases ran beside it); the
-   identity of the newest run stands, the others are left out: a run on two GPUs or beside another
-   case is another measurement, never pooled with one that ran alone;
-3. of those, the runs of the newest recorded code path (with the same timing settings) stand; a run of
-   another path is left out, never pooled silently; runs that recorded no code path pool only with
-   each other, where no run recorded one, and say so (`path_recorded` False);
-4. the figure is the median of the chosen runs' medians (`pooled.PooledMetric`); their between-run
-   spread is what a ratio's interval rests on (`pooled.log_ratio_interval`).
-"""
+"""The one rule: which runs of a case on a GPU stand for it, and how they pool (docs/design.md,
+"The one rule"; every page, `compare`, the README table and `versus` ask it)."""
 
 from __future__ import annotations
 

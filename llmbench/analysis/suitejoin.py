@@ -1,19 +1,4 @@
-"""Which result sets `llmbench compare` joins, and on which cases.
-
-A case id names a scenario and its params, not how the suite measured it: the `quickstart` suite times
-the gemm cases of `ceilings` with a shorter warm-up and fewer iterations, and joining the two gave 0.91x
-where ceilings against ceilings gives 1.02x. So:
-- sets of one suite are compared with one another; given sets of several suites, each suite that has
-  two sides or more is compared on its own (its own answer), and a suite with one side is named as not
-  compared;
-- where no two sides share a suite (a oneshot bundle of the headline suite against an inference set),
-  the sides join on the cases they share that their measured sets timed with the same settings
-  (warm-up, iterations, minimum time; a timeout does not change a measurement), and the answer's first
-  line says the suites differ and how many shared cases were left out;
-- `--mix-suites` joins every side on every case id they share, whatever its suite and settings, and
-  says so in the same place.
-Published and projected sets carry no timing settings of their own: their cases join on id.
-"""
+"""Which result sets `llmbench compare` joins, and on which cases (docs/design.md, "Which sets join")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
 """The answer of a comparison on one screen: what `llmbench compare` prints first, in the terminal and in
-Markdown. Per GPU pair: the speed ratio (geometric mean) with its 95% interval and what the interval
-rests on, the runs and machines behind each side, the noise floor where it was measured, the headline
-metrics, the few cases that differ most, and the warnings a reader must see before trusting the ratio.
-Every case, every metric and the environments are the details (`views.comparison_tables`, `--all`).
-
-GPUs are named as a person names them ('H200 SXM 141GB'); slugs and file stems stay in the details.
-"""
+Markdown (docs/design.md, "What `compare` prints"); `views.comparison_tables` holds the details."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, Ratio, c
 from llmbench.analysis.inputs import SetRef, side_names
 from llmbench.analysis.pooled import RUNS_CI_METHOD
 from llmbench.metrics import METRICS
-from llmbench.report.tables import MISSING, Table, fmt_ratio
+from llmbench.report.tables import Table, ratio_text
 from llmbench.report.views import source_notes
 from llmbench.scenarios.base import SCENARIOS
 
@@ -159,7 +153,7 @@ def metrics_table(cmp: Comparison, names: list[str]) -> Table:
     others, cols = _ratio_columns(cmp, names)
     chosen = answer_geomeans(cmp)
     rows = [
-        [g.scenario, g.metric, str(g.n), *(_ratio_text(g.ratios[i]) for i in others)]
+        [g.scenario, g.metric, str(g.n), *(ratio_text(g.ratios[i]) for i in others)]
         for g in chosen[:MAX_METRIC_ROWS]
     ]
     more = len(chosen) - MAX_METRIC_ROWS
@@ -171,10 +165,6 @@ def metrics_table(cmp: Comparison, names: list[str]) -> Table:
         + (f" {more} more metric(s): --all." if more > 0 else ""),
         empty="no metric was measured ok on both sides", key_columns=2,
     )
-
-
-def _ratio_text(r: Ratio | None) -> str:
-    return fmt_ratio(r.value, r.ci) if r else MISSING
 
 
 def most_different_table(cmp: Comparison, names: list[str], limit: int = MOST_DIFFERENT) -> Table | None:
@@ -191,7 +181,7 @@ def most_different_table(cmp: Comparison, names: list[str], limit: int = MOST_DI
     one_scenario = len({labels[c][0] for c in ranked}) == 1
     rows = [
         [labels[cid][1] if one_scenario else f"{labels[cid][0]} {labels[cid][1]}",
-         *(_ratio_text(per_side[i].get(cid)) for i in others)]
+         *(ratio_text(per_side[i].get(cid)) for i in others)]
         for cid in picked
     ]
     what = f"all {len(ranked)}" if len(picked) == len(ranked) else f"{len(picked)} of {len(ranked)}"

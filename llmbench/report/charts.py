@@ -1,11 +1,13 @@
-"""The report's charts, each answering one question for every GPU of a section at once:
+"""The report's charts, the one home of every chart builder (views and html.py only call them), each
+answering one question for every GPU of a section at once:
 
 - how throughput grows with batch size (lines, one per GPU x precision, a panel per other setting);
 - how time to first token grows with the input length;
 - how close each case comes to its roofline (the case's `roofline_efficiency`, or the achieved TFLOP/s
   or TB/s over the GPU's datasheet peak);
 - how much faster the other GPU is, case by case, with the 95% interval as whiskers;
-- where no setting varies along an axis: each case's headline value, one bar per GPU.
+- where no setting varies along an axis: each case's headline value, one bar per GPU;
+- a sustained load over time (throttling), and a serving sweep's throughput against speed per user.
 
 A GPU of the section with no point on a chart is still named in its legend ("no case here"), so no
 chart silently drops a GPU. Styles come from `styles.series_style`: the same series has the same
@@ -32,12 +34,14 @@ from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.power import curves, workload_labels
 from llmbench.analysis.project import RATE_UNITS, achieved_share
+from llmbench.caseinfo import TimelineInfo
 from llmbench.ids import params_text
 from llmbench.metrics import METRICS
 from llmbench.report.plots import FIG_WIDTH_IN, SMALL_PT, Chart, to_svg
 from llmbench.report.styles import Style, gpu_color, nth_style, series_style
 from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
+from llmbench.serving.analysis import pareto_points
 
 # The x axes are what each scenario declares (Scenario.sweep_axes, metric_axes); other varying params
 # split panels, and the precision axis (llmbench.precision, every scenario's) splits series.
@@ -492,3 +496,65 @@ def scenario_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
                          roofline_chart(sets, scenario), power_chart(sets, scenario)) if c]
     lines += bottleneck_charts(sets, scenario)
     return lines or value_bars(sets, scenario)
+
+
+TIMELINE_PANELS = (("tflops", "TFLOP/s"), ("sm_clock_mhz", "SM clock (MHz)"), ("power_w", "power (W)"),
+                   ("temp_c", "temperature (°C)"))
+
+
+def timeline_charts(sets: list[SetRef]) -> list[Chart]:
+    """Sustained-load timelines (the `burn` scenario's info.timeline): throughput, SM clock, power and
+    temperature against time, one line per GPU, so throttling shows as a falling curve."""
+    infos = [(i, s, c, TimelineInfo.of(c.info)) for i, s in enumerate(sets) for c in s.rs.cases if c.status == "ok"]
+    runs = [(i, s, c, info.timeline, bool(info.throttled)) for i, s, c, info in infos
+            if info.timeline is not None and info.timeline.t_s]
+    if not runs:
+        return []
+    labels = case_labels(list({c.id: c for _, _, c, _, _ in runs}.values()))  # a case of every set once
+    fig, axes = plt.subplots(2, 2, figsize=(FIG_WIDTH_IN, 6.4), layout="constrained")
+    for ax, (key, title) in zip(axes.flat, TIMELINE_PANELS, strict=True):
+        for k, (i, s, c, tl, _) in enumerate(runs):
+            ys = getattr(tl, key)
+            if ys and len(ys) == len(tl.t_s):
+                ax.plot(tl.t_s, ys, color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
+                        label=s.label if len(runs) == 1 else f"{s.label} {labels[c.id]}")
+        ax.set_title(title)
+        ax.set_xlabel("time (s)")
+        ax.grid(True, alpha=0.3)
+    handles, names = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=1, frameon=False)
+    throttled = any(flagged for *_, flagged in runs)
+    title = "sustained load over time" + (" (throttling flagged)" if throttled else "")
+    fig.suptitle(title)
+    return [Chart(title, to_svg(fig))]
+
+
+def _pareto_series(sets: list[SetRef]) -> list[tuple[int, str, list[tuple[float, float, str]]]]:
+    """(GPU index, label naming the GPU and the server configuration, its points) of every serving sweep."""
+    return [(i, f"{s.label} {series}".strip(), pts)
+            for i, s in enumerate(sets) for series, pts in pareto_points(s.rs.cases).items()]
+
+
+def pareto_charts(sets: list[SetRef]) -> list[Chart]:
+    """The serving Pareto view: output tokens/s per GPU against tokens/s per user, one line per GPU
+    and server configuration, one point per load point of a sweep (serving.analysis.pareto_points)."""
+    lines = _pareto_series(sets)
+    if not lines:
+        return []
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, 5.0), layout="constrained")
+    for k, (i, label, pts) in enumerate(lines):
+        xs, ys, names = zip(*pts, strict=True)
+        ax.plot(xs, ys, marker="os^D"[k % 4], color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
+                label=label[:90])
+        for x, y, name in zip(xs, ys, names, strict=True):
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=SMALL_PT)
+    named = {i for i, _, _ in lines}
+    for i, s in enumerate(sets):
+        if i not in named:
+            ax.plot([], [], color="none", label=f"{s.label}: no serving sweep here")
+    ax.set_xlabel("tokens/s per user (1000 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title("serving: throughput per GPU against speed per user")
+    ax.grid(True, alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=1, frameon=False)
+    return [Chart("serving: throughput per GPU against speed per user", to_svg(fig))]

@@ -17,7 +17,7 @@ from llmbench.analysis.inputs import SetRef, display_names
 from llmbench.analysis.labels import gpu_display_name as gpu_name
 from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS
-from llmbench.report.tables import MISSING, Table, fmt_ratio, to_markdown
+from llmbench.report.tables import MISSING, Table, ratio_text, to_markdown
 from llmbench.scenarios.base import SCENARIOS
 
 ALL_WORKLOADS = "all workloads"
@@ -98,7 +98,7 @@ def _headline_metrics(cmp: Comparison, i: int, scenario: str) -> str:
 
 
 def _ratio_cells(r: Ratio | None, with_basis: bool) -> list[str]:
-    cells = [fmt_ratio(r.value, r.ci) if r else MISSING]
+    cells = [ratio_text(r)]
     if with_basis:
         cells.append(str(getattr(r, BASIS_FIELD, "") or MISSING) if r else MISSING)
     return cells

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llmbench.analysis.answer import geomean_noise_cv, headline_geomeans
 from llmbench.analysis.compare import Comparison, Geomean
-from llmbench.report.tables import MISSING, Table, fmt_ratio
+from llmbench.report.tables import Table, fmt_ratio, ratio_text
 
 NOT_MEASURED_NOISE = "not measured for this pair"
 def _noise_text(cmp: Comparison, g: Geomean, i: int) -> str | None:
@@ -30,7 +30,7 @@ def headline_table(cmp: Comparison, title: str) -> Table:
         row = [g.scenario, "speed (all speed metrics)" if g.metric == "speed" else g.metric, str(g.n)]
         for i in others:
             r = g.ratios[i]
-            row += [fmt_ratio(r.value, r.ci) if r else MISSING]
+            row += [ratio_text(r)]
             if with_noise:
                 row += [noise[(id(g), i)] or NOT_MEASURED_NOISE]
         rows.append(row)

@@ -1,14 +1,5 @@
-"""`llmbench report`: one self-contained static HTML page (inline CSS, inline SVG charts, no scripts,
-no external URLs; a Content-Security-Policy forbids any load, so a browser would complain if one slipped in).
-
-The page opens with the answer on its first screen (`firstscreen.AnswerBlock`s: per GPU pair and suite,
-the speed ratio with its interval, the headline metrics, runs and noise floor), then the published and
-projected evidence the caller gives (`after`), the projection check, a table of contents, and a section
-per comparison or result set (`pages.Section`, computed in analysis): a lead line, the sources of its
-figures once, at most one chart in view, and everything else folded (`<details>`, no script), so the
-page stays a few screens long however many cases it holds; the runs read are folded under the answer. GPUs are named as
-the spec table names them (`inputs.display_names`); their slugs and result-set files are in the details.
-"""
+"""`llmbench report`: one static HTML page (inline CSS and SVG, no scripts, no URLs: a Content-Security-Policy
+forbids any load), its answer on the first screen, the rest folded (docs/design.md, "The HTML page")."""
 
 from __future__ import annotations
 
@@ -21,10 +12,10 @@ from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, source_line
 from llmbench.analysis.pages import Section
 from llmbench.analysis.runs import RunLine
-from llmbench.report.charts import scenario_charts, speedup_charts
+from llmbench.report.charts import pareto_charts, scenario_charts, speedup_charts, timeline_charts
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
 from llmbench.report.headline_view import headline_table, lead_sentence
-from llmbench.report.plots import Chart, pareto_charts, timeline_charts
+from llmbench.report.plots import Chart
 from llmbench.report.tables import Table
 from llmbench.report.views import (
     comparison_tables,

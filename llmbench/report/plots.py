@@ -1,6 +1,5 @@
-"""Shared pieces of the report's charts: matplotlib (Agg backend) figures saved as inline SVG (no files,
-no URLs), with text kept as SVG text at sizes readable at 100% zoom; and the timeline and serving
-Pareto charts. The question charts (throughput, TTFT, roofline, speed-ups) are in charts.py.
+"""The figure every chart of charts.py (the one home of chart builders) is drawn on: matplotlib (Agg
+backend) saved as inline SVG (no files, no URLs), text kept as SVG text readable at 100% zoom.
 
 SVG user units are points (1 pt = 4/3 CSS px at 100% zoom); a figure FIG_WIDTH_IN wide fits the page
 unscaled, so a 9 pt tick label shows at 12 px.
@@ -15,14 +14,8 @@ from dataclasses import dataclass
 
 import matplotlib
 
-from llmbench.caseinfo import TimelineInfo
-
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-
-from llmbench.analysis.caselabels import case_labels
-from llmbench.analysis.inputs import SetRef
-from llmbench.report.styles import gpu_color
 
 FONT_PT = 10.0
 SMALL_PT = 9.0  # ticks and legends: the smallest text on any chart (12 px at 100% zoom)
@@ -64,71 +57,3 @@ def to_svg(fig: plt.Figure, tooltips: dict[str, str] | None = None) -> str:
     for gid, tip in (tooltips or {}).items():
         text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(tip)}</title>', 1)
     return text[text.index("<svg") :]
-
-
-TIMELINE_PANELS = (("tflops", "TFLOP/s"), ("sm_clock_mhz", "SM clock (MHz)"), ("power_w", "power (W)"),
-                   ("temp_c", "temperature (°C)"))
-
-
-def timeline_charts(sets: list[SetRef]) -> list[Chart]:
-    """Sustained-load timelines (the `burn` scenario's info.timeline): throughput, SM clock, power and
-    temperature against time, one line per GPU, so throttling shows as a falling curve."""
-    infos = [(i, s, c, TimelineInfo.of(c.info)) for i, s in enumerate(sets) for c in s.rs.cases if c.status == "ok"]
-    runs = [(i, s, c, info.timeline, bool(info.throttled)) for i, s, c, info in infos
-            if info.timeline is not None and info.timeline.t_s]
-    if not runs:
-        return []
-    labels = case_labels(list({c.id: c for _, _, c, _, _ in runs}.values()))  # a case of every set once
-    fig, axes = plt.subplots(2, 2, figsize=(FIG_WIDTH_IN, 6.4), layout="constrained")
-    for ax, (key, title) in zip(axes.flat, TIMELINE_PANELS, strict=True):
-        for k, (i, s, c, tl, _) in enumerate(runs):
-            ys = getattr(tl, key)
-            if ys and len(ys) == len(tl.t_s):
-                ax.plot(tl.t_s, ys, color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
-                        label=s.label if len(runs) == 1 else f"{s.label} {labels[c.id]}")
-        ax.set_title(title)
-        ax.set_xlabel("time (s)")
-        ax.grid(True, alpha=0.3)
-    handles, names = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncol=1, frameon=False)
-    throttled = any(flagged for *_, flagged in runs)
-    title = "sustained load over time" + (" (throttling flagged)" if throttled else "")
-    fig.suptitle(title)
-    return [Chart(title, to_svg(fig))]
-
-
-def _pareto_series(sets: list[SetRef]) -> list[tuple[int, str, list[tuple[float, float, str]]]]:
-    from llmbench.serving.plots import pareto_points
-
-    return [(i, f"{s.label} {series}".strip(), pts)
-            for i, s in enumerate(sets) for series, pts in pareto_points(s.rs.cases).items()]
-
-
-def pareto_lines(sets: list[SetRef]) -> list[tuple[str, list[tuple[float, float, str]]]]:
-    """(label naming the GPU and the server configuration, its points) of every serving sweep."""
-    return [(label, pts) for _, label, pts in _pareto_series(sets)]
-
-
-def pareto_charts(sets: list[SetRef]) -> list[Chart]:
-    """The serving Pareto view: output tokens/s per GPU against tokens/s per user, one line per GPU
-    and server configuration, one point per load point of a sweep (llmbench.serving.plots)."""
-    lines = _pareto_series(sets)
-    if not lines:
-        return []
-    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, 5.0), layout="constrained")
-    for k, (i, label, pts) in enumerate(lines):
-        xs, ys, names = zip(*pts, strict=True)
-        ax.plot(xs, ys, marker="os^D"[k % 4], color=gpu_color(i), linestyle=("-", "--", ":")[k % 3],
-                label=label[:90])
-        for x, y, name in zip(xs, ys, names, strict=True):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=SMALL_PT)
-    named = {i for i, _, _ in lines}
-    for i, s in enumerate(sets):
-        if i not in named:
-            ax.plot([], [], color="none", label=f"{s.label}: no serving sweep here")
-    ax.set_xlabel("tokens/s per user (1000 / TPOT)")
-    ax.set_ylabel("output tokens/s per GPU")
-    ax.set_title("serving: throughput per GPU against speed per user")
-    ax.grid(True, alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=1, frameon=False)
-    return [Chart("serving: throughput per GPU against speed per user", to_svg(fig))]

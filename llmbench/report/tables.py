@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmbench.analysis.compare import Ratio
+
 FORMATS: tuple[str, ...] = ("markdown", "csv", "json")  # render's; terminal.to_terminal_text the fourth
 MISSING = "—"
 
@@ -69,6 +71,11 @@ def fmt_ratio(value: float, ci: tuple[float, float] | None) -> str:
         return str(value)
     text = f"{value:.2f}x"
     return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and all(map(math.isfinite, ci)) else text
+
+
+def ratio_text(r: Ratio | None) -> str:
+    """A comparison's ratio as `fmt_ratio` writes it; MISSING where there is none."""
+    return fmt_ratio(r.value, r.ci) if r else MISSING
 
 
 def fmt_pct(v: float | None) -> str:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from llmbench.analysis.basediff import BaseDiff
 from llmbench.analysis.caselabels import case_labels, constant_params, params_text, with_searched_batch
-from llmbench.analysis.compare import MAX_BATCH_METRIC, Comparison, MetricRow, Ratio
+from llmbench.analysis.compare import MAX_BATCH_METRIC, Comparison, MetricRow
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, mixing_warning, source_line
 from llmbench.analysis.project import Validation
@@ -18,7 +18,7 @@ from llmbench.analysis.runs import RunLine, files_used
 from llmbench.report.bottleneck_view import bottleneck_table
 from llmbench.report.power_view import power_table
 from llmbench.report.slice_view import slice_table
-from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, fmt_ratio
+from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, ratio_text
 from llmbench.report.terminal import one_line
 
 RATIO_CAPTION = (
@@ -82,10 +82,6 @@ def sets_table(sets: list[SetRef], baseline: int | None = None) -> Table:
         rows,
         notes=source_notes(sets),
     )
-
-
-def _ratio_text(r: Ratio | None) -> str:
-    return fmt_ratio(r.value, r.ci) if r else MISSING
 
 
 def _runs_text(runs: int, machines: int | None) -> str:
@@ -193,7 +189,7 @@ def comparison_tables(cmp: Comparison, runs: bool = True) -> list[Table]:
                 r.metric,
                 r.unit,
                 *_cells(r),
-                *[_ratio_text(r.ratios[i]) if r.better != "neither" else "(not ratioed)" for i in others],
+                *[ratio_text(r.ratios[i]) if r.better != "neither" else "(not ratioed)" for i in others],
             ]
             for r in rows
         ]
@@ -216,7 +212,7 @@ def comparison_tables(cmp: Comparison, runs: bool = True) -> list[Table]:
                 "Geometric means of ratios",
                 ["scenario", "metric", "cells", *[f"{sets[i].label} vs {sets[b].name}" for i in others]],
                 [
-                    [g.scenario, g.metric, str(g.n), *[_ratio_text(g.ratios[i]) for i in others]]
+                    [g.scenario, g.metric, str(g.n), *[ratio_text(g.ratios[i]) for i in others]]
                     for g in cmp.geomeans
                 ],
                 notes=short_note(sets),

@@ -23,7 +23,7 @@ import numpy as np
 
 from llmbench.errors import UserError
 from llmbench.measure.stats import summarize as summarize_samples
-from llmbench.results import MetricResult, Stats
+from llmbench.results import CaseResult, MetricResult, Stats
 from llmbench.serving.records import NO_COUNT, RequestRecord
 
 SLO_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "e2el": "e2e_ms"}
@@ -202,3 +202,22 @@ def peak_in_flight(records: list[RequestRecord]) -> int:
         cur += d
         peak = max(peak, cur)
     return peak
+
+
+# The throughput-latency Pareto view of a sweep (report/charts.pareto_charts): one line per server
+# configuration, one point per load point.
+X, Y = "tokens_per_s_per_user", "output_tokens_per_s_per_gpu"
+SERIES_KEYS = ("preset", "model", "precision", "endpoint", "input_len", "output_len")
+POINT_KEYS = ("concurrency", "rate")
+
+
+def pareto_points(cases: list[CaseResult]) -> dict[str, list[tuple[float, float, str]]]:
+    """(tok/s per user, tok/s per GPU, point label) of each ok serving case, by series label."""
+    out: dict[str, list[tuple[float, float, str]]] = {}
+    for c in cases:
+        if c.status != "ok" or X not in c.metrics or Y not in c.metrics:
+            continue
+        series = " ".join(f"{k}={c.params[k]}" for k in SERIES_KEYS if c.params.get(k) is not None)
+        point = next((f"{k} {c.params[k]}" for k in POINT_KEYS if c.params.get(k) is not None), "")
+        out.setdefault(series, []).append((c.metrics[X].value, c.metrics[Y].value, point))
+    return {k: sorted(v) for k, v in out.items()}
