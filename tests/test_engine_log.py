@@ -49,7 +49,7 @@ import re
 from llmbench.engines.log_tee import LogTee
 tee = LogTee(re.compile("all-reduce"))
 print("progress 0.5", flush=True)
-subprocess.run([sys.executable, "-c", {"print(%r)" % CLEAN[0]!r}])
+subprocess.run([sys.executable, "-c", {f"print({CLEAN[0]!r})"!r}])
 tee.close()
 print("kept:", len(tee.lines), tee.lines[0][:20] if tee.lines else "", flush=True)
 """

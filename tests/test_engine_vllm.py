@@ -16,7 +16,6 @@ from llmbench.engines.base import CaseSize, LoadOptions, ModelRef
 from llmbench.engines.vllm import VLLMEngine, VLLMOptions, engine_args
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult
-from llmbench.scenarios.generate import GenerateParams, GenerateScenario
 from llmbench.suite import case_from
 
 ROOT = Path(__file__).resolve().parent.parent

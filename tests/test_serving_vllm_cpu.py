@@ -87,8 +87,8 @@ def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypat
     monkeypatch.setenv("LLMBENCH_SERVING_LOGS", str(tmp_path / "logs"))
     from llmbench.suite import case_from
 
-    values = {"engine": {"name": "vllm", "max_model_len": 512, "enforce_eager": True, "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
-                         "ready_timeout_s": 600},
+    values = {"engine": {"name": "vllm", "max_model_len": 512, "enforce_eager": True,
+                         "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "ready_timeout_s": 600},
               "preset": "tiny-llama", "input_len": 32, "output_len": OUTPUT_LEN, "concurrency": 2, "num_requests": 4}
     out = run_case(case_from("serving", values).worker_spec("cpu"))
     assert out["status"] == "ok", out.get("reason")
