@@ -17,7 +17,7 @@ import json
 import tarfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -66,10 +66,22 @@ def bundle_stem(path: Path) -> str:
     return next((name[: -len(s)] for s in SUFFIXES if name.endswith(s)), path.stem)
 
 
-def bundle_name(slug: str, now: datetime | None = None) -> str:
-    """`<gpu-slug>-<UTC>.tar.gz`: which GPU, and when; UTC stamps sort by name (`write_new_bundle` adds
-    `_<microseconds>` where another bundle took the name within the same second)."""
-    return f"{slug}-{(now or datetime.now(timezone.utc)).strftime(STAMP)}.tar.gz"
+def bundle_name(slug: str, now: datetime | None = None, gpus: int = 1) -> str:
+    """`<gpu-slug>-<UTC>.tar.gz` (`<gpu-slug>-x<N>-<UTC>.tar.gz` for a run over N > 1 GPUs): which GPU,
+    how many, and when; UTC stamps sort by name (`write_new_bundle` adds `_<microseconds>` where another
+    bundle took the name within the same second)."""
+    return f"{node_prefix(slug, gpus)}-{(now or datetime.now(timezone.utc)).strftime(STAMP)}.tar.gz"
+
+
+def node_prefix(slug: str, gpus: int) -> str:
+    """A bundle name's start: the GPU slug, and the GPU count where the run held more than one."""
+    return f"{slug}-x{gpus}" if gpus > 1 else slug
+
+
+def gpu_count(result_sets: Iterable[ResultSet]) -> int:
+    """The most GPUs any of the sets' runs saw (their fingerprint's `gpu.count`); 1 where none says."""
+    counts = [(rs.env.get("gpu") or {}).get("count") for rs in result_sets]
+    return max([int(c) for c in counts if isinstance(c, int)] or [1])
 
 
 def tail(data: bytes, limit: int = LOG_TAIL_BYTES) -> bytes:
@@ -102,8 +114,9 @@ def write_bundle(
 def write_new_bundle(folder: Path, slug: str, result_sets: dict[str, ResultSet],
                      files: dict[str, bytes | str] | None = None, extra_manifest: dict[str, Any] | None = None) -> Path:
     """`write_bundle` under a new name in `folder` (`bundle_name`'s form) that no other writer has: two
-    oneshots into one --out each keep their bundle."""
-    return write_new(stamped_names(folder, slug, ".tar.gz"), bundle_bytes(result_sets, files, extra_manifest))
+    oneshots into one --out each keep their bundle. The name shows the GPU count of a multi-GPU run."""
+    prefix = node_prefix(slug, gpu_count(result_sets.values()))
+    return write_new(stamped_names(folder, prefix, ".tar.gz"), bundle_bytes(result_sets, files, extra_manifest))
 
 
 def bundle_bytes(result_sets: dict[str, ResultSet], files: dict[str, bytes | str] | None = None,

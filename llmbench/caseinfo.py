@@ -72,7 +72,7 @@ class CaseInfo(InfoModel):
     llmbench_commit: str | None = None  # the commit the case ran (a resumed set can span commits)
     llmbench_tree_modified: bool | None = None  # tracked files differed from that commit
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
-    launcher: str | None = None  # how its process was started, where not the local process (None: local)
+    launcher: str | None = None  # what ran its work: "local" (its process), "torchrun" (ranks); None: local (old sets)
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None

@@ -17,7 +17,7 @@ import pytest
 from llmbench.bundle import read_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import cpu_slug
-from llmbench.harness.launch import IsolatedProcess
+from llmbench.harness.launchers.process import IsolatedProcess
 from llmbench.harness.runner import RunOptions, RunUI, run_suite, skipped_result
 from llmbench.results import CaseResult, ResultSet, history_of, latest_result, load, save
 from llmbench.suite import CaseSpec, load_suite

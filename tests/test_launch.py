@@ -1,7 +1,8 @@
-"""The launcher layer (harness/launch.py, harness/launch_ranks.py): the GPU-slot owner hands slots out
-in --gpus order and takes them back; the torchrun launcher returns its ranks' outputs rank 0 first and
-turns a failed, out-of-memory or hung rank into the exception the case's status is made from. The rank
-entries below run in torchrun's processes (imported as tests.test_launch from the repository root)."""
+"""The launcher layer (harness/launch.py, harness/launchers/): the GPU-slot owner hands slots out in
+--gpus order and takes them back; the torchrun launcher returns its ranks' outputs rank 0 first and
+turns a failed, out-of-memory or hung rank into an outcome (never an exception) naming the rank. The
+rank entries below run in torchrun's processes (imported as tests.test_launch from the repository root);
+tests/test_launchers.py runs whole rank cases and their faults."""
 
 from __future__ import annotations
 
@@ -13,10 +14,8 @@ from typing import Any
 import pytest
 
 from llmbench.harness.launch import GpuSlots
-from llmbench.harness.launch_ranks import Torchrun, rank_launcher
-from llmbench.measure.timing import StopRule
-from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, RankEntry
+from llmbench.harness.launchers.torchrun import Torchrun
+from llmbench.scenarios.base import SCENARIOS, RankEntry, RankScenario
 from tests.conftest import wait_gone
 
 
@@ -38,8 +37,10 @@ def sleeping_rank(spec: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def entry(name: str) -> RankEntry:
-    return RankEntry("tests.test_launch", name)  # how a rank, started from the repository root, imports this file
+def launch(name: str, nproc: int, spec: dict[str, Any], timeout_s: float = 120.0) -> Any:
+    """`name` of this file as `nproc` ranks through the torchrun launcher, from the repository root."""
+    target = RankEntry("tests.test_launch", name).target
+    return Torchrun().run({"entry": target, "nproc": nproc, "spec": spec}, dict(os.environ), timeout_s)
 
 
 def test_slots_are_taken_in_gpus_order_and_given_back() -> None:
@@ -59,37 +60,34 @@ def test_slots_are_taken_in_gpus_order_and_given_back() -> None:
     assert none.whole().visible is None and none.whole().slots == () and none.too_many(1) is not None
 
 
-def test_only_a_scenario_that_declares_a_rank_entry_gets_a_rank_launcher() -> None:
+def test_only_a_rank_scenario_declares_a_rank_entry() -> None:
     ddp = SCENARIOS.get("ddp")()
-    launcher = rank_launcher(ddp, 30.0)
-    assert launcher is not None and launcher.entry == RankEntry("llmbench.scenarios.ddp_rank", "train_rank")
-    assert rank_launcher(SCENARIOS.get("gemm")(), 30.0) is None
-    ctx = CaseContext(DeviceInfo("cpu", "CPU"), StopRule(), emit_progress=False)
-    with pytest.raises(RuntimeError, match="declares no rank_entry"):
-        ctx.run_ranks({}, 2)
+    assert isinstance(ddp, RankScenario) and ddp.rank_entry == RankEntry("llmbench.scenarios.ddp_rank", "train_rank")
+    assert not isinstance(SCENARIOS.get("gemm")(), RankScenario)
 
 
 @pytest.mark.slow
 def test_ranks_outputs_come_back_rank_0_first() -> None:
-    ranks = Torchrun(entry("echo_rank"), 120.0).run({"x": 1}, 3)
-    assert [(r["rank"], r["world"], r["spec"]) for r in ranks] == [(0, 3, {"x": 1}), (1, 3, {"x": 1}), (2, 3, {"x": 1})]
+    out = launch("echo_rank", 3, {"x": 1})
+    assert out.status == "ok", out
+    assert [(r["rank"], r["world"], r["spec"]) for r in out.payload["ranks"]] == \
+        [(0, 3, {"x": 1}), (1, 3, {"x": 1}), (2, 3, {"x": 1})]
 
 
 @pytest.mark.slow
-def test_a_failed_rank_raises_and_an_out_of_memory_one_raises_oom() -> None:
-    import torch
-
-    with pytest.raises(RuntimeError, match=r"torchrun with 2 processes exited with code \d+:\n(.|\n)*planted"):
-        Torchrun(entry("failing_rank"), 120.0).run({"bad": 1, "message": "planted failure"}, 2)
-    with pytest.raises(torch.OutOfMemoryError, match=r"a rank ran out of memory \(2 processes\)"):
-        Torchrun(entry("failing_rank"), 120.0).run({"bad": 0, "message": "CUDA out of memory. Tried"}, 2)
+def test_a_failed_rank_is_an_outcome_naming_it_and_an_out_of_memory_text_is_oom() -> None:
+    failed = launch("failing_rank", 2, {"bad": 1, "message": "planted failure"})
+    assert failed.status == "failed" and failed.reason.startswith("rank 1 of 2 exited with code 3")
+    assert "planted failure" in failed.traceback
+    oom = launch("failing_rank", 2, {"bad": 0, "message": "CUDA out of memory. Tried"})
+    assert oom.status == "oom" and oom.reason.startswith("rank 0 of 2 exited with code 3"), oom
 
 
 @pytest.mark.slow
 def test_a_hung_launch_is_stopped_at_its_timeout_with_its_ranks(tmp_path: Any) -> None:
     t0 = time.monotonic()
-    with pytest.raises(TimeoutError, match="did not finish within 10s"):
-        Torchrun(entry("sleeping_rank"), 10.0).run({"pids": str(tmp_path)}, 2)
+    out = launch("sleeping_rank", 2, {"pids": str(tmp_path)}, timeout_s=10.0)
+    assert out.status == "timeout" and "did not finish within 10.0s" in out.reason
     assert time.monotonic() - t0 < 60
     pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
     assert len(pids) == 2

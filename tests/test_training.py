@@ -421,6 +421,8 @@ def test_ddp_launcher_two_gloo_processes(parallel: str) -> None:
     assert all(len(v) == 3 for v in out["info"]["rank_step_ms"].values())
     assert len(out["metrics"]["step_ms"]["samples"]) == 3 and out["metrics"]["scaling_efficiency"]["value"] > 0
     assert len(out["info"]["one_gpu_step_ms"]) == 3
+    assert out["info"]["launcher"] == "torchrun"  # started by the harness's launcher, not by the scenario
+    assert out["code_path"]["launcher"]["nproc"] == {"ranks": 2, "one_gpu": 1}
 
 
 def test_ddp_asks_for_more_gpus_than_visible_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:

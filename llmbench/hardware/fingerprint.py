@@ -1,5 +1,6 @@
 """The environment fingerprint of a result set (docs/design.md): GPU, driver, CUDA, power limit, MIG mode,
-package versions, CPU, llmbench version and commit. Nothing identifying: no host or user names,
+GPU count and how the GPUs are joined (hardware/topology.py), package versions, CPU, llmbench version and
+commit. Nothing identifying: no host or user names,
 no home paths."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.hardware import mig, nvml
+from llmbench.hardware import mig, nvml, topology
 from llmbench.hardware.specs import slug_for
 from llmbench.precision import DeviceInfo
 
@@ -165,8 +166,21 @@ def gpu_info() -> dict[str, Any] | None:
     # the slice this process runs on (--gpus MIG-<uuid>): what `compare` scales the full GPU's figures by
     info["mig_profile"] = mig.slice_profile({"name": props.name, "mig_instances": instances,
                                              "visible_devices": info["visible_devices"]})
-    info["id_hash"] = gpu_id_hash([str(getattr(torch.cuda.get_device_properties(i), "uuid", "")) for i in range(count)])
+    uuids = [str(getattr(torch.cuda.get_device_properties(i), "uuid", "")) for i in range(count)]
+    info["id_hash"] = gpu_id_hash(uuids)
+    info.update(node_links(uuids))
     return {k: v for k, v in info.items() if v is not None}
+
+
+def node_links(uuids: list[str]) -> dict[str, Any]:
+    """How the visible GPUs (by UUID, in torch's order) are joined: `interconnect` (NVLink links up and
+    the PCIe link of each) and, for several GPUs, the `topology` label; nothing where NVML has no handle."""
+    handles = [nvml.handle_by_uuid(u) if u else None for u in uuids]
+    if not handles or any(h is None for h in handles):
+        return {}
+    links = topology.interconnect(handles)
+    label = topology.topology_label(links)
+    return {"interconnect": links, **({"topology": label} if label else {})}
 
 
 def gpu_id_hash(uuids: list[str]) -> str | None:

@@ -1,16 +1,20 @@
 """`llmbench doctor`: is the stack sound? `torch.cuda.is_available()` can be True while work still runs
 on the CPU or runs badly (driver/CUDA/PyTorch mismatch); a slow CPU can hide a fast GPU. Checks run
-in a case process, with the same GPU selection a run would use."""
+in a case process, with the same GPU selection a run would use; on a node of several GPUs they also
+check peer access, NCCL and that NVLink multicast stays off in the processes llmbench starts."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from llmbench.hardware import nvml
 
@@ -74,6 +78,7 @@ def collect_checks() -> list[Check]:
         tflops = 10 * 2 * 4096**3 / (ev0.elapsed_time(ev1) / 1e3) / 1e12
         level: Level = "ok" if b.is_cuda and tflops > 5 else "fail"
         checks.append(Check("gpu matmul", level, f"a 4096^3 bf16 matmul ran on {b.device} at {tflops:.0f} TFLOP/s"))
+    checks += node_checks()
     score = python_loop_score()
     checks.append(Check("cpu single-thread", "ok",
                         f"{score:.0f} M Python loop iterations/s (host-bound work, e.g. eager batch-1 decode, "
@@ -88,6 +93,72 @@ def collect_checks() -> list[Check]:
             missing = engine.missing_reason()
             checks.append(Check(f"engine {name}", "warn" if missing else "ok", missing or "installed"))
     return checks
+
+
+def node_checks(cuda: Any | None = None) -> list[Check]:
+    """On a node of several visible GPUs (`cuda`: torch.cuda, or a stand-in): peer access and NVLink
+    between them, the NCCL version, and that the NVLink-multicast variables reach the processes the
+    launchers start; nothing for one GPU or none."""
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda
+    count = cuda.device_count() if cuda.is_available() else 0
+    if count < 2:
+        return []
+    return [peer_check(cuda, count), nccl_check(cuda), multicast_check()]
+
+
+def peer_check(cuda: Any, count: int) -> Check:
+    """Whether each visible GPU can reach every other directly (P2P: NVLink or PCIe peer access), and
+    how they are joined as NVML sees it (hardware/topology.py)."""
+    from llmbench.hardware.fingerprint import node_links
+
+    pairs = [(i, j) for i in range(count) for j in range(count) if i != j]
+    missing = [f"{i}->{j}" for i, j in pairs if not cuda.can_device_access_peer(i, j)]
+    uuids = [str(getattr(cuda.get_device_properties(i), "uuid", "")) for i in range(count)]
+    joined = node_links(uuids).get("topology") or "topology not readable through NVML"
+    if missing:
+        return Check("gpu peers", "warn", f"{count} GPUs ({joined}); no peer access {', '.join(missing)}: "
+                     "collectives go through host memory")
+    return Check("gpu peers", "ok", f"{count} GPUs, peer access between every pair ({joined})")
+
+
+def nccl_check(cuda: Any) -> Check:
+    """The NCCL torch ships with (the collectives' library); a torch built without it cannot run GPU ranks."""
+    try:
+        version = cuda.nccl.version()
+    except (AttributeError, RuntimeError) as e:
+        return Check("nccl", "fail", f"torch has no usable NCCL ({type(e).__name__}: {e}): GPU ranks cannot run")
+    text = ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+    return Check("nccl", "ok", f"NCCL {text}")
+
+
+def multicast_check() -> Check:
+    """Spawn a process with the environment the torchrun launcher gives its ranks (built from this case
+    process's, which the runner's child-env builder made) and read the multicast variables back."""
+    from llmbench.hardware.topology import MULTICAST_OFF_ENV, multicast_settings, multicast_wanted
+    from llmbench.harness.launchers.torchrun import rank_env
+
+    env = rank_env(dict(os.environ), "doctor")
+    code = f"import json, os; print(json.dumps({{k: os.environ.get(k) for k in {list(MULTICAST_OFF_ENV)!r}}}))"
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                              check=True)
+        seen = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return Check("nvlink multicast", "fail", f"could not read a child process's environment: {e}")
+    expected = multicast_settings(env)
+    if seen != expected:
+        lost = ", ".join(f"{k}={expected[k]} arrived as {seen.get(k)}" for k in expected if seen.get(k) != expected[k])
+        return Check("nvlink multicast", "fail", f"the multicast variables do not reach child processes: {lost}")
+    shown = " ".join(f"{k}={v}" for k, v in seen.items())
+    if multicast_wanted(env):
+        return Check("nvlink multicast", "warn", f"NCCL_NVLS_ENABLE=1 asks for NVLink multicast, so ranks may use it "
+                     f"({shown}); on a shared machine it can put the GPUs out of service")
+    by_machine = [k for k in MULTICAST_OFF_ENV if k in os.environ]
+    source = f"the machine sets {', '.join(by_machine)}" if by_machine else "none set by the machine"
+    return Check("nvlink multicast", "ok", f"off in the processes the launchers start ({shown}; {source})")
 
 
 def mig_checks(backend: object | None = None) -> list[Check]:

@@ -34,7 +34,7 @@ from llmbench.serving.server import CASE_TOKEN_ENV, SHARED_ENV, stop_shared_serv
 
 STDERR_TAIL = 4000
 COMPILE_TMP = "compile"  # the run's compile-cache folder kind
-RANKS_TMP = "ranks"  # a case's rank launch folder kind (harness/launch_ranks.py; the pid is the case process's)
+RANKS_TMP = "ranks"  # a case's rank launch folder kind (harness/launchers/torchrun.py; the pid is the case process's)
 TMP_KINDS = ("case", "env", COMPILE_TMP, RANKS_TMP)  # the temporary folders a run makes (llmbench-<kind>-<pid>-...)
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _LIVE: dict[subprocess.Popen[str], str] = {}  # case processes now running (several in a parallel run): marker
@@ -158,15 +158,16 @@ def says_out_of_memory(text: str) -> bool:
     return _OOM_TEXT.search(text) is not None
 
 
-def marked_pids(token: str) -> list[int]:
-    """The processes (this one aside) whose environment carries CASE_TOKEN_ENV=token: a case process
-    and its descendants, wherever their process group or session. Read from /proc/<pid>/environ, the
-    environment each was started with, so Linux only: elsewhere none are found and only the process
-    group is stopped. A process that drops the variable from its children's environment hides them."""
+def marked_pids(token: str, var: str = CASE_TOKEN_ENV) -> list[int]:
+    """The processes (this one aside) whose environment carries `var`=token (CASE_TOKEN_ENV: a case
+    process and its descendants; a launch's own marker: its ranks), wherever their process group or
+    session. Read from /proc/<pid>/environ, the environment each was started with, so Linux only:
+    elsewhere none are found and only the process group is stopped. A process that drops the variable
+    from its children's environment hides them."""
     root = Path("/proc")
     if not token or not root.is_dir():
         return []
-    needle, me, found = f"{CASE_TOKEN_ENV}={token}".encode(), os.getpid(), []
+    needle, me, found = f"{var}={token}".encode(), os.getpid(), []
     for d in root.iterdir():
         if not d.name.isdigit() or int(d.name) == me:
             continue
@@ -179,11 +180,11 @@ def marked_pids(token: str) -> list[int]:
     return found
 
 
-def stop_marked(token: str, grace_s: float = STOP_GRACE_S) -> list[int]:
-    """SIGTERM every process marked with `token` (`marked_pids`), then SIGKILL those still there after
+def stop_marked(token: str, grace_s: float = STOP_GRACE_S, var: str = CASE_TOKEN_ENV) -> list[int]:
+    """SIGTERM every process marked with `token` in `var` (`marked_pids`), then SIGKILL those still there after
     `grace_s`; the pids found. What a case leaves behind when it ends: a child in a session of its
     own escapes the process-group kill."""
-    found = pids = marked_pids(token)
+    found = pids = marked_pids(token, var)
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -191,7 +192,7 @@ def stop_marked(token: str, grace_s: float = STOP_GRACE_S) -> list[int]:
         deadline = time.monotonic() + wait
         while pids and time.monotonic() < deadline:
             time.sleep(0.1)
-            pids = marked_pids(token)  # by marker, not pid: a reused pid is never signalled
+            pids = marked_pids(token, var)  # by marker, not pid: a reused pid is never signalled
         if not pids:
             break
     return found

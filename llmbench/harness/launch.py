@@ -1,68 +1,18 @@
-"""The launcher layer: how a case runs and which GPUs it holds while it does. The runner decides what
-runs and writes the result set; it asks this layer where a case goes and to run it there.
+"""The GPU-slot owner of the launcher layer: which GPUs each running case holds. The runner decides
+what runs and writes the result set; it asks this module where a case goes and a launcher
+(harness/launchers/) to run it there.
 
-- `GpuSlots` owns the --gpus entries (slots): which running case holds which, handed out in --gpus
-  order (as many as the case's placement asks), given back when the case ends; a case gets its slots
-  as CUDA_VISIBLE_DEVICES (`SlotGrant.env`), set before torch is imported in its process.
-- A `Launcher` runs one case (or one probe of its max-batch search) at a placement and turns whatever
-  happened into a `ChildOutcome`. `IsolatedProcess` is the kind every run uses: a fresh
-  `python -m llmbench.harness.worker` process per case, killed with its process group at the case's
-  timeout; a share group's cases (a suite's `share_engines`) get one such process for the group.
-  In-process there is only `worker.run_case(spec)`, which tests call directly; no run of a suite
-  takes that path (a crash would end the run), so it is not offered as a launcher.
-- Inside the case process, a scenario that declares a `rank_entry` gets a multi-process launcher
-  (`launch_ranks.Torchrun`) on its context: N rank processes over the case's GPUs."""
+`GpuSlots` owns the --gpus entries (slots): which running case holds which, handed out in --gpus order
+(as many as the case's placement asks), given back when the case ends; a case gets its slots as
+CUDA_VISIBLE_DEVICES (`SlotGrant.env`), set before torch is imported in its process."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from llmbench.errors import UserError
-from llmbench.harness.isolation import ChildOutcome, child_env, kill_running, run_case_process, run_group_process
+from llmbench.harness.isolation import child_env
 from llmbench.suite import CaseSpec
-
-ProgressFn = Callable[[float, str], None]
-
-
-class Launcher(Protocol):
-    """Runs a case spec (worker's JSON: scenario, params, settings, device) with `env` (its placement's)
-    under a timeout; a crash, a kill or a timeout comes back as an outcome, never as an exception."""
-
-    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
-            on_progress: ProgressFn | None = None) -> ChildOutcome: ...
-
-    def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
-                  on_outcome: Callable[[int, ChildOutcome], None],
-                  on_progress: ProgressFn | None = None,
-                  on_warn: Callable[[str], None] | None = None) -> list[ChildOutcome]:
-        """Run a share group's cases one after another where they share what they load; each outcome
-        goes to `on_outcome` as it ends; the list ends at the first case that did not end ok or
-        skipped (the runner runs the rest alone). `on_warn` hears what the person watching should know
-        (a session that did not close in time)."""
-
-    def stop_all(self) -> None:
-        """Stop every case still running (an interrupt of a parallel run, whose waits are in threads)."""
-
-
-class IsolatedProcess:
-    """One fresh case process per case (harness/isolation.py): GPU memory clean for every case, and a
-    crash, an out-of-memory or a hang is that case's status while the suite goes on."""
-
-    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
-            on_progress: ProgressFn | None = None) -> ChildOutcome:
-        return run_case_process(spec, env, timeout_s, on_progress)
-
-    def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
-                  on_outcome: Callable[[int, ChildOutcome], None],
-                  on_progress: ProgressFn | None = None,
-                  on_warn: Callable[[str], None] | None = None) -> list[ChildOutcome]:
-        """A share group in one fresh process of its own (the group's cases share it, no other case does)."""
-        return run_group_process(specs, env, on_outcome, on_progress, on_warn)
-
-    def stop_all(self) -> None:
-        kill_running()
 
 
 def gpu_slots(gpus: str | None) -> list[str]:

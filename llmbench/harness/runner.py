@@ -1,7 +1,7 @@
 """Runs a suite: fingerprint, then each case in its own process, writing the result set after every
 case (atomically), so an interrupted run loses nothing that finished and `--resume` picks it up.
-How a case runs and which GPUs it holds is the launcher layer's (harness/launch.py: a `Launcher`,
-the `GpuSlots` owner); the runner decides what runs when, and is the only writer of the result set.
+How a case runs and which GPUs it holds is the launcher layer's (harness/launchers/: a `CaseLauncher`;
+harness/launch.py: the `GpuSlots` owner); the runner decides what runs when, and is the only writer of the result set.
 
 With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: case processes run
 concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
@@ -38,8 +38,11 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
 from llmbench.harness.isolation import ChildOutcome, fingerprint, sweep_stale_tmp
-from llmbench.harness.launch import GpuSlots, IsolatedProcess, Launcher, ProgressFn, SlotGrant, slots_needed
+from llmbench.harness.launch import GpuSlots, SlotGrant, slots_needed
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
+from llmbench.harness.launchers.base import CaseLauncher, ProgressFn
+from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.launchers.torchrun import Torchrun
 from llmbench.harness.max_batch import (
     INFO_KEY,
     MEASUREMENT_RETRIES,
@@ -73,7 +76,7 @@ from llmbench.results import (
     save_new,
     utc_now,
 )
-from llmbench.scenarios.base import BatchSearch
+from llmbench.scenarios.base import BatchSearch, RankScenario
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
@@ -113,7 +116,7 @@ class RunOptions:
     parallel: bool = False  # one case process per --gpus entry at a time, concurrently
     resume_from: Path | None = None  # with resume: this result set, not the newest one under out_dir
     reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
-    launcher: Launcher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launch.py)
+    launcher: CaseLauncher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launchers/)
     share_engines: bool | None = None  # share groups (one process per loaded engine session); None: as the suite says
 
 
@@ -329,12 +332,21 @@ class _Run:
             self.ui.warn(msg)
         return others
 
+    def launcher_of(self, case: CaseSpec, result: CaseResult) -> str | None:
+        """The launcher a case ran its work through: a rank scenario's ranks went through torchrun (also
+        where its process was killed before it said so), any other case through the run's (`local`);
+        None for a case the runner skipped without starting it."""
+        if CaseInfo.of(result.info).skipped_by:
+            return None
+        return Torchrun.name if isinstance(case.scenario_obj(), RankScenario) else self.opts.launcher.name
+
     def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
                group: ShareGroupInfo | None = None) -> None:
         """Add a finished case to the result set and write it (atomically)."""
         noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
                          llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None,
-                         share_group=group, ran_beside_cases=self.beside or None)
+                         share_group=group, ran_beside_cases=self.beside or None,
+                         launcher=self.launcher_of(case, result))
         result.info.update(noted.model_dump(exclude_none=True))
         search = CaseInfo.of(result.info).max_batch
         not_reused = search.not_reused if search else None
@@ -548,7 +560,7 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: ProgressFn | None = None, *,
             log: ProbeLog | None = None, fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None,
-            launcher: Launcher | None = None) -> CaseResult:
+            launcher: CaseLauncher | None = None) -> CaseResult:
     """Run one case through `launcher` (its own process by default) with its placement's `env`. A case
     that asks for a max-batch search searches its batch first, each probe run by the same launcher, its
     probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""

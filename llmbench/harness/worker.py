@@ -55,11 +55,11 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
     (built here from its options) and its placement; the engine's own reason to skip (a package not
     installed) comes before the scenario's."""
     from llmbench.engines.base import build_engine, engine_options
-    from llmbench.harness.launch_ranks import rank_launcher
+    from llmbench.harness.launchers.torchrun import run_rank_case
     from llmbench.measure.timing import StopRule
     from llmbench.placement import Placement
     from llmbench.registry import PluginError
-    from llmbench.scenarios.base import SCENARIOS, CaseContext, Skip
+    from llmbench.scenarios.base import SCENARIOS, CaseContext, RankScenario, Skip
 
     try:  # the plugins are imported again here: one that fails in this process is the case's reason
         cls = SCENARIOS.get(spec["scenario"])
@@ -77,14 +77,17 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
     if reason:
         return {**out, "status": "skipped", "reason": reason}
     ctx = CaseContext(device, rule, engine=engine,  # the engine the case names
-                      ranks=rank_launcher(scenario, rule.timeout_s),  # ranks: a multi-process case
                       shared=shared, case_id=str(spec.get("id", "")))  # shared: a share group's sessions
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case
+    ranks_failed = None  # a rank scenario's launch that failed: the case's status and reason
     try:
         with case_power_limit(settings.power_limit_w):  # restored on any end
-            scenario.run(params, ctx)
+            if isinstance(scenario, RankScenario):  # its ranks through the torchrun launcher
+                ranks_failed = run_rank_case(scenario, params, ctx, rule.timeout_s)
+            else:
+                scenario.run(params, ctx)
     except (Skip, PowerLimitError) as e:
         return {**out, "status": "skipped", "reason": str(e)}
     except BaseException as e:  # the case's top level: any error is its result, with its traceback
@@ -93,6 +96,10 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
         return {**out, "status": status, "reason": f"{type(e).__name__}: {first}"[:500],
                 "traceback": traceback.format_exc()[-TRACEBACK_TAIL:], "info": ctx.info,
                 "code_path": ctx.code_path, "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
+    if ranks_failed is not None:
+        return {**out, "status": ranks_failed.status, "reason": ranks_failed.reason,
+                "traceback": ranks_failed.traceback, "info": ctx.info, "code_path": ctx.code_path,
+                "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
     try:  # what others read back from the info is typed: a wrong type fails here, not in a report
         scenario.Info.model_validate(ctx.info)  # strict: `of` reads a wrong type as absent
     except ValidationError as e:

@@ -50,12 +50,6 @@ class Skip(Exception):
 E = TypeVar("E", bound=Engine)
 
 
-class RankLauncher(Protocol):
-    """Runs a case's ranks as `nproc` processes (the harness's torchrun launcher, harness/launch_ranks.py)."""
-
-    def run(self, spec: dict[str, Any], nproc: int) -> list[dict[str, Any]]: ...
-
-
 class Closable(Protocol):
     def close(self) -> None: ...
 
@@ -84,19 +78,16 @@ class SharedSessions:
 
 class CaseContext:
     """What a running case can use: its device, the stop rule, a timer, monitors, a place to put
-    metrics, the engine the case names (built by the case process, see Scenario.engine_slot) and, for
-    a scenario that declares a `rank_entry`, a launcher for its ranks. Timing code lives here once, not
-    in each scenario."""
+    metrics, and the engine the case names (built by the case process, see Scenario.engine_slot).
+    Timing code lives here once, not in each scenario."""
 
     def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True,
-                 engine: Engine | None = None, ranks: RankLauncher | None = None,
-                 shared: SharedSessions | None = None, case_id: str = "") -> None:
+                 engine: Engine | None = None, shared: SharedSessions | None = None, case_id: str = "") -> None:
         self.device = device
         self.shared = shared  # a share group's sessions (None: the case runs alone, loads and closes its own)
         self.case_id = case_id
         self._engine = engine
         self.rule = rule
-        self.ranks = ranks
         self.timer = timer_for(device.kind)
         self.metrics: dict[str, MetricResult] = {}
         self.info: dict[str, Any] = {}
@@ -117,14 +108,6 @@ class CaseContext:
         """Tell the parent how far this case is (0..1); it drives the per-case progress bar."""
         if self._emit:
             progress.emit(fraction, text)
-
-    # -- ranks --------------------------------------------------------------------------------
-    def run_ranks(self, spec: dict[str, Any], nproc: int) -> list[dict[str, Any]]:
-        """Run the scenario's rank entry as `nproc` processes on this case's GPUs; their outputs, rank 0
-        first. A failed rank raises (out of memory as torch.OutOfMemoryError)."""
-        if self.ranks is None:
-            raise RuntimeError("this case has no rank launcher: its scenario declares no rank_entry")
-        return self.ranks.run(spec, nproc)
 
     # -- timing -------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -206,12 +189,26 @@ class BatchSearch:
 
 @dataclass(frozen=True)
 class RankEntry:
-    """A scenario whose case runs its work as several processes, one per GPU: the harness starts them
-    with torchrun (harness/launch_ranks.py) when the case calls `ctx.run_ranks(spec, nproc)`, and each
-    rank calls `module.function(spec)`, returning a JSON-able dict (its output to the case)."""
+    """The function each rank of a `RankScenario`'s case calls: `module.function(spec)`, returning a
+    JSON-able dict (its output to the case). The module is imported in every rank: nothing heavy at import."""
 
     module: str
     function: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.module}:{self.function}"
+
+
+@dataclass(frozen=True)
+class RankRun:
+    """One launch of a case's ranks: `nproc` processes (one per GPU of the case's placement, CPU
+    processes over gloo on a CPU), each calling the rank entry with `spec`; `name` is the key its
+    outputs have in what `collect` is handed."""
+
+    name: str
+    nproc: int
+    spec: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -268,7 +265,6 @@ class Scenario(ABC):
     # `llmbench project` scales it to another GPU without knowing the scenario (see bound()).
     bounds: ClassVar[dict[str, Bound]] = {}
     max_batch_search: ClassVar[BatchSearch | None] = None  # the runner's largest-batch search, where offered
-    rank_entry: ClassVar[RankEntry | None] = None  # a case run as torchrun ranks (ctx.run_ranks), where it is
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
     engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
     Info: ClassVar[type[CaseInfo]] = CaseInfo  # the typed part of its cases' info (caseinfo.py), checked on write
@@ -375,3 +371,26 @@ class Scenario(ABC):
 
 
 SCENARIOS: Registry[Scenario] = Registry("scenario", "llmbench.scenarios")
+
+
+class RankScenario(Scenario):
+    """A scenario whose case runs its work as ranks (one process per GPU): it declares the function each
+    rank calls (`rank_entry`), the launches a case makes (`rank_runs`) and how their outputs become
+    metrics (`collect`); the case process starts each launch through the harness's torchrun launcher
+    (harness/launchers/torchrun.py) and hands the outputs over. It starts no process itself. A launch
+    that fails (a rank that dies, runs out of memory, or hangs past the case's timeout) ends the case
+    with that status and reason; `collect` is then not called."""
+
+    rank_entry: ClassVar[RankEntry]
+
+    @abstractmethod
+    def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
+        """The case's launches, in order (e.g. N ranks, then one for a one-GPU baseline)."""
+
+    @abstractmethod
+    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+        """Record the case's metrics from its launches' outputs: RankRun.name -> the ranks' dicts, rank 0 first."""
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        raise RuntimeError(f"{type(self).__name__} runs as ranks: the case process launches its rank_runs "
+                           "(harness/launchers/torchrun.run_rank_case), not run()")

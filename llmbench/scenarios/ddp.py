@@ -1,11 +1,10 @@
 """ddp: data-parallel training over several GPUs of one host, one process per GPU: DDP or FSDP2
-(fully_shard). The scenario declares its rank entry (ddp_rank.train_rank) and the GPUs it needs; the
-harness's launcher layer starts the ranks with torchrun and hands back their outputs
-(harness/launch_ranks.py). Each case also runs the same per-GPU batch on one GPU, so it reports
-samples/s on 1 and N GPUs and the scaling efficiency (samples/s on N) / (N x samples/s on 1). The case
-stays one case: rank 0's step times are its metrics, every rank's are in the info. A case asking for
-more GPUs than are visible is skipped. On a CPU the ranks are CPU processes over gloo (the launcher
-path, tested with two)."""
+(fully_shard). A rank scenario: it declares its rank entry (ddp_rank.train_rank) and its launches — N
+ranks, then one for the one-GPU baseline — and the harness's torchrun launcher starts them and hands
+back their outputs (harness/launchers/torchrun.py). It reports samples/s on 1 and N GPUs and the
+scaling efficiency (samples/s on N) / (N x samples/s on 1). The case stays one case: rank 0's step
+times are its metrics, every rank's are in the info. A case asking for more GPUs than are visible is
+skipped. On a CPU the ranks are CPU processes over gloo (the launcher path, tested with two)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from llmbench.measure.timing import StopRule
 from llmbench.models.presets import known_preset
 from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, RankEntry, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, RankEntry, RankRun, RankScenario, ScenarioParams
 
 
 class DDPParams(ScenarioParams):
@@ -34,7 +33,7 @@ class DDPParams(ScenarioParams):
 
 
 @SCENARIOS.register("ddp")
-class DDP(Scenario):
+class DDP(RankScenario):
     sweep_axes = ("batch_size", "seq_len")
     Params = DDPParams
     description = "data-parallel training through torchrun (DDP, FSDP2): samples/s on 1 and N GPUs, scaling"
@@ -58,10 +57,18 @@ class DDP(Scenario):
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return 60.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
+        """The case's N ranks, then (N > 1) one rank of the same per-GPU batch: the one-GPU baseline."""
         gpus = self.placement.gpus
         ctx.info["config"] = {**params.model_dump(mode="json"), "gpus": gpus}
-        ranks = self._launch(params, ctx, gpus)
+        spec = {"model": params.model, "layers": params.layers, "parallel": params.parallel,
+                "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
+                "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
+        return [RankRun("ranks", gpus, spec), *([RankRun("one_gpu", 1, spec)] if gpus > 1 else [])]
+
+    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+        gpus = self.placement.gpus
+        ranks = outputs["ranks"]
         rank0 = ranks[0]
         ctx.record("step_ms", [s * 1e3 for s in rank0["step_s"]])
         global_batch = params.batch_size * gpus
@@ -71,18 +78,10 @@ class DDP(Scenario):
         ctx.info["loss_curve"] = rank0["losses"]
         if rank0["peak_memory_gib"] is not None:
             ctx.record_value("peak_memory_gib", max(r["peak_memory_gib"] for r in ranks))
-        if gpus > 1:
-            ctx.progress(0.5, "one-GPU baseline")
-            one = self._launch(params, ctx, 1)[0]
+        if "one_gpu" in outputs:
+            one = outputs["one_gpu"][0]
             n_rate = global_batch / statistics.median(rank0["step_s"])
             one_rate = params.batch_size / statistics.median(one["step_s"])
             ctx.record_value("scaling_efficiency", n_rate / (gpus * one_rate))
             ctx.info["one_gpu_samples_per_s"] = one_rate
             ctx.info["one_gpu_step_ms"] = [s * 1e3 for s in one["step_s"]]
-
-    def _launch(self, params: Any, ctx: CaseContext, nproc: int) -> list[dict[str, Any]]:
-        """The case's ranks over `nproc` processes; their outputs, rank 0 first."""
-        spec = {"model": params.model, "layers": params.layers, "parallel": params.parallel,
-                "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
-                "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
-        return ctx.run_ranks(spec, nproc)

@@ -1,5 +1,5 @@
 """One rank of the `ddp` scenario (its declared `rank_entry`), started by the harness's torchrun
-launcher (harness/launch_ranks.py): builds the model on its device, wraps it in DDP or FSDP2
+launcher (harness/launchers/torchrun.py): builds the model on its device, wraps it in DDP or FSDP2
 (fully_shard), trains warm-up + timed steps on the learnable task and returns its step times and
 losses, which the launcher hands to the case. Nothing runs at import (the scenario registry imports
 this module)."""

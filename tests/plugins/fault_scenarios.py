@@ -9,7 +9,19 @@ import subprocess
 import time
 from typing import Any, Literal
 
-from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.hardware.topology import MULTICAST_OFF_ENV
+from llmbench.placement import Placement
+from llmbench.scenarios.base import (
+    SCENARIOS,
+    BatchSearch,
+    CaseContext,
+    RankEntry,
+    RankRun,
+    RankScenario,
+    Scenario,
+    ScenarioParams,
+    Skip,
+)
 
 
 class FaultParams(ScenarioParams):
@@ -215,3 +227,63 @@ class Shared(Scenario):
             raise MemoryError("planted out of memory")
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
+
+
+class FaultRanksParams(ScenarioParams):
+    kind: Literal["ok", "exit", "hang", "oom", "raise"] = "ok"
+    bad_rank: int = 1  # the rank that misbehaves; the others all-reduce with it
+
+
+def fault_rank(spec: dict[str, Any]) -> dict[str, Any]:
+    """One rank over gloo: notes its pid (<pid>.<kind>.rank) first, then misbehaves as `kind` asks where it is the bad
+    rank, while the others block in an all-reduce that waits for it: `exit` (os._exit(3)), `oom`
+    (torch.OutOfMemoryError with no "out of memory" in its text), `raise`, `hang` (it never joins, so the
+    others wait in the collective for good). Returns the all-reduced sum, its time and the multicast
+    variables it was started with."""
+    _note_pid(f".{spec['kind']}.rank", os.getpid())  # before torch's import: a loaded host takes seconds there
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    dist.init_process_group("gloo", timeout=timedelta(hours=1))  # a hang is stopped by the case, not by gloo
+    bad, kind = rank == spec["bad_rank"], spec["kind"]
+    if bad and kind == "exit":
+        os._exit(3)
+    if bad and kind == "oom":
+        raise torch.OutOfMemoryError("planted: this rank's allocation failed")
+    if bad and kind == "raise":
+        raise ValueError("planted rank failure")
+    if bad and kind == "hang":
+        time.sleep(3600)
+    t = torch.ones(1)
+    t0 = time.perf_counter()
+    dist.all_reduce(t)
+    took = time.perf_counter() - t0
+    dist.destroy_process_group()
+    return {"rank": rank, "sum": float(t.item()), "step_s": [took],
+            "env": {k: os.environ.get(k) for k in MULTICAST_OFF_ENV}}
+
+
+@SCENARIOS.register("fault_ranks")
+class FaultRanks(RankScenario):
+    """test-only: a rank scenario whose ranks all-reduce over gloo, one of them misbehaving on demand."""
+
+    Params = FaultRanksParams
+    description = "test-only: ranks over gloo, one of which dies, hangs, raises or runs out of memory"
+    headline = ("time_ms",)
+    rank_entry = RankEntry("tests.plugins.fault_scenarios", "fault_rank")
+    default_placement = Placement.model_validate({"gpus": 2})
+
+    def estimate_s(self, params: Any, rule: Any) -> float:
+        return 10.0
+
+    def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
+        return [RankRun("ranks", self.placement.gpus, params.model_dump(mode="json"))]
+
+    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+        ranks = outputs["ranks"]
+        ctx.record("time_ms", [r["step_s"][0] * 1e3 for r in ranks])
+        ctx.info["sums"] = [r["sum"] for r in ranks]
+        ctx.info["rank_env"] = [r["env"] for r in ranks]

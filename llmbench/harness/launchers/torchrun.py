@@ -1,0 +1,220 @@
+"""The torchrun launcher (`torchrun`): a case's ranks, one process per GPU of its placement, started by
+`torch.distributed.run --standalone` from inside the case process, and the file protocol between them.
+
+The harness applies it to a case whose scenario is a `RankScenario` (scenarios/base.py): the case
+process (harness/worker.py) calls `run_rank_case`, which runs each of the scenario's `rank_runs`
+through `Torchrun.run` and hands their outputs to the scenario's `collect`. The case notes
+`info.launcher = "torchrun"` and, in its code path, the rendezvous and each launch's rank count.
+
+The protocol: the spec `{"entry": "MODULE:FUNCTION", "nproc": N, "spec": {...}}`; the launcher writes
+the rank spec to SPEC (JSON) in a temporary folder and starts `python -m llmbench.harness.launchers.torchrun
+MODULE:FUNCTION SPEC OUTDIR` under torchrun; each rank calls `FUNCTION(spec)` and writes what it returns
+to OUTDIR/rank<RANK>.json (atomically), or what it raised to OUTDIR/rank<RANK>.error.json. Ranks see the
+case process's CUDA_VISIBLE_DEVICES (its slots) and pick theirs by LOCAL_RANK; NVLink multicast stays
+off in them (hardware/topology.multicast_off) unless the environment asks for it.
+
+Failure is an outcome, never an exception: a rank that raised out of memory makes it `oom`, one that
+raised otherwise or died (a non-zero exit, a signal) `failed`, each naming the rank; a launch that
+outlives its timeout is stopped (torchrun gets SIGTERM and stops its ranks, then SIGKILL) and is
+`timeout`. Every rank carries a marker of the launch (RANKS_TOKEN_ENV), and whatever still carries it
+when torchrun has ended is stopped, so no rank outlives its launch; the case's own marker and process
+group reach them too (harness/isolation.py), also when its runner dies."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from llmbench.hardware.topology import multicast_off, multicast_settings
+from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_of_memory, stop_marked
+from llmbench.harness.launchers.base import ProgressFn
+from llmbench.results import write_atomic
+from llmbench.scenarios.base import CaseContext, RankRun, RankScenario
+
+OUTPUT_TAIL = 3000
+STOP_GRACE_S = 10.0  # torchrun's time to stop its ranks after SIGTERM
+RANKS_TOKEN_ENV = "LLMBENCH_RANKS_TOKEN"  # the marker every rank of one launch carries
+RENDEZVOUS = "standalone"  # one node: torchrun's own local rendezvous
+# torchrun's failure summary, one block per failed rank ("rank : 1 (local_rank: 1)", "exitcode : 3 (pid: ...)")
+_FAILED_RANK = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
+STOPPED_BY_TORCHRUN = -signal.SIGTERM  # how torchrun ends the other ranks once one failed
+
+
+def rank_file(out_dir: Path, rank: int, suffix: str = "") -> Path:
+    return out_dir / f"rank{rank}{suffix}.json"
+
+
+def rank_spec(run: RankRun, entry: str) -> dict[str, Any]:
+    """The launcher's spec of one rank run: the function each rank calls, how many, and their spec."""
+    return {"entry": entry, "nproc": run.nproc, "spec": run.spec}
+
+
+def rank_env(env: dict[str, str], token: str) -> dict[str, str]:
+    """The ranks' environment: the case process's (its GPUs), multicast kept off, the launch's marker."""
+    return {**multicast_off(env), RANKS_TOKEN_ENV: token}
+
+
+class Torchrun:
+    """Runs a rank entry as `nproc` processes, each on its own GPU (or CPU over gloo)."""
+
+    name = "torchrun"
+
+    def command(self, entry: str, nproc: int, spec_path: Path, out_dir: Path) -> list[str]:
+        return [sys.executable, "-m", "torch.distributed.run", f"--{RENDEZVOUS}", f"--nproc_per_node={nproc}",
+                "-m", __name__, entry, str(spec_path), str(out_dir)]
+
+    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
+            on_progress: ProgressFn | None = None) -> ChildOutcome:
+        """The ranks' outputs as `payload["ranks"]`, rank 0 first; else how the launch failed."""
+        nproc, token, t0 = int(spec["nproc"]), uuid.uuid4().hex, time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix=rank_tmp_prefix()) as tmp:
+            spec_path, out_dir = Path(tmp, "spec.json"), Path(tmp)
+            spec_path.write_text(json.dumps(spec["spec"]))
+            try:
+                code, output = _start(self.command(spec["entry"], nproc, spec_path, out_dir),
+                                      rank_env(env, token), timeout_s)
+            except OSError as e:
+                return ChildOutcome("failed", f"torchrun could not start: {e}", duration_s=time.perf_counter() - t0)
+            finally:
+                stop_marked(token, var=RANKS_TOKEN_ENV)  # a rank torchrun left behind (it was killed first)
+            outputs = [_read(rank_file(out_dir, r)) for r in range(nproc)]
+            errors = {r: err for r in range(nproc) if (err := _read(rank_file(out_dir, r, ".error"))) is not None}
+        elapsed = time.perf_counter() - t0
+        if code == 0 and all(o is not None for o in outputs):
+            return ChildOutcome("ok", payload={"ranks": outputs}, duration_s=elapsed)
+        return _failure(nproc, code, errors, output[-OUTPUT_TAIL:], timeout_s, outputs, elapsed)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return dict(json.loads(path.read_text())) if path.exists() else None
+
+
+def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], tail: str, timeout_s: float,
+             outputs: list[dict[str, Any] | None], elapsed: float) -> ChildOutcome:
+    """What a launch that did not end with every rank's output comes to, naming the rank that failed
+    first where it can: one that ran out of memory; else one that died without raising (an exit, a
+    signal: torchrun lists it, and the others then fail in their collectives); else the first to raise."""
+    def outcome(status: str, reason: str) -> ChildOutcome:
+        return ChildOutcome(status, reason[:500], traceback=tail or None, duration_s=elapsed)
+
+    if code is None:
+        return outcome("timeout", f"the {nproc} ranks did not finish within {timeout_s:.1f}s and were stopped")
+    raised = sorted(errors.items(), key=lambda kv: (not kv[1].get("oom"), float(kv[1].get("time", 0.0))))
+    if raised and raised[0][1].get("oom"):
+        rank, e = raised[0]
+        return outcome("oom", f"rank {rank} of {nproc} ran out of memory: {e['type']}: {e['message']}")
+    died = [(int(r), int(c)) for r, c in _FAILED_RANK.findall(tail)
+            if int(r) not in errors and int(c) != STOPPED_BY_TORCHRUN]
+    if died:  # as a lone case process's end is read (isolation._exit_outcome)
+        rank, exit_code = died[0]
+        if exit_code == -signal.SIGKILL:
+            return outcome("oom", f"rank {rank} of {nproc} was killed by SIGKILL (most likely the host's "
+                           "out-of-memory killer)")
+        how = f"died with {_signal_name(-exit_code)}" if exit_code < 0 else f"exited with code {exit_code}"
+        status = "oom" if says_out_of_memory(tail) else "failed"
+        return outcome(status, f"rank {rank} of {nproc} {how} (torchrun exited with code {code})")
+    if raised:
+        rank, e = raised[0]
+        return outcome("failed", f"rank {rank} of {nproc} raised {e['type']}: {e['message']}")
+    if says_out_of_memory(tail):
+        return outcome("oom", f"a rank of {nproc} ran out of memory (torchrun exited with code {code})")
+    missing = [r for r, o in enumerate(outputs) if o is None]
+    if code == 0 and missing:
+        return outcome("failed", f"rank {missing[0]} of {nproc} wrote no output (torchrun exited with code 0)")
+    return outcome("failed", f"a rank of {nproc} failed (torchrun exited with code {code})")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _start(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
+    """The exit code (None: timed out, stopped) and the output (stderr, else stdout). torchrun stays in
+    the case process's group, so the case's timeout kill reaches it."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            env=env, text=True, errors="replace")
+    try:
+        out, err = proc.communicate(timeout=max(timeout_s, 0.0))
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            out, err = proc.communicate(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        code = None
+    except BaseException:  # an interrupt: no rank outlives the case (the caller stops the marked ones); raised on
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        raise
+    return code, err or out
+
+
+def run_rank_case(scenario: RankScenario, params: Any, ctx: CaseContext, timeout_s: float) -> ChildOutcome | None:
+    """A rank scenario's case in its case process: each of its `rank_runs` through torchrun, within the
+    case's `timeout_s` all together, then `collect` on their outputs. None when the case ran to the end;
+    else the outcome of the launch that failed (its reason names the launch)."""
+    runs = scenario.rank_runs(params, ctx)
+    env = dict(os.environ)
+    ctx.info["launcher"] = Torchrun.name
+    ctx.code_path["launcher"] = {"name": Torchrun.name, "rendezvous": RENDEZVOUS,
+                                 "nproc": {r.name: r.nproc for r in runs},
+                                 "multicast": multicast_settings(multicast_off(env))}
+    launcher, deadline = Torchrun(), time.monotonic() + timeout_s
+    outputs: dict[str, list[dict[str, Any]]] = {}
+    for i, run in enumerate(runs):
+        ctx.progress(i / len(runs), f"{run.name}: {run.nproc} ranks")
+        out = launcher.run(rank_spec(run, scenario.rank_entry.target), env, deadline - time.monotonic())
+        if out.status != "ok":
+            out.reason = f"{run.name}: {out.reason}"
+            return out
+        outputs[run.name] = out.payload["ranks"]
+    scenario.collect(params, ctx, outputs)
+    return None
+
+
+def main(argv: list[str]) -> int:
+    """One rank (started by torchrun): run the entry on the spec, write what it returns, or what it raised."""
+    if len(argv) != 3 or ":" not in argv[0]:
+        print("usage: python -m llmbench.harness.launchers.torchrun MODULE:FUNCTION SPEC OUTDIR", file=sys.stderr)
+        return 2
+    module, _, function = argv[0].partition(":")
+    rank, out_dir = int(os.environ["RANK"]), Path(argv[2])
+    try:
+        out = getattr(importlib.import_module(module), function)(json.loads(Path(argv[1]).read_text()))
+    except Exception as e:
+        write_atomic(rank_file(out_dir, rank, ".error"), json.dumps(
+            {"type": type(e).__name__, "message": (str(e).strip().splitlines() or [""])[0][:300], "oom": _is_oom(e),
+             "time": time.time()}))
+        raise
+    write_atomic(rank_file(out_dir, rank), json.dumps(out))
+    return 0
+
+
+def _is_oom(e: BaseException) -> bool:
+    """An allocation failure in a rank: torch's OutOfMemoryError (where torch is loaded), MemoryError, or
+    an error that says so."""
+    torch = sys.modules.get("torch")
+    oom_types: tuple[type[BaseException], ...] = (MemoryError,)
+    if torch is not None and hasattr(torch, "OutOfMemoryError"):
+        oom_types += (torch.OutOfMemoryError,)
+    return isinstance(e, oom_types) or says_out_of_memory(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""The launcher axis (harness/launchers/): a rank scenario's case runs its ranks through the torchrun
+launcher, which the case process applies (the scenario starts no process), records how (info.launcher,
+the code path's rank counts and rendezvous), keeps NVLink multicast off in every rank, and turns each
+rank fault into the case's status: a rank that dies, one that runs out of memory, a collective that
+hangs (stopped at the case's timeout with every rank gone), while the suite's other cases run and stay.
+The faulty ranks are the test plugin's `fault_ranks` (tests/plugins/fault_scenarios.py), over gloo."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmbench.hardware.topology import MULTICAST_OFF_ENV, multicast_off
+from llmbench.harness.isolation import child_env
+from llmbench.harness.launchers.torchrun import _failure, rank_env
+from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.harness.worker import run_case
+from llmbench.results import load
+from llmbench.suite import load_suite
+from tests.conftest import alive, wait_gone, write
+
+MACHINE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def rank_case(kind: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    return {"scenario": "fault_ranks", "params": {"kind": kind}, "placement": {"gpus": 2},
+            "settings": {"timeout_s": timeout_s, "min_iters": 1}, "device": "cpu"}
+
+
+def test_multicast_stays_off_unless_the_environment_asks_for_it() -> None:
+    assert multicast_off({}) == MULTICAST_OFF_ENV
+    machine = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "yes", "OTHER": "x"}
+    assert multicast_off(machine) == {**MULTICAST_OFF_ENV, "NVSHMEM_DISABLE_NVLS": "yes", "OTHER": "x"}  # kept
+    wanted = {"NCCL_NVLS_ENABLE": "1"}
+    assert multicast_off(wanted) == wanted  # the user's own choice: nothing added
+    env = rank_env({"CUDA_VISIBLE_DEVICES": "2,3"}, "tok")
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3" and env["LLMBENCH_RANKS_TOKEN"] == "tok"
+    assert {k: env[k] for k in MULTICAST_OFF_ENV} == MULTICAST_OFF_ENV
+
+
+def test_the_machines_multicast_variables_reach_the_case_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in MACHINE.items():
+        monkeypatch.setenv(k, v)
+    env = child_env("0,1", {"X": "1"})
+    assert {k: env[k] for k in MACHINE} == MACHINE
+
+
+TORCHRUN_FAILURES = """Failures:
+[1]:
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 9262)  (SIGTERM)
+Root Cause (first observed failure):
+[0]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : {code} (pid: 9263)
+"""
+
+
+def test_a_failure_names_the_rank_that_failed_first_not_the_ones_it_took_down() -> None:
+    peer = {"type": "RuntimeError", "message": "Connection closed by peer", "oom": False, "time": 2.0}
+    died = _failure(2, 1, {0: peer}, TORCHRUN_FAILURES.format(code=3), 60.0, [None, None], 1.0)
+    assert (died.status, died.reason) == ("failed", "rank 1 of 2 exited with code 3 (torchrun exited with code 1)")
+    killed = _failure(2, 1, {}, TORCHRUN_FAILURES.format(code=-9), 60.0, [None, None], 1.0)
+    assert (killed.status, killed.reason[:35]) == ("oom", "rank 1 of 2 was killed by SIGKILL (")
+    segv = _failure(2, 1, {}, TORCHRUN_FAILURES.format(code=-11), 60.0, [None, None], 1.0)
+    assert (segv.status, segv.reason[:31]) == ("failed", "rank 1 of 2 died with SIGSEGV (")
+    first = {"type": "ValueError", "message": "planted", "oom": False, "time": 1.0}
+    raised = _failure(2, 1, {0: peer, 1: first}, "", 60.0, [None, None], 1.0)
+    assert (raised.status, raised.reason) == ("failed", "rank 1 of 2 raised ValueError: planted")
+    oom = {"type": "OutOfMemoryError", "message": "planted", "oom": True, "time": 3.0}
+    assert _failure(2, 1, {0: peer, 1: oom}, "", 60.0, [None, None], 1.0).status == "oom"  # whenever it came
+    assert _failure(2, None, {}, "", 12.0, [None, None], 12.0).status == "timeout"
+
+
+@pytest.mark.slow
+def test_a_rank_that_dies_fails_the_case_naming_it(fault_plugin: str) -> None:
+    out = run_case(rank_case("exit"))
+    assert out["status"] == "failed", out
+    assert out["reason"] == "ranks: rank 1 of 2 exited with code 3 (torchrun exited with code 1)"
+    assert "exitcode" in out["traceback"] and out["info"]["launcher"] == "torchrun"
+
+
+@pytest.mark.slow
+def test_a_rank_out_of_memory_is_the_cases_oom(fault_plugin: str) -> None:
+    out = run_case(rank_case("oom"))
+    assert out["status"] == "oom", out
+    assert out["reason"] == \
+        "ranks: rank 1 of 2 ran out of memory: OutOfMemoryError: planted: this rank's allocation failed"
+
+
+HANG = """
+name = "rank-faults"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+timeout_s = 60
+[[case]]
+scenario = "fault_ranks"
+kind = "hang"
+timeout_s = 25
+[[case]]
+scenario = "fault_ranks"
+kind = "ok"
+"""
+
+
+@pytest.mark.slow
+def test_a_hung_collective_stops_at_the_timeout_with_every_rank_and_the_suite_goes_on(
+    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("LLMBENCH_TEST_PID_DIR", str(pids))
+    for k, v in MACHINE.items():  # as the multi-GPU machines' image sets them
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("NVSHMEM_DISABLE_NVLS", "yes")  # a value of the machine's own, kept as it is
+    suite = load_suite(str(write(tmp_path, HANG)))
+    t0 = time.monotonic()
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
+    hang, ok = rs.cases
+    assert hang.status == "timeout", hang
+    assert hang.duration_s < 40 and time.monotonic() - t0 < 120
+    hung = [int(p.name.split(".")[0]) for p in pids.glob("*.hang.rank")]
+    assert len(hung) == 2  # both ranks of the hung case had started
+    assert wait_gone(hung, 5.0), [p for p in hung if alive(p)]
+    assert ok.status == "ok", ok.reason
+    assert ok.info["sums"] == [2.0, 2.0] and len(ok.metrics["time_ms"].samples) == 2
+    assert ok.info["rank_env"] == [{**MACHINE, "NVSHMEM_DISABLE_NVLS": "yes"}] * 2
+    assert (hang.info["launcher"], ok.info["launcher"]) == ("torchrun", "torchrun")
+    assert ok.code_path["launcher"] == {"name": "torchrun", "rendezvous": "standalone", "nproc": {"ranks": 2},
+                                        "multicast": {**MACHINE, "NVSHMEM_DISABLE_NVLS": "yes"}}
+
+
+@pytest.mark.slow
+def test_a_case_of_no_ranks_records_the_local_launcher(tmp_path: Path, fault_plugin: str) -> None:
+    suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nmin_iters = 1\nmin_seconds = 0.0\n')))
+    (case,) = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu"))).cases
+    assert case.status == "ok" and case.info["launcher"] == "local"
+    assert "launcher" not in case.code_path and os.environ.get("LLMBENCH_RANKS_TOKEN") is None
