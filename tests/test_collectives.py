@@ -65,11 +65,12 @@ def run_scenario(outputs: list[dict[str, Any]], op: str = "all_reduce") -> CaseC
 
 
 def test_an_iteration_takes_its_slowest_rank_and_bandwidths_follow() -> None:
-    ctx = run_scenario([rank_output(0, [0.010, 0.004, 0.005], 450.0), rank_output(1, [0.008, 0.006, 0.005], 450.0)],
-                       op="all_gather")
+    ranks = [rank_output(0, [0.010, 0.004, 0.005], 450.0), rank_output(1, [0.008, 0.006, 0.005], 450.0)]
+    ctx = run_scenario(ranks, op="all_gather")
     assert ctx.metrics["time_ms"].samples == pytest.approx([10.0, 6.0, 5.0])
-    assert ctx.metrics["algbw_gbps"].samples == pytest.approx([2**30 / t / 1e9 for t in (0.010, 0.006, 0.005)], rel=1e-5)
-    assert ctx.metrics["busbw_gbps"].samples == pytest.approx([2**30 / t / 1e9 / 2 for t in (0.010, 0.006, 0.005)], rel=1e-5)
+    slowest = (0.010, 0.006, 0.005)
+    assert ctx.metrics["algbw_gbps"].samples == pytest.approx([2**30 / t / 1e9 for t in slowest], rel=1e-5)
+    assert ctx.metrics["busbw_gbps"].samples == pytest.approx([2**30 / t / 1e9 / 2 for t in slowest], rel=1e-5)
     assert ctx.metrics["share_of_interconnect"].value == pytest.approx(2**30 / 0.006 / 1e9 / 2 / 450.0, rel=1e-5)
     assert ctx.code_path["same_on_every_rank"] is True and set(ctx.info["rank_code_path"]) == {0, 1}
 

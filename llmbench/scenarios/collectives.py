@@ -59,7 +59,8 @@ class CollectivesParams(ScenarioParams):
 class Collectives(Scenario):
     sweep_axes = ("size_mib",)
     Params = CollectivesParams
-    description = "torch.distributed collectives through torchrun: algorithm and bus bandwidth (nccl-tests), share of NVLink"
+    description = ("torch.distributed collectives through torchrun: algorithm and bus bandwidth (nccl-tests), "
+                   "share of NVLink")
     headline = ("busbw_gbps", "algbw_gbps", "time_ms")
     bounds: ClassVar[dict[str, Bound]] = {}  # bound by the interconnect: no GPU spec ratio projects it
     rank_entry = RankEntry("llmbench.scenarios.collectives_rank", "collective_rank")

@@ -39,10 +39,12 @@ class DDPParams(ScenarioParams):
 class DDP(Scenario):
     sweep_axes = ("batch_size", "seq_len")
     Params = DDPParams
-    description = "data-parallel training through torchrun (DDP, FSDP2): samples/s on N GPUs, scaling against the bare one-GPU model"
+    description = ("data-parallel training through torchrun (DDP, FSDP2): samples/s on N GPUs, scaling against the "
+                   "bare one-GPU model")
     headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")
     # the step's time scales with compute on another GPU; the communication it exposes does not
-    bounds: ClassVar[dict[str, Bound]] = {m: "compute" for m in ("step_ms", "train_samples_per_s", "train_tokens_per_s")}
+    bounds: ClassVar[dict[str, Bound]] = {
+        m: "compute" for m in ("step_ms", "train_samples_per_s", "train_tokens_per_s")}
     rank_entry = RankEntry("llmbench.scenarios.ddp_rank", "train_rank")
     engine_slot = EngineSlot(TrainingEngine, default="hf")
     default_placement = Placement.model_validate({"gpus": 2})  # one process per GPU (CPU processes on a CPU)

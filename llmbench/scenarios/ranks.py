@@ -4,6 +4,7 @@ kept off, and the communication facts its code path records. No torch at import.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -94,4 +95,4 @@ def timed_iterations(fn: Any, iters: int, cuda: bool) -> list[float]:
     for i in range(iters):
         fn(i)
         marks.append(time.perf_counter())
-    return [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(marks)]
