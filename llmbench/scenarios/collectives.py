@@ -76,10 +76,18 @@ class Collectives(Scenario):
         return 20.0  # torchrun and NCCL start; the timed iterations are short
 
     def run(self, params: Any, ctx: CaseContext) -> None:
-        gpus = self.placement.gpus
+        launches = self.launches(params, ctx)
+        self.collect(params, ctx, {name: ctx.run_ranks(spec, nproc) for name, nproc, spec in launches})
+
+    def launches(self, params: Any, ctx: CaseContext) -> list[tuple[str, int, dict[str, Any]]]:
+        """One launch (name, processes, rank spec): the case's ranks."""
         spec = {"op": params.op, "size_bytes": params.size_mib * 2**20, "dtype": params.dtype,
                 "device": ctx.device.kind, "warmup": ctx.rule.warmup_iters, "iters": ctx.rule.min_iters}
-        ranks = ctx.run_ranks(spec, gpus)
+        return [("ranks", self.placement.gpus, spec)]
+
+    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+        """The case's metrics from its ranks' outputs (rank 0 first)."""
+        ranks = outputs["ranks"]
         n, size = ranks[0]["world"], ranks[0]["bytes"]
         per_iter = [max(r["time_s"][i] for r in ranks) for i in range(len(ranks[0]["time_s"]))]
         factor = bus_factor(params.op, n)

@@ -57,9 +57,30 @@ class DDP(Scenario):
         return 90.0  # N ranks, the bare baseline, and the wrapped one-GPU run: three torchrun starts
 
     def run(self, params: Any, ctx: CaseContext) -> None:
+        ctx.info["config"] = {**params.model_dump(mode="json"), "gpus": self.placement.gpus}
+        outputs: dict[str, list[dict[str, Any]]] = {}
+        for i, (name, nproc, spec) in enumerate(self.launches(params, ctx)):
+            ctx.progress(i / 3, name)
+            outputs[name] = ctx.run_ranks(spec, nproc)
+        self.collect(params, ctx, outputs)
+
+    def launches(self, params: Any, ctx: CaseContext) -> list[tuple[str, int, dict[str, Any]]]:
+        """The case's launches (name, processes, rank spec): its N ranks under the wrapper, the bare model
+        on one process (`wrapper` "none": the true one-GPU baseline), and (N > 1) the wrapped model on one."""
         gpus = self.placement.gpus
-        ctx.info["config"] = {**params.model_dump(mode="json"), "gpus": gpus}
-        ranks = self._launch(params, ctx, gpus, params.parallel)
+
+        def spec(wrapper: str) -> dict[str, Any]:
+            return {"model": params.model, "layers": params.layers, "wrapper": wrapper,
+                    "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
+                    "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
+
+        return [("ranks", gpus, spec(params.parallel)), ("bare", 1, spec("none")),
+                *([("one_gpu", 1, spec(params.parallel))] if gpus > 1 else [])]
+
+    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+        """The case's metrics from its launches' outputs (launch name -> the ranks' dicts, rank 0 first)."""
+        gpus = self.placement.gpus
+        ranks = outputs["ranks"]
         rank0 = ranks[0]
         ctx.record("step_ms", [s * 1e3 for s in rank0["step_s"]])
         global_batch = params.batch_size * gpus
@@ -75,36 +96,24 @@ class DDP(Scenario):
             ctx.info["rank_exposed_comm_ms"] = {r["rank"]: r["exposed_comm_s"] * 1e3 for r in ranks}
             ctx.info["rank_no_sync_step_ms"] = {r["rank"]: [s * 1e3 for s in r["no_sync_step_s"]] for r in ranks}
         n_rate = global_batch / statistics.median(rank0["step_s"])
-
-        ctx.progress(0.4, "bare one-GPU baseline")
-        bare = self._launch(params, ctx, 1, "none")[0]
+        bare = outputs["bare"][0]
         bare_rate = params.batch_size / statistics.median(bare["step_s"])
         ctx.info["bare_one_gpu_samples_per_s"] = bare_rate
         ctx.info["bare_one_gpu_step_ms"] = [s * 1e3 for s in bare["step_s"]]
         ctx.code_path["baseline"] = bare["code_path"]["wrapper"]
-        if gpus > 1:
-            ctx.progress(0.7, "wrapped one-GPU run")
-            one = self._launch(params, ctx, 1, params.parallel)[0]
+        one_rate = n_rate  # at N = 1 the case's own run is the wrapped one-GPU run
+        if "one_gpu" in outputs:
+            one = outputs["one_gpu"][0]
             one_rate = params.batch_size / statistics.median(one["step_s"])
             ctx.info["one_gpu_samples_per_s"] = one_rate
             ctx.info["one_gpu_step_ms"] = [s * 1e3 for s in one["step_s"]]
             ctx.info["wrapped_scaling_efficiency"] = scaling_efficiency(n_rate, gpus, one_rate)
-        else:
-            one_rate = n_rate
         ctx.record_value("wrapper_cost", bare_rate / one_rate - 1)
         efficiency = scaling_efficiency(n_rate, gpus, bare_rate)
         note = above_linear_note(efficiency, gpus, n_rate, bare_rate, one_rate)
         ctx.record_value("scaling_efficiency", efficiency, [note] if note else None)
         if note:
             ctx.info.setdefault("notes", []).append(note)
-
-    def _launch(self, params: Any, ctx: CaseContext, nproc: int, wrapper: str) -> list[dict[str, Any]]:
-        """The case's ranks over `nproc` processes, each training under `wrapper` ("ddp", "fsdp" or "none":
-        the bare model); their outputs, rank 0 first."""
-        spec = {"model": params.model, "layers": params.layers, "wrapper": wrapper,
-                "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
-                "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
-        return ctx.run_ranks(spec, nproc)
 
 
 def scaling_efficiency(n_rate: float, gpus: int, one_rate: float) -> float:
