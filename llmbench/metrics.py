@@ -94,7 +94,14 @@ _DEFS = [
     MetricDef("trainer_reported_samples_per_s", "samples/s", "higher",
               "transformers Trainer's own train_samples_per_second (over every step, the first ones included)"),
     MetricDef("scaling_efficiency", "ratio", "higher",
-              "samples/s on N GPUs / (N x samples/s on one GPU), same per-GPU batch"),
+              "samples/s on N GPUs / (N x samples/s of the same model, per-GPU batch and precision trained "
+              "bare on one GPU: no DDP/FSDP wrapper, no torch.distributed)"),
+    MetricDef("wrapper_cost", "ratio", "lower",
+              "bare one-GPU samples/s / wrapped (DDP or FSDP2, world size 1) samples/s - 1: the wrapper's own "
+              "cost on one GPU (0: none)"),
+    MetricDef("exposed_comm_ms", "ms", "lower",
+              "communication a step did not hide behind compute: median step time minus the median of the same "
+              "steps without gradient sync (DDP no_sync()), rank 0"),
     MetricDef("loss_diff_vs_bf16", "loss", "lower",
               "|mean loss - bf16 mean loss| over the same steps, seed and data (fp8 training against bf16)"),
     # layers and ceilings
@@ -118,6 +125,14 @@ _DEFS = [
     MetricDef("gb_per_s", "GB/s", "higher",
               "transfer bandwidth (host<->device: bytes moved; host copy: read + written)", family=OP_RATE),
     MetricDef("time_ms", "ms", "lower", "time of one iteration of the timed work", family=OP_RATE),
+    MetricDef("algbw_gbps", "GB/s", "higher",
+              "collective algorithm bandwidth: the message size S as nccl-tests defines it per op / time",
+              family=OP_RATE),
+    MetricDef("busbw_gbps", "GB/s", "higher",
+              "collective bus bandwidth (nccl-tests): algbw x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather, "
+              "reduce-scatter and all-to-all", family=OP_RATE),
+    MetricDef("share_of_interconnect", "ratio", "higher",
+              "median bus bandwidth / the interconnect's per-direction spec (active NVLink links x per-link figure)"),
     # monitors
     MetricDef("energy_j", "J", "lower", "NVML energy over the timed window", per_batch=True),
     MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from typing import Any
 
 import pytest
@@ -414,15 +415,56 @@ def test_training_suites_validate(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
 def test_ddp_launcher_two_gloo_processes(parallel: str) -> None:
+    """Two gloo ranks, then the bare model and the wrapped model on one process: the efficiency divides by
+    the bare rate, the wrapper's cost compares it with the wrapped one, every rank records its code path."""
     out = run_case(spec("ddp", {"model": "tiny-llama", "layers": 1, "placement": {"gpus": 2}, "batch_size": 2,
                                 "seq_len": 16, "parallel": parallel}))
     assert out["status"] == "ok", out
-    assert {int(r) for r in out["info"]["rank_step_ms"]} == {0, 1}
-    assert all(len(v) == 3 for v in out["info"]["rank_step_ms"].values())
-    assert len(out["metrics"]["step_ms"]["samples"]) == 3 and out["metrics"]["scaling_efficiency"]["value"] > 0
-    assert len(out["info"]["one_gpu_step_ms"]) == 3
+    metrics = out["metrics"]
+    info = {k: ({int(r): x for r, x in v.items()} if k.startswith("rank_") else v) for k, v in out["info"].items()}
+    assert set(info["rank_step_ms"]) == {0, 1}
+    assert all(len(v) == 3 for v in info["rank_step_ms"].values())
+    assert len(metrics["step_ms"]["samples"]) == 3
+    assert len(info["one_gpu_step_ms"]) == 3 and len(info["bare_one_gpu_step_ms"]) == 3
     assert out["info"]["launcher"] == "torchrun"  # started by the harness's launcher, not by the scenario
-    assert out["code_path"]["launcher"]["nproc"] == {"ranks": 2, "one_gpu": 1}
+    assert out["code_path"]["launcher"]["nproc"] == {"ranks": 2, "bare": 1, "one_gpu": 1}
+    n_rate = 4 / statistics.median(info["rank_step_ms"][0]) * 1e3
+    bare = info["bare_one_gpu_samples_per_s"]
+    assert bare == pytest.approx(2 / statistics.median(info["bare_one_gpu_step_ms"]) * 1e3)
+    assert metrics["scaling_efficiency"]["value"] == pytest.approx(n_rate / (2 * bare))
+    assert metrics["wrapper_cost"]["value"] == pytest.approx(bare / info["one_gpu_samples_per_s"] - 1)
+    paths = info["rank_code_path"]
+    assert set(paths) == {0, 1} and all(p["world_size"] == 2 and p["backend"] == "gloo" for p in paths.values())
+    assert out["code_path"]["wrapper"].startswith(parallel) and out["code_path"]["same_on_every_rank"] is True
+    assert out["code_path"]["baseline"].startswith("none") and out["code_path"]["env"]["NCCL_NVLS_ENABLE"] is not None
+    if parallel == "ddp":
+        assert out["code_path"]["bucket_cap_mb"] > 0 and "no_sync" in out["code_path"]["exposed_comm"]
+        assert metrics["exposed_comm_ms"]["value"] == pytest.approx(info["rank_exposed_comm_ms"][0])
+        no_sync = info["rank_no_sync_step_ms"][0]
+        assert info["rank_exposed_comm_ms"][0] == pytest.approx(
+            statistics.median(info["rank_step_ms"][0]) - statistics.median(no_sync))
+    else:
+        assert "sharding" in out["code_path"] and "exposed_comm_ms" not in metrics
+    flags = metrics["scaling_efficiency"]["flags"]
+    assert bool(flags) == (metrics["scaling_efficiency"]["value"] > 1) == bool(info.get("notes"))
+
+
+def test_scaling_efficiency_divides_by_n_times_the_bare_rate() -> None:
+    from llmbench.scenarios.ddp import scaling_efficiency
+
+    assert scaling_efficiency(30.0, 2, 20.0) == pytest.approx(0.75)
+    assert scaling_efficiency(80.0, 4, 20.0) == pytest.approx(1.0)
+    assert scaling_efficiency(40.0, 2, 16.0) == pytest.approx(1.25)
+
+
+def test_an_efficiency_above_one_is_flagged_with_the_measured_rates() -> None:
+    from llmbench.scenarios.ddp import above_linear_note
+
+    assert above_linear_note(1.0, 2, 40.0, 20.0, 19.0) is None
+    assert above_linear_note(0.9, 2, 36.0, 20.0, 19.0) is None
+    note = above_linear_note(1.25, 2, 40.0, 16.0, 15.0)
+    assert note is not None and "above 1" in note
+    assert all(figure in note for figure in ("1.250", "40 samples/s", "16 samples/s", "(32)", "15 samples/s"))
 
 
 def test_ddp_asks_for_more_gpus_than_visible_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,15 +1,24 @@
 """One rank of the `ddp` scenario (its declared `rank_entry`), started by the harness's torchrun
-launcher (harness/launchers/torchrun.py): builds the model on its device, wraps it in DDP or FSDP2
-(fully_shard), trains warm-up + timed steps on the learnable task and returns its step times and
-losses, which the launcher hands to the case. Nothing runs at import (the scenario registry imports
-this module)."""
+launcher (harness/launchers/torchrun.py): builds the model on its device, wraps it as the spec says and trains
+warm-up + timed steps on the learnable task, returning its step times, losses and code path.
+
+`wrapper`: "ddp" (DistributedDataParallel), "fsdp" (FSDP2 fully_shard per decoder layer, then the
+root) or "none": the bare model in one process, no torch.distributed at all (the true one-GPU
+baseline). A DDP rank of a world above one also times the same steps under `no_sync()` (no gradient
+all-reduce): the difference of the medians is the communication the backward pass did not hide.
+Nothing runs at import (the scenario registry imports this module)."""
 
 from __future__ import annotations
 
-import itertools
-import os
-import time
+import statistics
 from typing import Any
+
+from llmbench.scenarios.ranks import comm_facts, start_rank, timed_iterations
+
+NO_SYNC_METHOD = ("median step time minus the median of the same steps under DDP no_sync() (no gradient "
+                  "all-reduce), same rank, same batches, right after the timed steps")
+FSDP_NO_EXPOSED = ("not measured: FSDP2 without gradient sync keeps unsharded gradients, so its optimizer "
+                   "step would update nothing and the difference would not be communication alone")
 
 
 def train_rank(spec: dict[str, Any]) -> dict[str, Any]:
@@ -20,35 +29,23 @@ def train_rank(spec: dict[str, Any]) -> dict[str, Any]:
     from llmbench.models.build import make_config
     from llmbench.models.synthetic import progression_batch
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    cuda = spec["device"] == "cuda"
-    if cuda:
-        torch.cuda.set_device(local)
-    dev = torch.device(f"cuda:{local}" if cuda else "cpu")
-    dist.init_process_group("nccl" if cuda else "gloo", device_id=dev if cuda else None)
+    wrapper = spec.get("wrapper", spec.get("parallel", "ddp"))
+    me = start_rank(spec["device"], process_group=wrapper != "none")
     cfg = make_config(spec["model"])
     if spec.get("layers"):
         cfg.num_hidden_layers = spec["layers"]
     torch.manual_seed(0)  # the same initial weights on every rank
-    with torch.device(dev):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16 if cuda else torch.float32)
+    dtype = torch.bfloat16 if me.cuda else torch.float32
+    with torch.device(me.device):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
     model.config.use_cache = False
     model.train()
-    if spec["parallel"] == "fsdp":
-        from torch.distributed.fsdp import fully_shard
-
-        for layer in model.model.layers:
-            fully_shard(layer)
-        fully_shard(model)
-        wrapped: Any = model
-    else:
-        from torch.nn.parallel import DistributedDataParallel
-
-        wrapped = DistributedDataParallel(model, device_ids=[local] if cuda else None)
+    wrapped, path = wrap(model, wrapper, me)
+    path["param_dtype"] = str(dtype).removeprefix("torch.")
+    path["mixed_precision"] = "none: weights, gradients and optimizer state in param_dtype (no autocast)"
     opt = torch.optim.AdamW(wrapped.parameters(), lr=1e-4)
-    batches = [progression_batch(int(cfg.vocab_size), spec["batch_size"], spec["seq_len"], step=i, seed=rank,
-                                 device=str(dev)) for i in range(8)]
+    batches = [progression_batch(int(cfg.vocab_size), spec["batch_size"], spec["seq_len"], step=i, seed=me.rank,
+                                 device=str(me.device)) for i in range(8)]
     losses: list[Any] = []
 
     def step(i: int) -> None:
@@ -61,26 +58,58 @@ def train_rank(spec: dict[str, Any]) -> dict[str, Any]:
 
     for i in range(spec["warmup"]):
         step(i)
-    dist.barrier()
-    if cuda:
-        torch.cuda.synchronize()
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(spec["steps"] + 1)]
-        ev[0].record()
-        for i in range(spec["steps"]):
-            step(i)
-            ev[i + 1].record()
-        torch.cuda.synchronize()
-        step_s = [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(spec["steps"])]
-        peak = torch.cuda.max_memory_allocated() / 2**30
-    else:
-        marks = [time.perf_counter()]
-        for i in range(spec["steps"]):
-            step(i)
-            marks.append(time.perf_counter())
-        step_s = [b - a for a, b in itertools.pairwise(marks)]
-        peak = None
-    out = {"rank": rank, "world": world, "step_s": step_s, "losses": [float(x) for x in losses],
-           "peak_memory_gib": peak}
-    dist.barrier()
-    dist.destroy_process_group()
+    if dist.is_initialized():
+        dist.barrier()
+    step_s = timed_iterations(step, spec["steps"], me.cuda)
+    timed_losses = [float(x) for x in losses]
+    peak = torch.cuda.max_memory_allocated() / 2**30 if me.cuda else None
+    out: dict[str, Any] = {"rank": me.rank, "world": me.world, "step_s": step_s, "losses": timed_losses,
+                           "peak_memory_gib": peak}
+    if wrapper == "ddp" and me.world > 1:
+        with wrapped.no_sync():
+            step(0)  # one untimed step into the mode
+            no_sync_s = timed_iterations(step, spec["steps"], me.cuda)
+        out["no_sync_step_s"] = no_sync_s
+        out["exposed_comm_s"] = statistics.median(step_s) - statistics.median(no_sync_s)
+        path["exposed_comm"] = NO_SYNC_METHOD
+    elif wrapper == "fsdp":
+        path["exposed_comm"] = FSDP_NO_EXPOSED
+    out["code_path"] = path
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
     return out
+
+
+def wrap(model: Any, wrapper: str, me: Any) -> tuple[Any, dict[str, Any]]:
+    """The model as the rank trains it, and what that wrapper does (the rank's code path)."""
+    if wrapper == "none":
+        return model, {"wrapper": "none (bare model, one process, no torch.distributed)", "world_size": 1}
+    path = comm_facts(me)
+    if wrapper == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        return model, path | {
+            "wrapper": "fsdp2 (torch.distributed.fsdp.fully_shard per decoder layer, then the root)",
+            "sharding": f"full shard of parameters, gradients and optimizer state over a 1-D mesh of {me.world}",
+            "reshard_after_forward": "torch default (None): True for each decoder layer, False for the root",
+            "fsdp_mp_policy": "MixedPrecisionPolicy() default: parameters and gradient reduction in param_dtype",
+            "comm_overlap": "torch defaults: the next layer's all-gather prefetched; gradient reduce-scatter "
+                            "per layer during backward",
+        }
+    from torch.nn.parallel import DistributedDataParallel
+
+    ddp = DistributedDataParallel(model, device_ids=[me.local] if me.cuda else None)
+    return ddp, path | {
+        "wrapper": "ddp (torch.nn.parallel.DistributedDataParallel)",
+        "bucket_cap_mb": ddp.bucket_bytes_cap / 2**20,
+        "gradient_as_bucket_view": bool(ddp.gradient_as_bucket_view),
+        "static_graph": bool(ddp.static_graph),
+        "find_unused_parameters": bool(ddp.find_unused_parameters),
+        "broadcast_buffers": bool(ddp.broadcast_buffers),
+        "comm_overlap": "all-reduce of each gradient bucket started from autograd hooks as the bucket fills "
+                        "(overlaps the rest of backward); default comm hook",
+    }
