@@ -40,18 +40,6 @@ def test_message_elements_split_evenly_over_the_ranks() -> None:
     assert message_elements(10, 4, "all_to_all", 2) == 2
 
 
-class Ranks:
-    """A rank launcher handing back prepared rank outputs (the scenario's arithmetic without processes)."""
-
-    def __init__(self, outputs: list[dict[str, Any]]) -> None:
-        self.outputs = outputs
-        self.asked: list[tuple[dict[str, Any], int]] = []
-
-    def run(self, spec: dict[str, Any], nproc: int) -> list[dict[str, Any]]:
-        self.asked.append((spec, nproc))
-        return self.outputs
-
-
 def rank_output(rank: int, times: list[float], link_gb_s: float | None) -> dict[str, Any]:
     link = {"kind": "nvlink", "gb_s_per_direction": link_gb_s} if link_gb_s else None
     return {"rank": rank, "world": 2, "time_s": times, "bytes": 2**30, "interconnect": link,
@@ -59,8 +47,11 @@ def rank_output(rank: int, times: list[float], link_gb_s: float | None) -> dict[
 
 
 def run_scenario(outputs: list[dict[str, Any]], op: str = "all_reduce") -> CaseContext:
-    ctx = CaseContext(DeviceInfo("cpu", "cpu"), StopRule(**FAST), emit_progress=False, ranks=Ranks(outputs))
-    Collectives(placement=Placement(gpus=2)).run(CollectivesParams(op=op, size_mib=1024), ctx)  # type: ignore[call-arg]
+    ctx = CaseContext(DeviceInfo("cpu", "cpu"), StopRule(**FAST), emit_progress=False)
+    scenario, params = Collectives(placement=Placement(gpus=2)), CollectivesParams(op=op, size_mib=1024)  # type: ignore[call-arg]
+    [launch] = scenario.rank_runs(params, ctx)
+    assert launch.nproc == 2 and launch.spec["size_bytes"] == 2**30
+    scenario.collect(params, ctx, {launch.name: outputs})
     return ctx
 
 
@@ -125,7 +116,7 @@ def test_no_nvml_no_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_suites_validate_and_the_tiny_one_has_every_op() -> None:
     full = load_suite(str(SUITES_DIR / "collectives.toml"))
-    assert {c.params.size_mib for c in full.cases} == {2**k for k in range(11)}
+    assert {c.params.size_mib for c in full.cases} == {4**k for k in range(6)}  # 1 MiB .. 1 GiB
     tiny = load_suite(str(SUITES_DIR / "collectives-tiny.toml"))
     assert {c.params.op for c in tiny.cases} == set(OPS)
 
