@@ -49,21 +49,18 @@ from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.isolation import check_gpu_count
 from llmbench.harness.plan import (
     CaseTime,
-    MeasuredCase,
     done_before,
     measured_cases,
     ok_case_times,
     overlay,
-    quote_units,
     reference_times,
     resumed_set,
-    share_groups,
     unread_note,
 )
 from llmbench.harness.runner import RunOptions, RunUI, check_parallel, foreign_gpu_processes
 from llmbench.harness.runner import run_suite as run_cases
+from llmbench.harness.schedule import Schedule, run_schedule, run_slots
 from llmbench.measure import compile_cache
-from llmbench.precision import DeviceInfo
 from llmbench.redact import redact
 from llmbench.report.terminal import NUMBER, merge_numbers, status_counts
 from llmbench.results import CaseResult, ResultSet, latest_result, load, save, utc_now
@@ -241,10 +238,12 @@ class Plan:
     earlier: Path | None = None  # run: the earlier result set of the suite the quotes read
     done_before: int = 0  # --resume: cases the resumed set (run) or bundle (oneshot) has done already
     unread: str | None = None  # the warning for files named like result sets that the quotes passed over
+    schedule: Schedule | None = None  # the cases as the run lays them over its GPU slots (harness/schedule.py)
 
     @property
     def total_s(self) -> float:
-        return sum(t.seconds for t in self.times)
+        """The run's quoted wall time: the makespan over its slots (the sum of the quotes on one)."""
+        return self.schedule.timeline().makespan_s if self.schedule else sum(t.seconds for t in self.times)
 
 
 def select_cases(suite: str | Path | Suite, filters: Sequence[str] = (), timeout_s: float | None = None,
@@ -262,7 +261,7 @@ def select_cases(suite: str | Path | Suite, filters: Sequence[str] = (), timeout
 
 
 def plan_run(selection: Selection, out: Path = Path("results"), gpus: str | None = None,
-             cpu: bool = False, resume: bool = False, force: bool = False) -> Plan:
+             cpu: bool = False, resume: bool = False, force: bool = False, parallel: bool = False) -> Plan:
     """`run --dry-run`: each case's quote from the newest earlier run of the suite on this GPU under
     `out`, the most similar measured cases, or the scenario's estimate; nothing where it will skip. With
     `resume` (and not `force`), only the cases `run --resume` would run: not those its set has done."""
@@ -275,20 +274,8 @@ def plan_run(selection: Selection, out: Path = Path("results"), gpus: str | None
     if newest is not None and not force:
         done = done_before(resumed_set(newest).cases, todo, device)
         todo = [c for c in todo if c.id not in done]
-    cases, times = quoted_run_order(selection.suite, todo, measured, device, parallel=False)
-    return Plan(cases, times, slug, source, len(selection.cases) - len(todo), unread_note(unread))
-
-
-def quoted_run_order(suite: Suite, cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
-                     parallel: bool) -> tuple[list[CaseSpec], list[CaseTime]]:
-    """The cases in the order a run takes them (a share group where its first case stands, unless the
-    suite does not share engines or the run is parallel) and their quotes (a shared case's without the
-    load its group's first case pays)."""
-    share = suite.share_engines and not parallel
-    units = share_groups(cases, device) if share else [[c] for c in cases]
-    quotes = quote_units(units, measured, device)
-    ordered = [c for unit in units for c in unit]
-    return ordered, [quotes[c.id] for c in ordered]
+    plan = run_schedule(selection.suite, todo, measured, device, run_slots(gpus, parallel))
+    return Plan(plan.cases, plan.times, slug, source, len(selection.cases) - len(todo), unread_note(unread), plan)
 
 
 def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("results"), filters: Sequence[str] = (),
@@ -580,6 +567,7 @@ class _Session:
     previous: Bundle | None
     case_env: dict[str, str]
     parallel: bool = False
+    gpus: str | None = None
 
 
 def _oneshot_session(suites: Sequence[str | Path], out: Path, resume: Path | None, gpus: str | None,
@@ -599,7 +587,7 @@ def _oneshot_session(suites: Sequence[str | Path], out: Path, resume: Path | Non
         loaded = [load_suite(str(n), list(suite_dirs)) for n in suites or DEFAULT_ONESHOT_SUITES]
     else:
         loaded = bundled_suites(previous, out)
-    return _Session(slug, loaded, previous, case_env, parallel)
+    return _Session(slug, loaded, previous, case_env, parallel, gpus)
 
 
 def plan_oneshot(suites: Sequence[str | Path] = (), *, out: Path = Path("oneshot"), resume: Path | None = None,
@@ -624,14 +612,10 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
     for _, rs in session.previous.result_sets if session.previous else []:
         measured = overlay(measured, ok_case_times(rs))
         done |= done_before(rs.cases, every, device)
-    cases: list[CaseSpec] = []
-    times: list[CaseTime] = []
+    plan = Schedule((), slots=run_slots(session.gpus, session.parallel))
     for s in session.suites:
-        run_cases, quotes = quoted_run_order(s, [c for c in s.cases if c.id not in done], measured, device,
-                                             session.parallel)
-        cases += run_cases
-        times += quotes
-    return Plan(cases, times, session.slug, done_before=len(done), unread=unread_note(unread))
+        plan = plan.then(run_schedule(s, [c for c in s.cases if c.id not in done], measured, device, plan.slots))
+    return Plan(plan.cases, plan.times, session.slug, done_before=len(done), unread=unread_note(unread), schedule=plan)
 
 
 def skipped_here(plan: Plan) -> str | None:

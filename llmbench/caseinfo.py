@@ -74,6 +74,7 @@ class CaseInfo(InfoModel):
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
     launcher: str | None = None  # what ran its work: "local" (its process), "torchrun" (ranks); None: local (old sets)
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
+    ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None

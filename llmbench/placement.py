@@ -9,9 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class Placement(BaseModel):
     """The GPUs a case needs; `exclusive`: nothing else runs beside it under --parallel (it waits until
-    every slot is free and holds the run's GPUs to itself while it runs)."""
+    every slot is free and holds the run's GPUs to itself while it runs); None: as its scenario declares
+    (`Scenario.host_exclusive`: a case that loads the host or PCIe, or compiles)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     gpus: int = Field(1, ge=1, description="GPUs the case holds (slots under --parallel)")
-    exclusive: bool = Field(False, description="no other case runs beside it")
+    exclusive: bool | None = Field(None, description="no other case runs beside it (None: as its scenario says)")

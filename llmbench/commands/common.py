@@ -72,12 +72,22 @@ def parse_budget(text: str) -> float:
     return seconds
 
 
+def over_slots(plan: Plan) -> str:
+    """' over 2 GPUs side by side (case quotes sum to 21.0 min)' where the plan's run lays its cases
+    over several slots; '' on one."""
+    slots = plan.schedule.slots if plan.schedule else 1
+    if slots < 2:
+        return ""
+    return f" over {slots} GPUs side by side (case quotes sum to {sum(t.seconds for t in plan.times) / 60:.1f} min)"
+
+
 def budget_fit_text(plan: Plan, budget_s: float | None) -> str:
     """One line on whether the plan fits --budget: '' when it does (or no budget was given), else how
     many cases, and how much of their quoted time, a run would leave for --resume."""
     if budget_s is None:
         return ""
-    left = left_for_resume(plan.times, budget_s)
+    left = ([t for c, t in zip(plan.cases, plan.times, strict=True) if c.id in plan.schedule.timeline(budget_s).left]
+            if plan.schedule else left_for_resume(plan.times, budget_s))
     budget = f"--budget {duration_text(budget_s)}"
     if not left:
         return f"fits {budget}"

@@ -15,9 +15,18 @@ from rich.markup import escape
 
 from llmbench import api
 from llmbench.analysis.labels import gpu_display_name
-from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, budget_fit_text, console, err_console, parse_budget
+from llmbench.commands.common import (
+    CEILINGS_OPT,
+    SUITES_OPT,
+    budget_fit_text,
+    console,
+    err_console,
+    over_slots,
+    parse_budget,
+)
 from llmbench.commands.run import RichUI, plan_tables, quote_summary
 from llmbench.harness.doctor import Check
+from llmbench.harness.launch import node_placement
 from llmbench.report.terminal import print_terminal
 
 
@@ -50,8 +59,10 @@ def oneshot(
         None, "--resume", help="A bundle of an earlier oneshot: continue its result sets (cases done there are "
         "not run again; this machine must have the same GPU model)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs for the case processes: 0, 0,1 or MIG-<uuid>,..."),
-    parallel: bool = typer.Option(False, "--parallel", metavar="", help="Run cases side by side, one per --gpus "
-                                  "entry (multi-GPU cases take as many as they need)."),
+    parallel: Optional[bool] = typer.Option(
+        None, "--parallel/--no-parallel", help="Run cases side by side, one per --gpus entry (multi-GPU cases take "
+        "as many as they need; a share group holds one; host-exclusive cases run alone). Default: on where "
+        "there are several GPUs (--gpus defaults to every visible one); --no-parallel runs one case at a time."),
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU (tests; no GPU figures)."),
     dry_run: bool = typer.Option(False, "--dry-run", metavar="", help="Print the plan with each case's quoted "
                                  "time (as --budget reads it) and the total; run nothing."),
@@ -64,10 +75,13 @@ def oneshot(
     Ctrl-C or SIGTERM writes the bundle of what finished (exit 130); --resume BUNDLE continues it.
     Exit code 1: the stack is broken (doctor) or a case failed or timed out; 2: bad input."""
     seconds = parse_budget(budget) if budget is not None else None
+    gpus, parallel = node_placement(gpus, parallel, cpu)
     if dry_run:
         _print_plan(api.plan_oneshot(suites or [], out=out, resume=resume, gpus=gpus, parallel=parallel, cpu=cpu,
                                      suite_dirs=suite_dirs or [], ceilings=ceilings), seconds)
         return
+    if parallel:
+        console.print(f"cases side by side over GPUs {gpus} (--no-parallel: one at a time)", highlight=False)
     try:
         done = api.oneshot(suites or [], budget_s=seconds, out=out, resume=resume, gpus=gpus, parallel=parallel,
                            cpu=cpu, suite_dirs=suite_dirs or [], ceilings=ceilings, ui=OneshotUI())
@@ -90,7 +104,7 @@ def _print_plan(plan: api.Plan, budget_s: float | None) -> None:
     print_terminal(plan_tables(plan), console)
     done = plan.done_before
     console.print(f"{len(plan.cases)} case(s) to run{f' ({done} done in the bundle)' if done else ''}, about "
-                  f"{plan.total_s / 60:.1f} min on {gpu_display_name(plan.slug)} "
+                  f"{plan.total_s / 60:.1f} min on {gpu_display_name(plan.slug)}{over_slots(plan)} "
                   f"({escape(quote_summary(plan.times, plan.slug))}), plus doctor and the bundle; nothing was run")
     fit = budget_fit_text(plan, budget_s)
     if fit:

@@ -30,6 +30,7 @@ from llmbench.commands.common import (
     budget_fit_text,
     console,
     err_console,
+    over_slots,
     parse_budget,
 )
 from llmbench.errors import UserError
@@ -242,8 +243,9 @@ def run(
     cpu: bool = typer.Option(False, "--cpu", metavar="", help="Run on the CPU even when a GPU is present."),
     parallel: bool = typer.Option(False, "--parallel", metavar="", help="Run cases side by side, one case "
                                   "process per --gpus entry (an index or MIG UUID), each pinned to it; multi-GPU "
-                                  "cases (tensor_parallel, gpus) take as many entries as they need; each serving case "
-                                  "starts its own server (server_scope = \"suite\" is not used)."),
+                                  "cases (tensor_parallel, gpus) take as many entries as they need, a share group "
+                                  "holds one, host-exclusive cases run alone; each serving case starts its own server "
+                                  "(server_scope = \"suite\" is not used)."),
     timeout: Optional[float] = typer.Option(
         None, "--timeout", min=1, help="Per-case timeout in seconds, overriding the suite's timeout_s."
     ),
@@ -276,7 +278,7 @@ def run(
         console.print(escape(line), highlight=False)
     selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
-        plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force)
+        plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force, parallel=parallel)
         if plan.unread:
             console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
         print_terminal(plan_tables(plan), console)
@@ -286,6 +288,7 @@ def run(
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
         done = f" ({plan.done_before} already done, resumed)" if plan.done_before else ""
         console.print(f"{len(plan.cases)} case(s){done}, about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
+                      f"{over_slots(plan)}"
                       f"{times} ({escape(how)}); nothing was run")
         fit = budget_fit_text(plan, budget_s)
         if fit:

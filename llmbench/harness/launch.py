@@ -8,9 +8,11 @@ CUDA_VISIBLE_DEVICES (`SlotGrant.env`), set before torch is imported in its proc
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from llmbench.errors import UserError
+from llmbench.hardware import nvml
 from llmbench.harness.isolation import child_env
 from llmbench.suite import CaseSpec
 
@@ -18,6 +20,29 @@ from llmbench.suite import CaseSpec
 def gpu_slots(gpus: str | None) -> list[str]:
     """The --gpus entries, each a slot a case process can be pinned to."""
     return [g for g in (gpus or "").replace(" ", "").split(",") if g]
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs a session here may place cases on: CUDA_VISIBLE_DEVICES's entries where it is set, else
+    every GPU NVML finds, by index; none where a GPU is in MIG mode (its instances are named by UUID:
+    give them with --gpus)."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [g for g in gpu_slots(given) if g != "-1"]
+    hs = nvml.handles()
+    if any((nvml.call("nvmlDeviceGetMigMode", h) or (0,))[0] for h in hs):
+        return []
+    return [str(i) for i in range(len(hs))]
+
+
+def node_placement(gpus: str | None, parallel: bool | None, cpu: bool) -> tuple[str | None, bool]:
+    """--gpus and --parallel as a session runs them: as said where --parallel or --no-parallel is given;
+    unsaid, cases go side by side over every slot where there are several (the --gpus given, else every
+    visible GPU), as on one GPU otherwise (and with --cpu)."""
+    if parallel is not None or cpu:
+        return gpus, bool(parallel)
+    slots = gpu_slots(gpus) if gpus is not None else visible_gpus()
+    return (",".join(slots), True) if len(slots) > 1 else (gpus, False)
 
 
 def slots_needed(case: CaseSpec) -> int:
@@ -62,16 +87,25 @@ class GpuSlots:
         return f"the case needs {need} GPUs; --gpus gives {len(self.slots)}" if need > len(self.slots) else None
 
     def take(self, need: int, exclusive: bool = False) -> SlotGrant | None:
-        """The first `need` free slots, now held; None while fewer are free (cases wait in order), and
-        for an `exclusive` case (its placement's) until every slot is free; nothing else starts beside it."""
+        """The first `need` free slots, now held, with their case process's environment (`claim`)."""
+        taken = self.claim(need, exclusive)
+        if taken is None:
+            return None
+        visible = ",".join(taken)
+        return SlotGrant(taken, visible, child_env(visible, self.extra_env))
+
+    def claim(self, need: int, exclusive: bool = False) -> tuple[str, ...] | None:
+        """The first `need` free slots, now held; None while fewer are free (units wait in order), and
+        for an `exclusive` unit until every slot is free; nothing else starts beside it. The one rule of
+        who starts when: the runner's `take` and the quotes' timeline (harness/schedule.py) both call it."""
         if need > len(self._free) or self._alone or (exclusive and len(self._free) < len(self.slots)):
             return None
         self._alone = exclusive
         taken, self._free = self._free[:need], self._free[need:]
-        visible = ",".join(taken)
-        return SlotGrant(tuple(taken), visible, child_env(visible, self.extra_env))
+        return tuple(taken)
 
-    def release(self, placement: SlotGrant) -> None:
-        """A case ended: its slots are free again, back in --gpus order."""
-        self._free = [s for s in self.slots if s in self._free or s in placement.slots]
+    def release(self, placement: SlotGrant | tuple[str, ...]) -> None:
+        """A unit ended: its slots are free again, back in --gpus order."""
+        held = placement.slots if isinstance(placement, SlotGrant) else placement
+        self._free = [s for s in self.slots if s in self._free or s in held]
         self._alone = False

@@ -3,15 +3,18 @@ case (atomically), so an interrupted run loses nothing that finished and `--resu
 How a case runs and which GPUs it holds is the launcher layer's (harness/launchers/: a `CaseLauncher`;
 harness/launch.py: the `GpuSlots` owner); the runner decides what runs when, and is the only writer of the result set.
 
-With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: case processes run
-concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
-CUDA_VISIBLE_DEVICES set to its slots; only this process writes the result set. Servers are not
-shared between cases under `parallel` (each case starts its own; `_run_parallel` says why).
+With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: units (a case, or a share
+group) run concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
+CUDA_VISIBLE_DEVICES set to its slots, in the order and by the rule of harness/schedule.py (which the
+quotes read too): a host-exclusive unit starts once no other runs, and nothing starts beside it; only
+this process writes the result set. Servers are not shared between cases under `parallel` (each case
+starts its own; `_run_parallel` says why).
 
-A suite with `share_engines = true` runs, in serial runs, the cases that would load the same engine
-session (their scenario's `share_key`: one engine, model, precision and mode, differing in batch or
-lengths) as a share group: one process for the group, each case recorded as it ends with its own
-samples; the first case that fails stops the group and the rest run alone (`_run_group`).
+A suite with `share_engines = true` runs the cases that would load the same engine session (their
+scenario's `share_key`: one engine, model, precision and mode, differing in batch or lengths) as a
+share group: one process for the group (under `parallel`, holding one slot while other units use the
+others), each case recorded as it ends with its own samples; the first case that fails stops the group
+and the rest run alone (`_run_group`).
 
 What differs by scenario (the GPUs a case takes, a max-batch search, a server kept for the suite) the
 runner asks the case's scenario (scenarios.base.Scenario's declarations); it names no scenario and no
@@ -29,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from llmbench import __version__
 from llmbench.caseinfo import INFO_VERSION, CaseInfo, ShareGroupInfo
@@ -38,7 +41,7 @@ from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
 from llmbench.harness.isolation import ChildOutcome, fingerprint, sweep_stale_tmp
-from llmbench.harness.launch import GpuSlots, SlotGrant, slots_needed
+from llmbench.harness.launch import GpuSlots, SlotGrant
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
 from llmbench.harness.launchers.base import CaseLauncher, ProgressFn
 from llmbench.harness.launchers.process import IsolatedProcess
@@ -65,6 +68,7 @@ from llmbench.harness.plan import (
     skip_reason,
     unread_note,
 )
+from llmbench.harness.schedule import Unit, run_units
 from llmbench.precision import DeviceInfo
 from llmbench.results import (
     CaseResult,
@@ -80,8 +84,6 @@ from llmbench.scenarios.base import BatchSearch, RankScenario
 from llmbench.serving.server import SHARED_ENV, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
-PARALLEL_SHARE_NOTE = ("under --parallel, share_engines is not used: every case runs in a process of its own "
-                       "(a share group would hold one slot for all its cases)")
 PARALLEL_SERVER_NOTE = (
     'under --parallel, server_scope = "suite" is not used: each serving case starts and stops its own '
     "server (an idle server kept for later cases would hold its GPUs' memory while other cases, a "
@@ -209,9 +211,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI |
         if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
             if any(suite_scoped_server(c) for c in todo):
                 ui.warn(PARALLEL_SERVER_NOTE)
-            if share and any(len(u) > 1 for u in share_groups(todo, device)):
-                ui.warn(PARALLEL_SHARE_NOTE)
-            _run_parallel(todo, state)
+            _run_parallel(run_units(todo, device, share), state)
         else:
             shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
             units = share_groups(todo, device) if share else [[c] for c in todo]
@@ -250,6 +250,7 @@ class _Run:
     t_start: float = field(default_factory=time.monotonic)
     unsaved: list[CaseResult] = field(default_factory=list)  # measured, not yet on disk (a write failed)
     save_error: OSError | None = None
+    alone: dict[str, str] = field(default_factory=dict)  # under --parallel: case id -> why nothing ran beside it
 
     def save(self) -> bool:
         """Merge this run's new cases and header into the set on disk, under the set's lock (another run
@@ -345,7 +346,8 @@ class _Run:
         """Add a finished case to the result set and write it (atomically)."""
         noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
                          llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None,
-                         share_group=group, ran_beside_cases=self.beside or None,
+                         share_group=group, ran_beside_cases=(self.beside and case.id not in self.alone) or None,
+                         ran_alone=self.alone.get(case.id),
                          launcher=self.launcher_of(case, result))
         result.info.update(noted.model_dump(exclude_none=True))
         search = CaseInfo.of(result.info).max_batch
@@ -375,6 +377,7 @@ def _run_serial(units: list[list[CaseSpec]], run: _Run, where: SlotGrant) -> Non
     """One unit after another, each placed on every --gpus entry (`where`): a case alone in its own
     process, or a share group's cases one after another in one process (`_run_group`)."""
     index = {c.id: i for i, c in enumerate(c for unit in units for c in unit)}
+    hand = _Direct(run, where)
     for unit in units:
         ready: list[CaseSpec] = []
         ahead = 0.0
@@ -388,167 +391,261 @@ def _run_serial(units: list[list[CaseSpec]], run: _Run, where: SlotGrant) -> Non
                 continue
             ahead += run.quote(case, shared=bool(ready))
             ready.append(case)
-        if len(ready) > 1:
-            _run_group(ready, run, where, index)
-        for case in ready if len(ready) == 1 else []:
-            _run_alone(case, run, where, index[case.id])
+        if ready:
+            _run_unit(ready, run, hand, where, index, hand.others(ready[0]))
 
 
-def _run_alone(case: CaseSpec, run: _Run, where: SlotGrant, i: int, group: ShareGroupInfo | None = None) -> None:
+class _Hand(Protocol):
+    """Where a running unit's cases report: straight to the run (serial), or through the queue to the
+    main thread (parallel: the only thread that writes the result set or draws the console)."""
+
+    progress: ProgressFn | None
+
+    def start(self, case: CaseSpec, index: int) -> None: ...
+    def done(self, case: CaseSpec, result: CaseResult, others: list[dict[str, Any]],
+             group: ShareGroupInfo | None = None) -> None: ...
+    def probe(self, case: CaseSpec, probe: dict[str, Any]) -> None: ...
+    def warn(self, text: str) -> None: ...
+    def others(self, case: CaseSpec) -> list[dict[str, Any]]: ...
+
+
+class _Direct:
+    """A serial run's unit: it reports to the run itself."""
+
+    def __init__(self, run: _Run, where: SlotGrant) -> None:
+        self.run, self.where = run, where
+        self.progress: ProgressFn | None = run.ui.case_progress
+
+    def start(self, case: CaseSpec, index: int) -> None:
+        self.run.ui.case_start(case, index)
+
+    def done(self, case: CaseSpec, result: CaseResult, others: list[dict[str, Any]],
+             group: ShareGroupInfo | None = None) -> None:
+        self.run.record(case, result, self.where.visible, others, group)
+
+    def probe(self, case: CaseSpec, probe: dict[str, Any]) -> None:
+        self.run.ui.case_probe(case, probe)
+
+    def warn(self, text: str) -> None:
+        self.run.ui.warn(text)
+
+    def others(self, case: CaseSpec) -> list[dict[str, Any]]:
+        return self.run.others_on(case, self.where.visible)
+
+
+@dataclass(frozen=True)
+class _Event:
+    """What a parallel unit's thread hands the main thread: a case started ("start"), ended ("done",
+    its result), a max-batch probe ("probe"), a warning ("warn"), the error that ended the thread
+    ("error"), and last the unit's end ("end": its slots come free)."""
+
+    kind: str
+    where: SlotGrant
+    case: CaseSpec | None = None
+    result: CaseResult | None = None
+    others: list[dict[str, Any]] = field(default_factory=list)
+    group: ShareGroupInfo | None = None
+    detail: Any = None  # start: the case's index; probe: the probe; warn: the text; error: the exception
+
+
+class _Posted:
+    """A parallel run's unit: it reports through the queue (no case progress: cases run side by side)."""
+
+    progress: ProgressFn | None = None
+
+    def __init__(self, events: queue.Queue[_Event], where: SlotGrant) -> None:
+        self.events, self.where = events, where
+
+    def start(self, case: CaseSpec, index: int) -> None:
+        self.events.put(_Event("start", self.where, case, detail=index))
+
+    def done(self, case: CaseSpec, result: CaseResult, others: list[dict[str, Any]],
+             group: ShareGroupInfo | None = None) -> None:
+        self.events.put(_Event("done", self.where, case, result, others, group))
+
+    def probe(self, case: CaseSpec, probe: dict[str, Any]) -> None:
+        self.events.put(_Event("probe", self.where, case, detail=probe))
+
+    def warn(self, text: str) -> None:
+        self.events.put(_Event("warn", self.where, detail=text))
+
+    def others(self, case: CaseSpec) -> list[dict[str, Any]]:
+        return []  # checked once, by the main thread, before the unit started
+
+
+def _run_unit(cases: list[CaseSpec], run: _Run, hand: _Hand, where: SlotGrant, index: dict[str, int],
+              others: list[dict[str, Any]]) -> None:
+    """A unit's cases on `where`: one case in a process of its own, or a share group (`_run_group`)."""
+    if len(cases) > 1:
+        _run_group(cases, run, hand, where, index, others)
+    else:
+        _run_alone(cases[0], run, hand, where, index[cases[0].id], others)
+
+
+def _run_alone(case: CaseSpec, run: _Run, hand: _Hand, where: SlotGrant, i: int, others: list[dict[str, Any]],
+               group: ShareGroupInfo | None = None) -> None:
     """One case in a process of its own (its max-batch search first, where it asks for one)."""
-    others = run.others_on(case, where.visible)
-    run.ui.case_start(case, i)
-    on_probe = partial(run.ui.case_probe, case)
-    result = run_one(case, where.env, run.opts.device, run.ui.case_progress, log=run.probe_log(case),
-                     fresh=run.opts.force, on_probe=on_probe, launcher=run.opts.launcher)
-    run.record(case, result, where.visible, others, group)
+    hand.start(case, i)
+    result = run_one(case, where.env, run.opts.device, hand.progress, log=run.probe_log(case),
+                     fresh=run.opts.force, on_probe=partial(hand.probe, case), launcher=run.opts.launcher)
+    hand.done(case, result, others, group)
 
 
-def _run_group(cases: list[CaseSpec], run: _Run, where: SlotGrant, index: dict[str, int]) -> None:
+def _run_group(cases: list[CaseSpec], run: _Run, hand: _Hand, where: SlotGrant, index: dict[str, int],
+               others: list[dict[str, Any]]) -> None:
     """A share group: its cases one after another in one process, on the session the first loads; each
     is recorded as it ends. The first case that does not end ok or skipped stops the group (its shared
     session may be what failed): that case (unless it ran past its timeout) and the rest then run alone,
-    each in a process of its own, and say so in their info."""
+    each in a process of its own on the same GPUs, and say so in their info."""
     ids = [c.id for c in cases]
-    others = run.others_on(cases[0], where.visible)
     started = [utc_now()]
 
     def done(i: int, out: ChildOutcome) -> None:
         case = cases[i]
         result = _result_of(case, out, started[-1], out.duration_s)
         if out.status in ("ok", "skipped") or out.status == "timeout":  # the others run alone (below)
-            run.record(case, result, where.visible, others if i == 0 else [], ShareGroupInfo(cases=ids, index=i))
+            hand.done(case, result, others if i == 0 else [], ShareGroupInfo(cases=ids, index=i))
         started.append(utc_now())
         if out.status in ("ok", "skipped") and i + 1 < len(cases):
-            run.ui.case_start(cases[i + 1], index[cases[i + 1].id])
+            hand.start(cases[i + 1], index[cases[i + 1].id])
 
-    run.ui.case_start(cases[0], index[cases[0].id])
+    hand.start(cases[0], index[cases[0].id])
     specs = [{**c.worker_spec(run.opts.device), "id": c.id} for c in cases]
-    outcomes = run.opts.launcher.run_group(specs, where.env, done, run.ui.case_progress, run.ui.warn)
+    outcomes = run.opts.launcher.run_group(specs, where.env, done, hand.progress, hand.warn)
     if len(outcomes) == len(cases) and outcomes[-1].status in ("ok", "skipped"):
         return
     last = outcomes[-1]
     stopped = f"case {cases[len(outcomes) - 1].id} ended {last.status} in the group: {last.reason}"[:300]
     alone = len(outcomes) if last.status == "timeout" else len(outcomes) - 1
     for i, case in enumerate(cases[alone:], start=alone):
-        _run_alone(case, run, where, index[case.id], ShareGroupInfo(cases=ids, index=i, ran="alone", stopped=stopped))
+        _run_alone(case, run, hand, where, index[case.id], hand.others(case),
+                   ShareGroupInfo(cases=ids, index=i, ran="alone", stopped=stopped))
 
 
-Finished = tuple[CaseSpec, SlotGrant, "CaseResult | BaseException", list[dict[str, Any]]]
-
-
-def _run_parallel(todo: list[CaseSpec], run: _Run) -> None:
-    """Cases in order, each started as soon as the slots it needs are free; the results come back
-    through a queue to this thread, the only one that writes the result set. An interrupt records the
-    cases that had already finished (`_drain`), then stops every running case process before it ends
-    the run. Case processes get no shared-server folder (SHARED_ENV): a suite-scoped server kept
-    between cases would sit on its slot's GPUs, idle but holding their memory, while other cases run
-    there (a multi-GPU case over that slot and the next would start its own server beside it); so each
-    serving case starts and stops its own server, as with server_scope = "case". The slots each case
-    holds are the launcher layer's (`GpuSlots`): taken when it starts, released when its result is in."""
-    done: queue.Queue[Finished] = queue.Queue()
-    heard: queue.Queue[tuple[CaseSpec, dict[str, Any]]] = queue.Queue()  # max_batch probes, for the UI
-    pending = list(enumerate(todo))
+def _run_parallel(units: list[Unit], run: _Run) -> None:
+    """Units in order (harness/schedule.py), each started as soon as `GpuSlots` gives it the slots it
+    needs (a host-exclusive one once nothing runs; nothing beside it), in a thread of its own; what
+    its cases do comes back through a queue to this thread, the only one that writes the result set or
+    draws the console. An interrupt records the cases that had already finished (`_drain`), then stops
+    every running case process before it ends the run. Case processes get no shared-server folder
+    (SHARED_ENV): a suite-scoped server kept between cases would sit on its slot's GPUs, idle but
+    holding their memory, while other cases run there (a multi-GPU case over that slot and the next
+    would start its own server beside it); so each serving case starts and stops its own server, as
+    with server_scope = "case". The slots each unit holds are the launcher layer's (`GpuSlots`): taken
+    when it starts, released when its last case is in."""
+    events: queue.Queue[_Event] = queue.Queue()
+    index = {c.id: i for i, c in enumerate(c for u in units for c in u.cases)}
+    pending = [(u, list(u.cases)) for u in units]
+    checked = False  # the head unit's skips are recorded
     running = 0
-    ended: list[Finished] = []  # taken from the queue, not yet recorded
+    ended: list[_Event] = []  # taken from the queue, not yet handled
 
-    def tell() -> None:
-        """Pass the probes that ended to the UI, from this thread (the one that owns the console)."""
-        while True:
-            try:
-                case, probe = heard.get_nowait()
-            except queue.Empty:
-                return
-            run.ui.case_probe(case, probe)
-
-    def work(case: CaseSpec, where: SlotGrant, others: list[dict[str, Any]]) -> None:
+    def work(cases: list[CaseSpec], where: SlotGrant, others: list[dict[str, Any]]) -> None:
         try:
-            result = run_one(case, where.env, run.opts.device, None, log=run.probe_log(case), fresh=run.opts.force,
-                             on_probe=partial(lambda c, p: heard.put((c, p)), case), launcher=run.opts.launcher)
-            done.put((case, where, result, others))
+            _run_unit(cases, run, _Posted(events, where), where, index, others)
         except BaseException as e:  # handed to the main thread, which raises it
-            done.put((case, where, e, others))
+            events.put(_Event("error", where, detail=e))
+        finally:
+            events.put(_Event("end", where))
 
     try:
         while pending or running:
             while pending:
-                i, case = pending[0]
-                need = slots_needed(case)
-                too_many = run.slots.too_many(need)
-                if too_many:
-                    pending.pop(0)
-                    run.record(case, skipped_result(case, too_many), None, [])
-                    continue
-                reason = skip_reason(case, run.device)
-                if reason:
-                    pending.pop(0)
-                    run.ui.case_start(case, i)
-                    run.record(case, skipped_result(case, reason), None, [])
-                    continue
-                if run.defer_if_over_budget(case):
-                    pending.pop(0)
-                    continue
-                where = run.slots.take(need, case.placement.exclusive)
-                if where is None:
-                    break  # in order: the next case waits for its slots
+                unit, cases = pending[0]
+                if not checked:  # a skip costs no time and holds no slot
+                    too_many = run.slots.too_many(unit.gpus)
+                    for case in list(cases):
+                        reason = too_many or skip_reason(case, run.device)
+                        if reason:
+                            cases.remove(case)
+                            run.ui.case_start(case, index[case.id])
+                            run.record(case, skipped_result(case, reason), None, [])
+                    checked = True
+                where = run.slots.take(unit.gpus, unit.alone is not None) if cases else None
+                if cases and where is None:
+                    break  # in order: the next unit waits for its slots
+                ready: list[CaseSpec] = []
+                ahead = 0.0
+                for case in cases:  # the budget, read when the unit can start
+                    if not run.defer_if_over_budget(case, ahead, shared=bool(ready)):
+                        ahead += run.quote(case, shared=bool(ready))
+                        ready.append(case)
                 pending.pop(0)
+                checked = False
+                if where is None or not ready:
+                    if where is not None:
+                        run.slots.release(where)
+                    continue
                 visible = where.visible or ""
                 # a MIG slot shares its GPU with the other slots (our own cases): no foreign-process check there
-                others = run.others_on(case, visible) if not visible.startswith(("MIG", "GPU")) else []
-                run.ui.case_start(case, i)
-                threading.Thread(target=work, args=(case, where, others), daemon=True).start()
+                others = run.others_on(ready[0], visible) if not visible.startswith(("MIG", "GPU")) else []
+                if unit.alone is not None:
+                    run.alone.update(dict.fromkeys((c.id for c in ready), unit.alone))
+                threading.Thread(target=work, args=(ready, where, others), daemon=True).start()
                 running += 1
             if not running:
                 break
             errors: list[BaseException] = []
-            ended = [_next(done, tell)]
-            while ended:  # every case that has ended is on disk before another case starts
-                tell()  # probes before the result they led to
-                case, where, result, others = ended.pop(0)
-                running -= 1
-                run.slots.release(where)
-                if isinstance(result, BaseException):
-                    errors.append(result)
+            ended = [_next(events)]
+            while ended:  # every case that has ended is on disk before another unit starts
+                event = ended.pop(0)
+                if event.kind == "end":
+                    running -= 1
+                    run.slots.release(event.where)
+                elif event.kind == "error":
+                    errors.append(event.detail)
                 else:
-                    run.record(case, result, where.visible, others)
-                ended = ended or _waiting(done)
+                    _hear(event, run)
+                ended = ended or _waiting(events)
             if errors:
                 raise errors[0]
     except BaseException:  # recorded and stopped below, then raised on
         try:  # cases that finished before the interrupt, still in the queue, are recorded first
-            _drain(done, run, ended)
+            _drain(events, run, ended)
         finally:  # then the ones still running are stopped (their outcomes are the kill's: not recorded)
             run.opts.launcher.stop_all()
         raise
 
 
-def _drain(done: queue.Queue[Finished], run: _Run, ended: list[Finished]) -> None:
+def _hear(event: _Event, run: _Run) -> None:
+    """A unit's report, on the main thread: a case started or ended, a probe, a warning."""
+    case = event.case
+    if event.kind == "done" and case is not None and event.result is not None:
+        run.record(case, event.result, event.where.visible, event.others, event.group)
+    elif event.kind == "start" and case is not None:
+        run.ui.case_start(case, event.detail)
+    elif event.kind == "probe" and case is not None:
+        run.ui.case_probe(case, event.detail)
+    elif event.kind == "warn":
+        run.ui.warn(event.detail)
+
+
+def _drain(events: queue.Queue[_Event], run: _Run, ended: list[_Event]) -> None:
     """Record the finished cases taken from the queue (`ended`) and those waiting in it (an interrupt,
-    or one case's error, ends the run while the main thread is not reading it), without waiting for
+    or one unit's error, ends the run while the main thread is not reading it), without waiting for
     the ones still running."""
-    for case, where, result, others in [*ended, *_waiting(done)]:
-        if not isinstance(result, BaseException):
-            run.record(case, result, where.visible, others)
+    for event in [*ended, *_waiting(events)]:
+        if event.kind == "done" and event.case is not None and event.result is not None:
+            run.record(event.case, event.result, event.where.visible, event.others, event.group)
 
 
-def _waiting(done: queue.Queue[Finished]) -> list[Finished]:
-    """The finished cases already in the queue, without waiting for more."""
+def _waiting(events: queue.Queue[_Event]) -> list[_Event]:
+    """The events already in the queue, without waiting for more."""
     out = []
     while True:
         try:
-            out.append(done.get_nowait())
+            out.append(events.get_nowait())
         except queue.Empty:
             return out
 
 
-def _next(done: queue.Queue[Finished], between: Callable[[], None] = lambda: None) -> Finished:
-    """The next finished case; waits in short steps so Ctrl-C and SIGTERM reach this thread, calling
-    `between` after each."""
+def _next(events: queue.Queue[_Event]) -> _Event:
+    """The next event; waits in short steps so Ctrl-C and SIGTERM reach this thread."""
     while True:
         try:
-            return done.get(timeout=0.5)
+            return events.get(timeout=0.5)
         except queue.Empty:
-            between()
+            pass
 
 
 def skipped_result(case: CaseSpec, reason: str) -> CaseResult:

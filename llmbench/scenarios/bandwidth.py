@@ -56,6 +56,10 @@ class Bandwidth(Scenario):
             return f"{params.kind} copies need a CUDA GPU; this machine has none (running on {device.name})"
         return None
 
+    def host_exclusive(self, params: Any) -> str | None:
+        """Host transfers and copies share PCIe and host memory with every case beside them."""
+        return f"a {params.kind} copy loads PCIe and host memory" if params.kind in HOST_KINDS else None
+
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + 1.0 + params.size_mib / 1024
 

@@ -24,6 +24,9 @@ from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
 
+# Scenario.host_exclusive's reason for a case that compiles (torch.compile, CUDA graphs, an engine build)
+COMPILES = "it compiles: compilation loads the CPU that a case beside it times on"
+
 
 class ScenarioParams(AddedLater):
     """Parameters of one case. Every field is part of the case id (but those `added_later`, at their
@@ -253,8 +256,8 @@ class Scenario(ABC):
 
     What the harness and the report do for some scenarios only, a scenario declares here and they read
     generically (never a scenario's name or its params' names): `gpus_needed`, `rank_entry`,
-    `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `bottleneck_sweep`, and the engine
-    a case runs on (`engine_slot`: the instance of a case holds its engine and placement, and the case
+    `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `host_exclusive`, `bottleneck_sweep`,
+    and the engine a case runs on (`engine_slot`: the instance of a case holds its engine and placement, and the case
     process hands the engine over in the CaseContext)."""
 
     name: ClassVar[str]
@@ -339,6 +342,14 @@ class Scenario(ABC):
         return "case"
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+        return None
+
+    def host_exclusive(self, params: Any) -> str | None:
+        """Why a case must run with nothing beside it on the host under --parallel (it loads the host or
+        PCIe, or compiles: compilation loads the CPU and moves a neighbour's timing); None: it may share
+        the host. By default: where its engine compiles (`Engine.compiles`)."""
+        if self.engine is not None and self.engine.compiles():
+            return f"{COMPILES} (engine {self.engine.name})"
         return None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:

@@ -56,6 +56,9 @@ class HostBound(Scenario):
     def projection_skip(self, params: dict[str, Any]) -> str | None:
         return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"
 
+    def host_exclusive(self, params: Any) -> str | None:
+        return "it measures the host (CPU, data loading, PCIe): a case beside it would be measured with it"
+
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + 3.0 + 2.0 * params.num_workers + PROFILE_S
 

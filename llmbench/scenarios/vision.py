@@ -13,7 +13,15 @@ from pydantic import Field
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip, WorkerSettings
+from llmbench.scenarios.base import (
+    COMPILES,
+    SCENARIOS,
+    CaseContext,
+    Scenario,
+    ScenarioParams,
+    Skip,
+    WorkerSettings,
+)
 
 # amp-*: torch.autocast over an fp32 model; fp16: the whole model and its inputs .half(); trt-fp16:
 # a TensorRT engine built by torch-tensorrt with fp16 kernels enabled (inference only)
@@ -68,6 +76,9 @@ class Vision(Scenario):
 
     def compute_precision(self, params: dict[str, Any]) -> str:
         return PEAK_KEY.get(str(params.get("precision", "fp32")), "fp32")
+
+    def host_exclusive(self, params: Any) -> str | None:
+        return COMPILES if params.compile or params.precision == "trt-fp16" else None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + (60.0 if params.compile or params.precision == "trt-fp16" else 10.0)

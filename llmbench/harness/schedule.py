@@ -1,0 +1,132 @@
+"""What runs when over a run's GPU slots, for the runner and the quotes alike, so that they cannot
+disagree: the units a run starts (`run_units`: a case alone, or a share group's cases in one process),
+the slots each holds (the most its cases' placements ask) and why it must run with nothing beside it
+(`alone_reason`: host-exclusive), and the timeline of a run as the runner lays it out (`Schedule`): units
+in order, each started when `GpuSlots.claim` gives it its slots (an exclusive one once every slot is
+free), a unit waiting for the one before it. A quote reads the makespan and the cases a budget leaves for
+--resume from that timeline; a serial run is the timeline over one slot."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from llmbench.harness.launch import GpuSlots, gpu_slots, slots_needed
+from llmbench.harness.plan import BROKEN_PARAMS, CaseTime, MeasuredCase, quote_units, share_groups
+from llmbench.precision import DeviceInfo
+from llmbench.suite import CaseSpec, Suite
+
+SUITE_SAYS = "its suite says placement exclusive = true"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What the runner starts at once: one case, or a share group's cases one after another in one
+    process; the slots it holds while it runs, and why nothing may run beside it (None: others may)."""
+
+    cases: tuple[CaseSpec, ...]
+    gpus: int = 1
+    alone: str | None = None
+
+
+def alone_reason(case: CaseSpec) -> str | None:
+    """Why a case must run with nothing beside it on the host: its suite's placement (exclusive = true),
+    else its scenario's declaration (`Scenario.host_exclusive`); None where it may share the host, or
+    its suite says exclusive = false."""
+    said = case.placement.exclusive
+    if said is not None:
+        return SUITE_SAYS if said else None
+    try:
+        return case.scenario_obj().host_exclusive(case.params)
+    except BROKEN_PARAMS:  # its process fails with the reason; alone or not changes nothing
+        return None
+
+
+def run_units(cases: list[CaseSpec], device: DeviceInfo, share: bool) -> list[Unit]:
+    """The cases as the runner starts them: share groups (where `share`) where their first case stands,
+    every other case a unit of its own. A group holds the most slots any of its cases asks for, and runs
+    alone where any of its cases must."""
+    groups = share_groups(cases, device) if share else [[c] for c in cases]
+    return [Unit(tuple(g), max(slots_needed(c) for c in g), next(filter(None, map(alone_reason, g)), None))
+            for g in groups]
+
+
+def run_slots(gpus: str | None, parallel: bool) -> int:
+    """The slots a run lays its units over: one per --gpus entry under --parallel, else one (each case
+    on every GPU)."""
+    return max(len(gpu_slots(gpus)), 1) if parallel else 1
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A run as the schedule lays it out: when each case starts (seconds from the run's start), when the
+    last one ends, and the cases a budget leaves for --resume."""
+
+    starts: dict[str, float]
+    makespan_s: float
+    left: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A session's suites (run one after another) as units with their cases' quotes, over `slots` GPU
+    slots (1: a serial run)."""
+
+    suites: tuple[tuple[Unit, ...], ...]
+    quotes: dict[str, CaseTime] = field(default_factory=dict)
+    slots: int = 1
+
+    @property
+    def cases(self) -> list[CaseSpec]:
+        """The cases in the order their units start."""
+        return [c for units in self.suites for u in units for c in u.cases]
+
+    @property
+    def times(self) -> list[CaseTime]:
+        return [self.quotes[c.id] for c in self.cases]
+
+    def then(self, other: Schedule) -> Schedule:
+        """This session's suites, then `other`'s (over the same slots)."""
+        return Schedule(self.suites + other.suites, {**self.quotes, **other.quotes}, self.slots)
+
+    def timeline(self, budget_s: float | None = None) -> Timeline:
+        """Each unit started in order as soon as `GpuSlots.claim` gives it its slots (the runner's rule),
+        lasting the sum of its cases' quotes; within `budget_s`, a case starts only where its quote fits
+        in what is left when it would start (a skipped case costs nothing and never waits)."""
+        slots = GpuSlots(",".join(str(i) for i in range(self.slots)))
+        starts: dict[str, float] = {}
+        left: list[str] = []
+        t = 0.0
+        for units in self.suites:  # a suite starts when the one before it has ended
+            running: list[tuple[float, tuple[str, ...]]] = []
+            for unit in units:
+                cases = [c for c in unit.cases if self.quotes[c.id].source != "skipped"]
+                need = unit.gpus if self.slots > 1 else 1
+                if not cases or need > self.slots:  # skipped: by the case, or for want of slots
+                    continue
+                while (held := slots.claim(need, unit.alone is not None and self.slots > 1)) is None:
+                    end, done = heapq.heappop(running)
+                    t = max(t, end)
+                    slots.release(done)
+                ahead = 0.0
+                for case in cases:
+                    seconds = self.quotes[case.id].seconds
+                    if budget_s is not None and seconds > budget_s - t - ahead:
+                        left.append(case.id)
+                        continue
+                    starts[case.id] = t + ahead
+                    ahead += seconds
+                heapq.heappush(running, (t + ahead, held))
+            t = max([t, *(end for end, _ in running)])
+            for _, done in running:
+                slots.release(done)
+        return Timeline(starts, t, tuple(left))
+
+
+def run_schedule(suite: Suite, cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
+                 slots: int) -> Schedule:
+    """A suite's cases as a run over `slots` lays them out (share groups where the suite shares engines,
+    under --parallel too), each with its quote (a shared case's without the load its group's first case
+    pays)."""
+    units = run_units(cases, device, suite.share_engines)
+    return Schedule((tuple(units),), quote_units([list(u.cases) for u in units], measured, device), slots)
