@@ -116,7 +116,10 @@ class Schedule:
                         continue
                     starts[case.id] = t + ahead
                     ahead += seconds
-                heapq.heappush(running, (t + ahead, held))
+                if ahead or any(c.id in starts for c in cases):
+                    heapq.heappush(running, (t + ahead, held))
+                else:  # the budget left every case of it for --resume: it holds nothing
+                    slots.release(held)
             t = max([t, *(end for end, _ in running)])
             for _, done in running:
                 slots.release(done)

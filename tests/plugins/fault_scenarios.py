@@ -114,6 +114,7 @@ class ProbeParams(ScenarioParams):
     tag: int = 0
     wait_for: int = 0  # wait until this many probe cases have started (proves they run side by side)
     skip_here: bool = False  # the parent skips it without starting a process (as a missing package does)
+    loads_host: bool = False  # its scenario declares it host-exclusive (Scenario.host_exclusive)
 
 
 @SCENARIOS.register("probe")
@@ -128,6 +129,9 @@ class Probe(Scenario):
 
     def estimate_s(self, params: Any, rule: Any) -> float:
         return 1.0
+
+    def host_exclusive(self, params: Any) -> str | None:
+        return "planted: it loads the host" if params.loads_host else None
 
     def skip_reason(self, params: Any, device: Any) -> str | None:
         lifted = os.environ.get("LLMBENCH_TEST_SKIP_LIFTED") == "1"  # as if the missing package came
@@ -209,6 +213,7 @@ class Shared(Scenario):
 
     def run(self, params: Any, ctx: CaseContext) -> None:
         ctx.info["pid"] = os.getpid()
+        ctx.info["start"] = time.time()
         kept = ctx.shared.get(params.share) if ctx.shared is not None else None
         if kept is None:
             ctx.info["build_s"] = 0.5
@@ -227,6 +232,7 @@ class Shared(Scenario):
             raise MemoryError("planted out of memory")
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
+        ctx.info["end"] = time.time()
 
 
 class FaultRanksParams(ScenarioParams):

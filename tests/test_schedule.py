@@ -1,0 +1,260 @@
+"""Scheduling over GPU slots (harness/schedule.py): under --parallel a share group runs in one process
+on one slot while other units use the others; a host-exclusive case runs with nothing beside it; the
+quote's timeline is the runner's; oneshot goes side by side over every GPU of a node by default. Two
+fake GPUs on the CPU, as tests/test_parallel.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from llmbench.harness.isolation import ChildOutcome
+from llmbench.harness.launch import node_placement
+from llmbench.harness.plan import MeasuredCase
+from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.harness.schedule import SUITE_SAYS, alone_reason, run_schedule
+from llmbench.precision import DeviceInfo
+from llmbench.results import CaseResult, load
+from llmbench.suite import load_suite
+from tests.conftest import write
+
+CPU = DeviceInfo("cpu", "CPU test")
+
+
+def _spans_overlap(a: CaseResult, b: CaseResult) -> bool:
+    return a.info["start"] < b.info["end"] and b.info["start"] < a.info["end"]
+
+
+@pytest.mark.slow
+def test_a_share_group_runs_in_one_process_on_one_slot_beside_another_unit(tmp_path: Path, fault_plugin: str) -> None:
+    suite = load_suite(str(write(tmp_path, """
+name = "shared-parallel"
+share_engines = true
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+warmup_iters = 0
+timeout_s = 120
+[[case]]
+scenario = "shared"
+share = "a"
+matrix.tag = [0, 1, 2]
+seconds = 1.0
+[[case]]
+scenario = "shared"
+share = ""
+tag = 3
+seconds = 3.0
+""")))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1", parallel=True)
+    rs = load(run_suite(suite, suite.cases, opts))
+    by_tag = {c.params["tag"]: c for c in rs.cases}
+    assert all(c.status == "ok" for c in rs.cases), [c.reason for c in rs.cases]
+    group, other = [by_tag[t] for t in (0, 1, 2)], by_tag[3]
+    assert len({c.info["pid"] for c in group}) == 1 and other.info["pid"] != group[0].info["pid"]
+    assert {c.info["gpus"] for c in group} == {"0"} and other.info["gpus"] == "1"  # the group held one slot
+    assert [c.info["share_group"]["ran"] for c in group] == ["in group"] * 3
+    assert group[2].info["session_of"] == group[0].id
+    assert any(_spans_overlap(c, other) for c in group)  # the other unit ran on the other slot meanwhile
+    assert all(c.info["ran_beside_cases"] for c in rs.cases)
+
+
+@pytest.mark.slow
+def test_a_host_exclusive_case_never_overlaps_another(tmp_path: Path, fault_plugin: str) -> None:
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    suite = load_suite(str(write(tmp_path, """
+name = "alone"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+timeout_s = 120
+[[case]]
+scenario = "probe"
+matrix.tag = [1, 2]
+wait_for = 2
+[[case]]
+scenario = "probe"
+tag = 3
+loads_host = true
+[[case]]
+scenario = "probe"
+matrix.tag = [4, 5]
+[[case]]
+scenario = "probe"
+tag = 6
+loads_host = true
+placement = {exclusive = false}
+""")))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1", parallel=True,
+                      extra_env={"LLMBENCH_TEST_PROBE_DIR": str(probe_dir)})
+    rs = load(run_suite(suite, suite.cases, opts))
+    by_tag = {c.params["tag"]: c for c in rs.cases}
+    assert all(c.status == "ok" for c in rs.cases), [c.reason for c in rs.cases]
+    alone = by_tag[3]
+    assert not any(_spans_overlap(alone, c) for c in rs.cases if c is not alone)
+    assert alone.info["ran_alone"] == "planted: it loads the host" and "ran_beside_cases" not in alone.info
+    assert by_tag[1].info["peers_seen"] >= 2  # the others did run side by side
+    assert "ran_alone" not in by_tag[6].info and by_tag[6].info["ran_beside_cases"]  # the suite said no
+
+
+def test_where_a_case_must_run_alone_is_its_scenarios_word_unless_its_suite_says(fault_plugin: str) -> None:
+    from llmbench.suite import case_from
+
+    assert alone_reason(case_from("bandwidth", {"kind": "h2d"})) == "a h2d copy loads PCIe and host memory"
+    assert alone_reason(case_from("bandwidth", {"kind": "d2d"})) is None
+    assert alone_reason(case_from("host_bound", {})) is not None
+    compiled = case_from("generate", {"model": "tiny-llama", "engine": {"name": "hf", "mode": "compiled"}})
+    assert "compiles" in (alone_reason(compiled) or "")
+    assert alone_reason(case_from("generate", {"model": "tiny-llama", "engine": {"name": "hf"}})) is None
+    served = {"preset": "tiny-llama", "concurrency": 1}
+    assert alone_reason(case_from("serving", {"engine": {"name": "vllm"}, **served})) is not None
+    assert alone_reason(case_from("serving", {"engine": {"name": "vllm", "enforce_eager": True}, **served})) is None
+    assert alone_reason(case_from("gemm", {"placement": {"exclusive": True}})) == SUITE_SAYS
+    assert alone_reason(case_from("host_bound", {"placement": {"exclusive": False}})) is None
+
+
+class SleepLauncher:
+    """Runs a `shared` case in this process: it sleeps its `seconds` and notes when (no process start,
+    so a case lasts what its quote says and the run's timeline can be set against the quote's)."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def _sleep(self, spec: dict[str, Any]) -> ChildOutcome:
+        start = time.time()
+        time.sleep(spec["params"]["seconds"])
+        return ChildOutcome("ok", payload={"info": {"start": start, "end": time.time()}},
+                            duration_s=time.time() - start)
+
+    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float, on_progress: Any = None) -> ChildOutcome:
+        return self._sleep(spec)
+
+    def run_group(self, specs: list[dict[str, Any]], env: dict[str, str], on_outcome: Any, on_progress: Any = None,
+                  on_warn: Any = None) -> list[ChildOutcome]:
+        outcomes = []
+        for i, spec in enumerate(specs):
+            outcomes.append(self._sleep(spec))
+            on_outcome(i, outcomes[-1])
+        return outcomes
+
+    def stop_all(self) -> None: ...
+
+
+MIXED = """
+name = "mixed"
+share_engines = true
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "shared"
+share = "a"
+tag = 0
+seconds = 2.0
+[[case]]
+scenario = "shared"
+share = ""
+tag = 1
+seconds = 1.0
+[[case]]
+scenario = "shared"
+share = "a"
+tag = 2
+seconds = 1.0
+[[case]]
+scenario = "shared"
+share = ""
+tag = 3
+seconds = 1.5
+[[case]]
+scenario = "shared"
+share = ""
+tag = 4
+seconds = 1.0
+placement = {exclusive = true}
+[[case]]
+scenario = "shared"
+share = ""
+tag = 5
+seconds = 1.0
+placement = {gpus = 2}
+[[case]]
+scenario = "shared"
+share = ""
+matrix.tag = [6, 7]
+seconds = 1.0
+"""
+
+
+def test_the_quotes_timeline_is_the_runners(tmp_path: Path, fault_plugin: str) -> None:
+    """A share group, cases alone, an exclusive one and a two-GPU one over two slots: each case starts
+    where the quote's timeline says (their quotes are their sleeps), and the run lasts its makespan."""
+    suite = load_suite(str(write(tmp_path, MIXED)))
+    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
+    plan = run_schedule(suite, suite.cases, measured, CPU, 2)
+    line = plan.timeline()
+    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    want = {tag[i]: s for i, s in line.starts.items()}
+    assert want == {0: 0.0, 2: 2.0, 1: 0.0, 3: 1.0, 4: 3.0, 5: 4.0, 6: 5.0, 7: 5.0}  # the rule, worked by hand
+    assert line.makespan_s == 6.0
+    assert run_schedule(suite, suite.cases, measured, CPU, 1).timeline().makespan_s == 9.5  # one slot: the sum
+
+    rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1",
+                                                       parallel=True, launcher=SleepLauncher())))
+    assert all(c.status == "ok" for c in rs.cases)
+    t0 = min(c.info["start"] for c in rs.cases)  # the run's first case (after the fingerprint)
+    took = max(c.info["end"] for c in rs.cases) - t0
+    got = {c.params["tag"]: c.info["start"] - t0 for c in rs.cases}
+    for t, s in want.items():
+        assert abs(got[t] - s) < 0.6, (t, got[t], s)
+    assert abs(took - line.makespan_s) < 1.5
+    assert rs.cases[0].info.get("ran_alone") is None
+    assert next(c for c in rs.cases if c.params["tag"] == 4).info["ran_alone"] == SUITE_SAYS
+
+
+def test_a_budget_leaves_for_resume_what_would_start_too_late_on_the_timeline(tmp_path: Path,
+                                                                              fault_plugin: str) -> None:
+    suite = load_suite(str(write(tmp_path, MIXED)))
+    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
+    line = run_schedule(suite, suite.cases, measured, CPU, 2).timeline(budget_s=4.5)
+    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    assert sorted(tag[i] for i in line.left) == [5, 6, 7]  # they would start at 4 s and 5 s: no room left
+
+
+def test_a_node_goes_side_by_side_over_every_gpu_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert node_placement(None, None, cpu=False) == ("0,1", True)
+    assert node_placement("1,0", None, cpu=False) == ("1,0", True)
+    assert node_placement(None, False, cpu=False) == (None, False)  # --no-parallel: as on one GPU
+    assert node_placement(None, None, cpu=True) == (None, False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert node_placement(None, None, cpu=False) == (None, False)  # one GPU: unchanged
+
+
+@pytest.mark.slow
+def test_oneshot_dry_run_on_two_gpus_quotes_them_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmbench.commands import oneshot
+    from llmbench.hardware import nvml
+
+    app = typer.Typer()
+    oneshot.register(app)
+    app.command("noop")(lambda: None)  # a group, so the command is named as on the real CLI
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(nvml, "handles", lambda: ["gpu0", "gpu1"])  # two GPUs NVML names nothing of
+    runner = CliRunner()
+    side = runner.invoke(app, ["oneshot", "quickstart", "--dry-run", "--out", str(tmp_path / "o")])
+    assert side.exit_code == 0, side.output
+    alone = runner.invoke(app, ["oneshot", "quickstart", "--dry-run", "--no-parallel", "--out", str(tmp_path / "o")])
+    assert alone.exit_code == 0, alone.output
+    assert "over 2 GPUs side by side" in " ".join(side.output.split())
+    assert "side by side" not in alone.output
