@@ -226,7 +226,7 @@ class VLLMEngine(InferenceEngine, ServedEngine):
 
     def compiles(self) -> bool:
         """Offline, in mode "compiled"; served, unless enforce_eager (its server compiles by default)."""
-        return not self.options.enforce_eager if isinstance(self.options, ServeOptions) else super().compiles()
+        return not self.options.enforce_eager if isinstance(self.options, VLLMServeOptions) else super().compiles()
 
     def command(self, site: ServerSite) -> list[str]:
         assert isinstance(self.options, VLLMServeOptions)
