@@ -29,8 +29,9 @@ step() {  # step NAME COMMAND...: one logged step; a failure does not stop the j
   echo "== \$(date -u +%T) \$name"
   "\$@" >$WORK/\$name.log 2>&1 || echo "   exit \$? (see \$name.log)"
 }
-for s in ${STEPS:-plain-coll collectives plain-ddp ddp}; do
+for s in ${STEPS:-doctor plain-coll collectives plain-ddp ddp}; do
   case \$s in
+    doctor) step doctor python3 -m llmbench doctor ;;
     plain-coll) step plain-coll python3 -m torch.distributed.run --standalone --nproc_per_node=2 benchmarks/plain_collectives.py --out $WORK/plain-collectives.json ;;
     collectives) step collectives python3 -m llmbench run collectives --gpus 0,1 --out $WORK/sets --resume -y ;;
     plain-ddp) step plain-ddp python3 -m torch.distributed.run --standalone --nproc_per_node=2 benchmarks/plain_ddp.py --model llama-3-8b --layers 4 --batch 2 --seq 2048 --warmup 3 --steps 10 --out $WORK/plain-ddp.json ;;
