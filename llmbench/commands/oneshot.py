@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from llmbench import api
-from llmbench.analysis.labels import gpu_display_name
+from llmbench.api import Check, gpu_display_name, node_placement
 from llmbench.commands.common import (
     CEILINGS_OPT,
     SUITES_OPT,
@@ -25,8 +25,6 @@ from llmbench.commands.common import (
     parse_budget,
 )
 from llmbench.commands.run import RichUI, plan_tables, quote_summary
-from llmbench.harness.doctor import Check
-from llmbench.harness.launch import node_placement
 from llmbench.report.terminal import print_terminal
 
 

@@ -20,9 +20,7 @@ from rich.progress import (
 )
 
 from llmbench import api
-from llmbench.analysis.caselabels import with_searched_batch
-from llmbench.analysis.labels import gpu_display_name
-from llmbench.api import FAILED_STATUSES, Plan, SessionUI, SuiteRun
+from llmbench.api import FAILED_STATUSES, UI, CaseTime, Plan, SuiteRun, gpu_display_name, with_searched_batch
 from llmbench.commands.common import (
     CEILINGS_OPT,
     INTERRUPTED,
@@ -34,7 +32,6 @@ from llmbench.commands.common import (
     parse_budget,
 )
 from llmbench.errors import UserError
-from llmbench.harness.plan import CaseTime
 from llmbench.report.tables import Table
 from llmbench.report.terminal import (
     FLAG_LEGEND,
@@ -56,7 +53,7 @@ CONFIRM_ABOVE_CASES = 200
 REASON_WIDTH = 78  # a skip reason of the plan on one line of an 80-column terminal
 
 
-class RichUI(SessionUI):
+class RichUI(UI):
     """Progress bars (suite and case, with ETA) while cases run, each case's line as it ends, and a
     summary table after each pass."""
 
