@@ -1,13 +1,12 @@
-"""llmbench as a library: what every CLI command (and `llmbench fleet`) calls, one module per job.
-
-`run` (`run_suite`, `plan_run`), `session` (`oneshot`, `plan_oneshot`), `comparison` (`compare`,
-`compare_by_suite`, prices), `report` (the HTML page), `sets` (show, spread, project, versus),
-`catalogue` (list, specs), `serve` (serve-bench), `checks` (`--out` and machine checks) and `bundling`
-(what a oneshot bundle holds). Each function takes typed arguments, raises `llmbench.errors.UserError`
-for bad input (the CLI turns it into one line and exit 2) and returns what it made. None prints: what
-a person watching should see goes to the `UI` the caller passes (`llmbench.harness.ui`, the one event
-protocol; the default says nothing). The names the commands use are re-exported here, so a command
-imports `llmbench.api`, never harness or analysis."""
+"""llmbench as a library: what every CLI command (and `llmbench fleet`) calls, one module per job. `run`
+(`run_suite`, `plan_run`), `session` (`oneshot`, `plan_oneshot`), `comparison` (`compare`, `compare_by_suite`,
+`report_html`, prices), `answers` (show, spread, project, versus, list, specs), `serve` (serve-bench),
+`checks` (`--out` and machine checks) and `bundling` (what a oneshot bundle holds). Each function takes typed
+arguments, raises `llmbench.errors.UserError` for bad input (the CLI turns it into one line and exit 2) and
+returns what it made. None prints: what a person watching should see goes to the `UI` the caller passes
+(`llmbench.harness.ui`, the one event protocol; the default says nothing). The names the commands use are
+re-exported here, so a command imports `llmbench.api`, never harness or analysis."""
+# ruff: noqa: F401 (the imports are the re-exports)
 
 from llmbench.analysis.caselabels import with_searched_batch
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
@@ -15,8 +14,8 @@ from llmbench.analysis.gate import parse_threshold
 from llmbench.analysis.labels import gpu_display_name
 from llmbench.analysis.pairs import DEFAULT_PAIR
 from llmbench.analysis.suitejoin import MIX_OPTION
+from llmbench.api.answers import gpu_specs, listings, newest_set, project_set, spread, validate_projection, versus
 from llmbench.api.bundling import bundled_suites
-from llmbench.api.catalogue import gpu_specs, listings
 from llmbench.api.checks import (
     ceilings_env,
     check_machine,
@@ -34,8 +33,8 @@ from llmbench.api.comparison import (
     compare_by_suite,
     measured_prices,
     price_sets,
+    report_html,
 )
-from llmbench.api.report import report_html
 from llmbench.api.run import Plan, RunResult, Selection, plan_passes, plan_run, run_suite, select_cases
 from llmbench.api.serve import ServeBenchRun, serve_bench
 from llmbench.api.session import (
@@ -47,22 +46,9 @@ from llmbench.api.session import (
     plan_oneshot,
     skipped_here,
 )
-from llmbench.api.sets import newest_set, project_set, spread, validate_projection, versus
 from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.launch import node_placement
 from llmbench.harness.plan import CaseTime
 from llmbench.harness.ui import FAILED_STATUSES, UI, SuiteRun
 
 SessionUI = UI  # its name before run and session shared one protocol
-
-__all__ = [  # the API, and what the commands use of the layers below
-    "DEFAULT_PAIR", "DEFAULT_RUN_TOKENS", "FAILED_STATUSES", "MIX_OPTION", "UI", "BrokenStack", "CaseTime", "Check",
-    "CompareResult", "GroupComparison", "OneshotResult", "Plan", "RunResult", "Selection", "ServeBenchRun",
-    "SessionUI", "SuiteRun", "SuitesCompared", "bundled_suites", "ceilings_env", "check_machine", "check_out_dir",
-    "check_out_file", "check_prices", "clock_text", "compare", "compare_by_suite", "duration_text",
-    "gpu_display_name", "gpu_specs", "listings", "measured_prices", "newest_set", "node_placement", "oneshot",
-    "parse_threshold",
-    "plan_oneshot", "plan_passes", "plan_run", "price_sets", "project_set", "report_html", "run_checks",
-    "run_suite", "select_cases", "serve_bench", "skipped_here", "spread", "stack_problem", "validate_projection",
-    "versus", "with_searched_batch", "writable_parent",
-]

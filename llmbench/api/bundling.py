@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.api.report import sets_html
+from llmbench.analysis.compare import headline_metric_names
+from llmbench.analysis.inputs import SetRef
+from llmbench.analysis.pages import section
 from llmbench.bundle import Bundle, write_new_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import llmbench_info
@@ -107,3 +109,19 @@ def write_oneshot_bundle(out: Path, slug: str, written: list[Path], previous: Bu
     suites = [n[len("suites/"):-len(".toml")] for n in files if n.startswith("suites/")]
     extra = {"command": "oneshot", "suites": suites, "parts": parts, **({"report_missing": why} if why else {})}
     return write_new_bundle(out, slug, {w.name: load(w) for w in written}, members, extra)
+
+
+def sets_html(paths: list[Path], title: str) -> tuple[str | None, str | None]:
+    """The HTML report of the result sets, one section each; None and why, where it cannot be drawn."""
+    try:
+        from llmbench.report.html import render_html
+
+        headline = frozenset(headline_metric_names())  # as `llmbench report` shows by default
+        sections = []
+        for p in paths:
+            rs = load(p)
+            sections.append(section(f"{rs.suite} on {rs.env.get('gpu', {}).get('name', rs.gpu_slug)}",
+                                    [SetRef(name=rs.gpu_slug, rs=rs, stem=p.stem)], 0, headline))
+        return render_html(sections, title), None
+    except Exception as e:  # a report problem must not cost the bundle its result sets
+        return None, f"{type(e).__name__}: {e}"

@@ -1,5 +1,5 @@
-"""`compare` and `compare_by_suite`: result sets joined and compared, with what was asked beside them
-(MIG slices, costs at the prices given, the regression gate, within-set base diffs)."""
+"""`compare`, `compare_by_suite` and `report_html`: result sets joined and compared, with what was asked
+beside them (MIG slices, costs at the prices given, the regression gate, within-set base diffs)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from llmbench.analysis.basediff import BaseDiff, base_diff, parse_base
 from llmbench.analysis.compare import Comparison, headline_metric_names
 from llmbench.analysis.compare import compare as compare_sets
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
-from llmbench.analysis.cost_rows import CostRow, cost_rows
 from llmbench.analysis.gate import GateResult, gate
-from llmbench.analysis.inputs import SetRef, resolve_baseline
+from llmbench.analysis.inputs import SetRef, display_names, resolve_baseline
 from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_from_folders, folders_for
 from llmbench.analysis.pages import Section, section, suite_cases
@@ -23,6 +22,7 @@ from llmbench.analysis.runs import GpuRuns, load_sets
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import slugs
+from llmbench.report.cost_view import cost_table
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,6 @@ class GroupComparison:
     comparison: Comparison
     notes: list[str]
     mig_slices: list[SliceRow] = field(default_factory=list)
-    costs: list[CostRow] | None = None  # None: no prices were given
     gate: GateResult | None = None  # None: no threshold was given
 
     def to_dict(self, prices: dict[str, Price] | None = None, run_tokens: float = DEFAULT_RUN_TOKENS) -> dict[str, Any]:
@@ -95,9 +94,7 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
         raise UserError(f"no case joins: the result sets share no case id (suites: "
                         f"{', '.join(sorted({s.rs.suite for s in sets}))}); compare result sets of the same suite, "
                         "or cases with the same scenario and params")
-    priced = price_sets(sets, prices, prices_file)
-    if priced is not None and len(sets) < 2:
-        raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
+    priced = _priced(sets, prices, prices_file)
     left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
                                 for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
     names = headline_metric_names()
@@ -105,8 +102,7 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     for group, notes in joined:
         cmp = compare_sets(group, resolve_baseline(group, baseline), names if headline else None, floor)
         groups.append(GroupComparison(
-            cmp, notes, slice_rows(cmp), cost_rows(cmp, priced, run_tokens) if priced is not None else None,
-            gate(cmp, fail_if_slower, names) if fail_if_slower is not None else None))
+            cmp, notes, slice_rows(cmp), gate(cmp, fail_if_slower, names) if fail_if_slower is not None else None))
     if not joined and baseline is not None:
         resolve_baseline(sets, baseline)
     diffs = None
@@ -121,6 +117,14 @@ def price_sets(sets: list[SetRef], given: Sequence[str], file: Path | None) -> d
     if not given and file is None:
         return None
     return resolve_prices(list(given), file, [s.rs.gpu_slug for s in sets])
+
+
+def _priced(sets: list[SetRef], given: Sequence[str], file: Path | None) -> dict[str, Price] | None:
+    """The prices of a comparison's sides: costs are shown beside a comparison, so two sets or more."""
+    priced = price_sets(sets, given, file)
+    if priced is not None and len(sets) < 2:
+        raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
+    return priced
 
 
 def _joins(sets: list[SetRef]) -> bool:
@@ -181,3 +185,26 @@ def measured_prices(price: Sequence[str], files: Sequence[Path]) -> tuple[list[s
     measured = {s.rs.gpu_slug for s in load_sets(list(files))}
     kept = [p for p in price if parse_price(p)[0] in measured]
     return kept, sorted(set(price) - set(kept))
+
+
+def report_html(files: Sequence[Path], *, baseline: str | None = None, title: str = "llmbench report",
+                pool: bool = False, all_metrics: bool = False, prices: Sequence[str] = (),
+                prices_file: Path | None = None, run_tokens: float = DEFAULT_RUN_TOKENS) -> str:
+    """One self-contained page for a result set or a comparison of several (costs where prices are given).
+    Needs matplotlib (llmbench[report]): without it, a UserError naming the install."""
+    sets = load_sets(list(files), pool=pool)
+    priced = _priced(sets, prices, prices_file)
+    try:  # plots need matplotlib, an optional extra: the other commands work without it
+        from llmbench.report.html import render_html
+    except ModuleNotFoundError as e:
+        raise UserError(
+            f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
+        ) from None
+    sec = section(
+        ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in display_names(sets)),
+        sets,
+        resolve_baseline(sets, baseline),
+        None if all_metrics else frozenset(headline_metric_names()),
+    )
+    costs = {sec.title: [cost_table(sec.cmp, priced, run_tokens)]} if priced is not None and sec.cmp else {}
+    return render_html([sec], title, more=costs)

@@ -16,7 +16,7 @@ from llmbench.harness.runner import RunOptions
 from llmbench.harness.runner import run_suite as run_cases
 from llmbench.harness.schedule import Schedule, run_schedule, run_slots
 from llmbench.harness.ui import UI, Deferred, SuiteRun, Tee
-from llmbench.report.terminal import status_counts
+from llmbench.report.terminal import NUMBER, status_counts
 from llmbench.results import latest_result, load
 from llmbench.suite import CaseSpec, Suite, filter_cases, load_suite
 
@@ -61,6 +61,15 @@ class Plan:
     def total_s(self) -> float:
         """The run's quoted wall time: the makespan over its slots (the sum of the quotes on one)."""
         return self.schedule.timeline().makespan_s if self.schedule else sum(t.seconds for t in self.times)
+
+    def skipped(self) -> list[list[tuple[int, str]]]:
+        """The cases this device will skip as (plan number, reason), those whose reasons differ only in
+        their figures together."""
+        groups: dict[str, list[tuple[int, str]]] = {}
+        for i, t in enumerate(self.times, 1):
+            if t.source == "skipped":
+                groups.setdefault(NUMBER.sub("#", t.reason), []).append((i, t.reason))
+        return list(groups.values())
 
     def left_for_resume(self, budget_s: float) -> list[CaseTime]:
         """The quotes of the cases a run within `budget_s` would leave for --resume (over its slots)."""

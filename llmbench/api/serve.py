@@ -131,19 +131,16 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
             ui.line(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
                     f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
             try:
-                metrics = measure(p, info, RunningServer(server))
-                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
-                                  metrics=metrics, timer="perf_counter", started_at=started, info=info)
+                ended: dict[str, Any] = {"status": "ok", "timer": "perf_counter",
+                                         "metrics": measure(p, info, RunningServer(server))}
             except ServerUnusable as e:
                 if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
                     raise UserError(redact(str(e))) from None
-                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                                  reason=redact(str(e)), started_at=started, info=info)  # the server went away
+                ended = {"status": "failed", "reason": redact(str(e))}  # the server went away
             except (RuntimeError, OSError) as e:
-                why = redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])
-                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                                  reason=why, started_at=started, info=info)
-            rs.upsert(case)
+                ended = {"status": "failed", "reason": redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])}
+            rs.upsert(CaseResult(id=case_id("serving", params), scenario="serving", params=params, started_at=started,
+                                 info=info, **ended))
             if path is None:  # finished_at stays empty until the last point: a cut sweep is not a finished set
                 path = save_new(rs, out, env["gpu"]["slug"], name)
             else:

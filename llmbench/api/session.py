@@ -33,7 +33,7 @@ from llmbench.harness.runner import run_suite as run_cases
 from llmbench.harness.schedule import Schedule, run_schedule, run_slots
 from llmbench.harness.ui import UI, Tee, exit_code
 from llmbench.measure import compile_cache
-from llmbench.report.terminal import NUMBER, merge_numbers, status_counts
+from llmbench.report.terminal import merge_numbers, status_counts
 from llmbench.results import CaseResult, ResultSet, load, utc_now
 from llmbench.suite import CaseSpec, Suite, load_suite
 
@@ -137,14 +137,11 @@ def skipped_here(plan: Plan) -> str | None:
     """One line, said before the cases start, for the cases this machine will skip (an engine or package
     not installed, a precision the GPU lacks): where the answer will have holes, and how to fill them
     (each reason carries its install command); None where every case can run."""
-    groups: dict[str, list[str]] = {}  # reasons that differ only in their figures, together (as --dry-run)
-    for t in plan.times:
-        if t.source == "skipped":
-            groups.setdefault(NUMBER.sub("#", t.reason), []).append(t.reason)
+    groups = plan.skipped()
     if not groups:
         return None
-    why = "; ".join(f"{len(rs)} x {merge_numbers(rs)}" if len(rs) > 1 else rs[0] for rs in groups.values())
-    return f"{sum(map(len, groups.values()))} of {len(plan.times)} case(s) will be skipped here: {why}"
+    why = "; ".join(f"{len(g)} x {merge_numbers([r for _, r in g])}" if len(g) > 1 else g[0][1] for g in groups)
+    return f"{sum(map(len, groups))} of {len(plan.times)} case(s) will be skipped here: {why}"
 
 
 def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None, out: Path = Path("oneshot"),

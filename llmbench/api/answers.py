@@ -1,9 +1,9 @@
-"""Answers read from result sets for `show`, `spread`, `project` and `versus`: the analysis objects their
-commands render."""
+"""What the reading commands render: answers from result sets (`show`, `spread`, `project`, `versus`) and
+what llmbench knows without a measurement (`list`, `specs`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,12 +12,13 @@ from llmbench.analysis.inputs import SetRef, load_checked, name_sets, newest_in
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.pairs import DEFAULT_PAIR, PairAnswer, build_pair
 from llmbench.analysis.prices import resolve_prices
-from llmbench.analysis.project import Validation, project, validate
+from llmbench.analysis.project import Validation, project, spec_or_error, validate
 from llmbench.analysis.runs import load_sets
 from llmbench.analysis.spread import SpreadRow, spread_data, spread_rows
 from llmbench.errors import UserError, choices_text
-from llmbench.hardware.specs import SPECS, lookup
+from llmbench.hardware.specs import SPECS, GpuSpec, lookup
 from llmbench.results import save
+from llmbench.suite import PACKAGED, SuiteFile, available_suites, replaced_text
 
 
 def newest_set(result: Path) -> SetRef:
@@ -92,3 +93,36 @@ def versus(files: Sequence[Path] = (), *, gpus: str | None = None, results: Path
         raise UserError(f"your sets are of {', '.join(other)}, not of {a} or {b}; name the pair with --gpus")
     given = resolve_prices(list(prices), prices_file, [a, b]) if prices or prices_file else None
     return build_pair(a, b, results, sets, given)
+
+
+def gpu_specs(slugs: Sequence[str] = ()) -> list[GpuSpec]:
+    """The spec table's GPUs named (a UserError for an unknown slug), or all."""
+    return [spec_or_error(s) for s in slugs] if slugs else list(SPECS)
+
+
+def suite_row(s: SuiteFile) -> tuple[str, str]:
+    """A suite's name and where it comes from: shipped with llmbench, or the user's file (and what
+    it replaces)."""
+    if s.origin == PACKAGED:
+        return s.name, "packaged"
+    instead = f" (replaces {replaced_text(s.replaces)})" if s.replaces else ""
+    return s.name, f"{s.origin}: {s.path}{instead}"
+
+
+def listings(suite_dirs: Sequence[Path] = ()) -> dict[str, Callable[[], list[tuple[str, str]]]]:
+    """Each list (suites, scenarios, precisions, engines, metrics) as (name, description) rows, made
+    when asked for: listing scenarios or engines imports every one of them."""
+    from llmbench.engines.base import ENGINES
+    from llmbench.metrics import METRICS
+    from llmbench.precision import PRECISIONS
+    from llmbench.scenarios.base import SCENARIOS
+
+    return {
+        "suites": lambda: [suite_row(s) for s in available_suites(list(suite_dirs)).values()],
+        "scenarios": lambda: [(n, c.description) for n, c in SCENARIOS],
+        "precisions": lambda: [(p.name, p.description) for p in PRECISIONS.values()],
+        "engines": lambda: [(n, c.summary() + (f"  [{c.missing_reason()}]" if c.missing_reason() else ""))
+                            for n, c in ENGINES],
+        "metrics": lambda: [(m.name, f"{m.unit}, {m.better} is better: {m.description}"
+                             if m.better != "neither" else f"{m.unit}: {m.description}") for m in METRICS.values()],
+    }
