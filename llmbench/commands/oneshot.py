@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from llmbench import api
 from llmbench.api import Check, gpu_display_name, node_placement
-from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, console, err_console, parse_budget
+from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, console, err_console, over_slots, parse_budget
 from llmbench.commands.run import RichUI, print_plan, quote_summary
 
 
@@ -70,8 +70,8 @@ def oneshot(
                                 suite_dirs=suite_dirs or [], ceilings=ceilings)
         earlier = f" ({plan.done_before} done in the bundle)" if plan.done_before else ""
         print_plan(plan, seconds, f"{len(plan.cases)} case(s) to run{earlier}, about {plan.total_s / 60:.1f} min on "
-                   f"{gpu_display_name(plan.slug)} ({escape(quote_summary(plan.times, plan.slug))}), plus doctor "
-                   "and the bundle; nothing was run")
+                   f"{gpu_display_name(plan.slug)}{over_slots(plan)} "
+                   f"({escape(quote_summary(plan.times, plan.slug))}), plus doctor and the bundle; nothing was run")
         return
     if parallel:
         console.print(f"cases side by side over GPUs {gpus} (--no-parallel: one at a time)", highlight=False)
