@@ -10,6 +10,7 @@ import pytest
 from test_compare_support import h100_set, h200_set
 
 from llmbench import api
+from llmbench.api import session
 from llmbench.bundle import read_bundle
 from llmbench.errors import UserError
 from llmbench.harness.doctor import Check
@@ -60,7 +61,7 @@ def test_clock_text() -> None:
         "1:02:05 spent; quote 1:00 for 1 done, 2:00 for all 2")
 
 
-class Recorder(api.SessionUI):
+class Recorder(api.UI):
     def __init__(self) -> None:
         self.clocks: list[tuple[str, bool]] = []
         self.done: list[str] = []
@@ -75,7 +76,7 @@ class Recorder(api.SessionUI):
 def test_oneshot_shows_time_spent_and_left_against_the_budget_calmly(
     tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
+    monkeypatch.setattr(session, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
     ui = Recorder()
     done = api.oneshot([str(write(tmp_path, SUITE))], budget_s=600, out=tmp_path / "o", cpu=True, ui=ui)
     assert done.deferred == 1 and done.counts == {"ok": 2} and done.exit_code() == 0
@@ -92,8 +93,8 @@ def test_oneshot_shows_time_spent_and_left_against_the_budget_calmly(
 
 def test_oneshot_clock_line_at_most_once_a_minute(tmp_path: Path, fault_plugin: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
-    monkeypatch.setattr(api, "CLOCK_EVERY_S", 0.0)  # every case's end is a minute later
+    monkeypatch.setattr(session, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
+    monkeypatch.setattr(session, "CLOCK_EVERY_S", 0.0)  # every case's end is a minute later
     ui = Recorder()
     api.oneshot([str(write(tmp_path, SUITE))], out=tmp_path / "o", cpu=True, ui=ui)
     assert [calm for _, calm in ui.clocks] == [False, True, True, True, True]
@@ -101,7 +102,7 @@ def test_oneshot_clock_line_at_most_once_a_minute(tmp_path: Path, fault_plugin: 
 
 
 def test_a_broken_stack_raises_and_writes_no_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api, "run_checks", lambda gpus: [Check("gpu matmul", "fail", "ran on cpu")])
+    monkeypatch.setattr(session, "run_checks", lambda gpus: [Check("gpu matmul", "fail", "ran on cpu")])
     with pytest.raises(api.BrokenStack, match="gpu matmul"):
         api.oneshot(out=tmp_path / "o", cpu=True)
     assert not list((tmp_path / "o").glob("*.tar.gz"))
@@ -121,7 +122,7 @@ def test_oneshot_says_which_cases_this_machine_will_skip_before_any_runs(
 ) -> None:
     """An engine that is not installed skips its cases, not fails them: the user hears it once, before
     the minutes go, with the reason (and its install command), not only in the summary afterwards."""
-    monkeypatch.setattr(api, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
+    monkeypatch.setattr(session, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
     monkeypatch.setenv("LLMBENCH_TEST_PROBE_DIR", str(tmp_path))
     suite = write(tmp_path, 'name = "holes"\n[defaults]\nmin_iters = 1\nmin_seconds = 0.0\n'
                   '[[case]]\nscenario = "probe"\nmatrix.tag = [1, 2, 3]\n'

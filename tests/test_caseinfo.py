@@ -64,7 +64,7 @@ def test_every_committed_result_set_reads_through_the_info_models() -> None:
     assert 0 in versions  # sets written before info was typed load too
 
 
-READERS = ("llmbench/analysis", "llmbench/report", "llmbench/commands", "llmbench/api.py")
+READERS = ("llmbench/analysis", "llmbench/report", "llmbench/commands", "llmbench/api")
 
 
 @pytest.mark.parametrize("where", READERS)

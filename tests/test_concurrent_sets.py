@@ -18,7 +18,8 @@ from llmbench.bundle import read_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import cpu_slug
 from llmbench.harness.launchers.process import IsolatedProcess
-from llmbench.harness.runner import RunOptions, RunUI, run_suite, skipped_result
+from llmbench.harness.runner import RunOptions, run_suite, skipped_result
+from llmbench.harness.ui import UI
 from llmbench.results import CaseResult, ResultSet, history_of, latest_result, load, save
 from llmbench.suite import CaseSpec, load_suite
 from tests.conftest import ROOT, write
@@ -223,7 +224,7 @@ def test_under_parallel_every_ended_case_is_on_disk_before_the_next_one_starts(
     gate = _Gate()
     seen: list[tuple[str, set[str]]] = []  # each case as it starts, with the cases then on disk
 
-    class Watch(RunUI):
+    class Watch(UI):
         path: Path | None = None
 
         def suite_start(self, suite: Any, cases: list[CaseSpec], path: Path, skipped: int) -> None:

@@ -246,13 +246,13 @@ def test_other_processes_on_the_gpu_are_recorded_and_warned(
     tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NVML is simulated: a foreign process holds the GPU when the case starts."""
-    from llmbench.harness import runner
+    from llmbench.harness import runner, ui
 
     monkeypatch.setattr(runner.nvml, "handles", lambda: ["gpu0"])
     monkeypatch.setattr(runner.nvml, "compute_processes", lambda h: [{"pid": 4242, "used_gib": 1.5}])
     warned: list[str] = []
 
-    class UI(runner.RunUI):
+    class UI(ui.UI):
         def warn(self, text: str) -> None:
             warned.append(text)
 

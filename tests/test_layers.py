@@ -74,6 +74,13 @@ def test_no_two_units_import_each_other() -> None:
     assert cycles == []
 
 
+def test_commands_reach_harness_and_analysis_only_through_the_api() -> None:
+    """docs/design.md: a command parses its options, calls `llmbench.api` and renders what comes back;
+    the work (running, comparing, reading result sets) is the api's."""
+    bypass = sorted(f"{f} imports {t}" for f, u, t in imports() if u == "commands" and t in ("harness", "analysis"))
+    assert bypass == [], "\n".join(bypass)
+
+
 # -- no circle between module files ------------------------------------------------------------------
 def module_graph(package: Path) -> dict[str, set[str]]:
     """Module -> the package's modules it imports (lazy imports too). `from a.b import c` points at the

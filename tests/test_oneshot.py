@@ -16,9 +16,11 @@ from test_compare_support import h100_set
 from typer.testing import CliRunner
 
 from llmbench import api
+from llmbench.api import session
 from llmbench.bundle import read_bundle, write_bundle
 from llmbench.commands import oneshot
 from llmbench.errors import UserError
+from llmbench.hardware import nvml
 from llmbench.harness.doctor import Check
 from tests.conftest import ROOT, write
 
@@ -123,7 +125,7 @@ def app() -> typer.Typer:
 
 def test_a_broken_stack_stops_before_anything_is_measured(app: typer.Typer, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api, "run_checks", lambda gpus: [
+    monkeypatch.setattr(session, "run_checks", lambda gpus: [
         Check("torch", "ok", "2.13.0"), Check("gpu matmul", "fail", "a 4096^3 bf16 matmul ran on cpu at 0 TFLOP/s")])
     res = runner.invoke(app, ["oneshot", "--cpu", "--out", str(tmp_path / "o")])
     assert res.exit_code == 1
@@ -133,7 +135,7 @@ def test_a_broken_stack_stops_before_anything_is_measured(app: typer.Typer, tmp_
 
 def test_torch_without_the_gpu_the_driver_sees_is_a_broken_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     checks = [Check("cuda", "warn", "no CUDA GPU visible to torch")]
-    monkeypatch.setattr(api.nvml, "handles", lambda: [object()])
+    monkeypatch.setattr(nvml, "handles", lambda: [object()])
     assert "driver, CUDA and torch do not match" in (api.stack_problem(checks, cpu=False) or "")
     assert api.stack_problem(checks, cpu=True) is None
 

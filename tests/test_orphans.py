@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from llmbench.harness import isolation
-from llmbench.harness.runner import RunOptions, RunUI, run_suite
+from llmbench.harness.runner import RunOptions, run_suite
+from llmbench.harness.ui import UI
 from llmbench.harness.worker import run_case
 from llmbench.results import load
 from llmbench.suite import load_suite
@@ -127,7 +128,7 @@ def test_a_child_in_a_session_of_its_own_is_stopped_when_its_case_ends(
     assert gone_within(children, 1.0), [p for p in children if running(p)]
 
 
-class _Heard(RunUI):
+class _Heard(UI):
     def __init__(self) -> None:
         self.warnings: list[str] = []
 

@@ -159,7 +159,7 @@ def test_an_interrupt_records_the_cases_that_had_finished_before_it_stops_the_ru
     and not recorded."""
     import time
 
-    from llmbench.harness.runner import RunUI
+    from llmbench.harness.ui import UI
 
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -170,7 +170,7 @@ def test_an_interrupt_records_the_cases_that_had_finished_before_it_stops_the_ru
     def pid_of(seconds: str) -> int | None:
         return next((int(f.stem) for f in pids.glob("*.pid") if f.read_text() == seconds), None)
 
-    class InterruptAfterBothShortOnes(RunUI):
+    class InterruptAfterBothShortOnes(UI):
         interrupted = False
 
         def case_done(self, case: object, result: object) -> None:
@@ -216,11 +216,11 @@ matrix.seconds = [0.0, 1.0, 60.0]
 def test_max_batch_probes_are_heard_under_parallel_before_their_case_ends(tmp_path: Path, fault_plugin: str) -> None:
     """The probes of cases searched side by side reach the UI (from the thread that owns the console),
     each case's before its result; the search's answers are the sequential run's."""
-    from llmbench.harness.runner import RunUI
+    from llmbench.harness.ui import UI
 
     events: list[tuple[str, int, Any]] = []
 
-    class Heard(RunUI):
+    class Heard(UI):
         def case_probe(self, case: Any, probe: dict[str, Any]) -> None:
             events.append(("probe", case.params_dict["fits_up_to"], probe["batch_size"]))
 

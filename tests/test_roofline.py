@@ -159,7 +159,7 @@ def test_ceilings_come_from_the_configured_source_never_the_working_directory(
 
 
 def test_the_case_processes_are_told_where_ceilings_are_as_absolute_paths(tmp_path, monkeypatch) -> None:
-    from llmbench.commands.common import ceilings_env
+    from llmbench.api import ceilings_env
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(rf.CEILINGS_ENV, raising=False)

@@ -143,7 +143,7 @@ def test_suites_in_the_working_directory_are_found_before_the_packaged_ones(
     assert loaded.cases[0].scenario == "bandwidth"
     assert loaded.where() == f"suite quickstart: {mine.path} (from ./suites, in place of the packaged one)"
     assert load_suite("ceilings").where() == ""  # nothing to say about a shipped suite
-    from llmbench.commands.listing import suite_row
+    from llmbench.api.answers import suite_row
 
     assert suite_row(suites["ceilings"]) == ("ceilings", "packaged")
     assert suite_row(mine) == ("quickstart", f"./suites: {mine.path} (replaces the packaged one)")

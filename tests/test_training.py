@@ -313,11 +313,12 @@ def test_a_measurement_that_runs_out_of_memory_where_its_probe_fit_steps_down(fa
     measurement, bisects on below it (5 fits its probe, not the measurement), and measures at 4; a
     resumed search replays the measurements' `oom`s and lands on 4 without a probe."""
     from llmbench.harness.max_batch import ProbeLog, probes_path, search_max_batch
-    from llmbench.harness.runner import RunOptions, RunUI, run_suite
+    from llmbench.harness.runner import RunOptions, run_suite
+    from llmbench.harness.ui import UI
     from llmbench.results import load
     from tests.conftest import write
 
-    class Heard(RunUI):
+    class Heard(UI):
         def __init__(self) -> None:
             self.heard: list[dict[str, Any]] = []
 
@@ -359,11 +360,12 @@ def test_runner_resumes_an_interrupted_max_batch_search(fault_plugin: str, tmp_p
     """Ctrl-C after two probes keeps them; `--resume --force` searches afresh (and records its own);
     `--resume` replays what was recorded, probes the rest, measures, and deletes the record."""
     from llmbench.harness.max_batch import PROBES_DIR
-    from llmbench.harness.runner import RunOptions, RunUI, run_suite
+    from llmbench.harness.runner import RunOptions, run_suite
+    from llmbench.harness.ui import UI
     from llmbench.results import load
     from tests.conftest import write
 
-    class Probes(RunUI):
+    class Probes(UI):
         def __init__(self, stop_after: int | None = None) -> None:
             self.heard: list[dict[str, Any]] = []
             self.stop_after = stop_after

@@ -3,7 +3,6 @@ terminal."""
 
 from __future__ import annotations
 
-import os
 import re
 from enum import Enum
 from pathlib import Path
@@ -11,11 +10,8 @@ from typing import Any
 
 import typer
 
-from llmbench.api import Plan, duration_text, writable_parent
-from llmbench.api import ceilings_env as ceilings_env  # the path checks live in the API; commands import them here
-from llmbench.api import check_out_dir as check_out_dir
+from llmbench.api import Plan, duration_text
 from llmbench.errors import UserError
-from llmbench.harness.plan import left_for_resume
 from llmbench.report.tables import Table, render
 from llmbench.report.terminal import SafeConsole, print_terminal, terminal_safe, to_terminal_text
 
@@ -86,8 +82,7 @@ def budget_fit_text(plan: Plan, budget_s: float | None) -> str:
     many cases, and how much of their quoted time, a run would leave for --resume."""
     if budget_s is None:
         return ""
-    left = ([t for c, t in zip(plan.cases, plan.times, strict=True) if c.id in plan.schedule.timeline(budget_s).left]
-            if plan.schedule else left_for_resume(plan.times, budget_s))
+    left = plan.left_for_resume(budget_s)
     budget = f"--budget {duration_text(budget_s)}"
     if not left:
         return f"fits {budget}"
@@ -104,17 +99,6 @@ def write_out(path: Path, text: str, option: str = "--out") -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as e:
         raise UserError(f"{option} {str(path)!r}: cannot write it ({e.strerror or e})") from None
-
-
-def check_out_file(out: Path | None, option: str = "--out") -> None:
-    """Refuse an --out FILE that cannot be written before any work is done (exit 2, nothing written)."""
-    if out is None:
-        return
-    if out.is_dir():
-        raise UserError(f"{option} {str(out)!r} is a folder; give a file name, e.g. {str(out / 'out.txt')!r}")
-    if out.exists() and not os.access(out, os.W_OK):
-        raise UserError(f"{option} {str(out)!r} exists and is not writable")
-    writable_parent(out, option)
 
 
 def emit(tables: list[Table], fmt: Fmt, out: Path | None, data: dict[str, Any] | None = None) -> None:

@@ -8,9 +8,8 @@ from typing import Optional
 import typer
 
 from llmbench import api
-from llmbench.analysis.gate import parse_threshold
-from llmbench.analysis.suitejoin import MIX_OPTION
-from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, check_out_file, emit
+from llmbench.api import MIX_OPTION, check_out_file
+from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.report.answer_view import answer_tables
 from llmbench.report.cost_view import cost_table
@@ -72,7 +71,7 @@ def compare_cmd(
     on, what it covers, the runs and machines behind each side (and those left out), the noise floor, the
     headline metrics, the cases that differ most and the warnings; then, with --all, every case and the
     runs used and left out, with why."""
-    threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None
+    threshold = api.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
     result = api.compare(files, baseline=baseline, base=base, headline=headline, pool=pool, fail_if_slower=threshold,
                          prices=price or [], prices_file=prices_file, run_tokens=run_tokens,

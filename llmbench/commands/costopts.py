@@ -1,16 +1,10 @@
-"""The price options `compare`, `report` and `fleet` share, and turning them into prices."""
+"""The price options `compare`, `report`, `versus` and `fleet` share."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
 import typer
 
-from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
-from llmbench.analysis.inputs import SetRef
-from llmbench.analysis.prices import Price
-from llmbench.api import price_sets
+from llmbench.api import DEFAULT_RUN_TOKENS
 
 PRICE_OPT = typer.Option(
     None, "--price", metavar="SLUG=USD",
@@ -27,7 +21,3 @@ RUN_TOKENS_OPT = typer.Option(
     help="Training tokens of the fine-tuning run that is priced (from train_tokens_per_s).",
 )
 
-
-def prices_for(sets: list[SetRef], given: Optional[list[str]], file: Optional[Path]) -> dict[str, Price] | None:
-    """The prices of the sets' GPUs, or None where no price option was used (no cost table)."""
-    return price_sets(sets, given or [], file)

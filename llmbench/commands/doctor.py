@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from llmbench import api
 from llmbench.commands.common import console
 
 
@@ -15,10 +16,8 @@ def doctor(
 ) -> None:
     """Check the stack: driver, CUDA, torch, that work really runs on the GPU, optional engines, MIG
     instances. Read-only: llmbench never enables or changes MIG (nvidia-smi mig, as root, does)."""
-    from llmbench.harness.doctor import run_checks
-
     ok = True
-    for check in run_checks(gpus):
+    for check in api.run_checks(gpus):
         style = {"ok": "green", "warn": "yellow", "fail": "red"}[check.level]
         ok &= check.level != "fail"
         console.print(f"[{style}]{check.level:4}[/{style}] {check.name}: {escape(check.detail)}")

@@ -10,10 +10,9 @@ from typing import Optional
 import typer
 
 from llmbench import api
-from llmbench.analysis.prices import load_prices, parse_price
-from llmbench.commands.common import check_out_dir, err_console
+from llmbench.commands.common import err_console
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError
 from llmbench.fleet import (
     BUNDLES_DIR,
     TERMINAL_OK,
@@ -28,7 +27,6 @@ from llmbench.fleet import (
     run_fleet,
 )
 from llmbench.hardware.fingerprint import llmbench_info
-from llmbench.hardware.specs import slugs
 from llmbench.report.answer_view import answer_tables
 from llmbench.report.cost_view import cost_table
 from llmbench.report.tables import to_markdown
@@ -80,7 +78,7 @@ def fleet_cmd(
         _compare_folder(collect, collect, baseline, price, prices_file, run_tokens)
         return
     state, out = _state(gpus, bucket, spot, budget, out, resume, task_file)
-    _check_prices(price, prices_file)  # before anything is rented
+    api.check_prices(price or [], prices_file)  # before anything is rented
     launcher = LAUNCHER()
     checkout = llmbench_info()  # the set header's llmbench record, not a case's info
     envs = {"LLMBENCH_GIT_COMMIT": checkout["git_commit"] or ""}
@@ -92,9 +90,8 @@ def fleet_cmd(
     for j in failed:
         err_console.print(f"{j.name} ({j.gpu}) ended {j.status}: its bundle may be missing; "
                           f"sky jobs logs {j.job_id} shows why", highlight=False)
-    measured = api.measured_slugs(collected(out / BUNDLES_DIR))
-    kept = [p for p in price or [] if parse_price(p)[0] in measured]
-    for p in sorted(set(price or []) - set(kept)):
+    kept, left_out = api.measured_prices(price or [], collected(out / BUNDLES_DIR))
+    for p in left_out:
         err_console.print(f"--price {p}: no job measured that GPU; left out", highlight=False)
     _compare_folder(out / BUNDLES_DIR, out, baseline, kept, prices_file, run_tokens)
     if failed:
@@ -125,23 +122,11 @@ def _state(gpus: Optional[str], bucket: Optional[str], spot: bool, budget: str, 
         raise UserError("--budget: give a time, e.g. 45m")
     run = new_run_id()
     out = out or Path("fleets") / run
-    check_out_dir(out)
+    api.check_out_dir(out)
     if (out / "fleet.json").exists():
         raise UserError(f"--out {str(out)!r} already holds a fleet; pick it up with --resume or choose another folder")
     jobs = [FleetJob(g, job_name(run, g)) for g in parse_gpus(gpus)]
     return FleetState(run, bucket, spot, budget.strip(), jobs), out
-
-
-def _check_prices(price: Optional[list[str]], prices_file: Optional[Path]) -> None:
-    """Price options are checked before a fleet is launched: the syntax, the file, and that each
-    --price names a GPU of the spec table (the slugs result sets will carry)."""
-    if prices_file is not None:
-        load_prices(prices_file)
-    known = slugs()
-    for text in price or []:
-        slug, _ = parse_price(text)
-        if slug not in known:
-            raise UserError(f"--price {text!r}: {slug!r} is not a GPU slug; valid: {choices_text(known)}")
 
 
 def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Optional[list[str]],

@@ -14,20 +14,9 @@ import typer
 from rich.markup import escape
 
 from llmbench import api
-from llmbench.analysis.labels import gpu_display_name
-from llmbench.commands.common import (
-    CEILINGS_OPT,
-    SUITES_OPT,
-    budget_fit_text,
-    console,
-    err_console,
-    over_slots,
-    parse_budget,
-)
-from llmbench.commands.run import RichUI, plan_tables, quote_summary
-from llmbench.harness.doctor import Check
-from llmbench.harness.launch import node_placement
-from llmbench.report.terminal import print_terminal
+from llmbench.api import Check, gpu_display_name, node_placement
+from llmbench.commands.common import CEILINGS_OPT, SUITES_OPT, console, err_console, over_slots, parse_budget
+from llmbench.commands.run import RichUI, print_plan, quote_summary
 
 
 class OneshotUI(RichUI):
@@ -77,8 +66,12 @@ def oneshot(
     seconds = parse_budget(budget) if budget is not None else None
     gpus, parallel = node_placement(gpus, parallel, cpu)
     if dry_run:
-        _print_plan(api.plan_oneshot(suites or [], out=out, resume=resume, gpus=gpus, parallel=parallel, cpu=cpu,
-                                     suite_dirs=suite_dirs or [], ceilings=ceilings), seconds)
+        plan = api.plan_oneshot(suites or [], out=out, resume=resume, gpus=gpus, parallel=parallel, cpu=cpu,
+                                suite_dirs=suite_dirs or [], ceilings=ceilings)
+        earlier = f" ({plan.done_before} done in the bundle)" if plan.done_before else ""
+        print_plan(plan, seconds, f"{len(plan.cases)} case(s) to run{earlier}, about {plan.total_s / 60:.1f} min on "
+                   f"{gpu_display_name(plan.slug)}{over_slots(plan)} "
+                   f"({escape(quote_summary(plan.times, plan.slug))}), plus doctor and the bundle; nothing was run")
         return
     if parallel:
         console.print(f"cases side by side over GPUs {gpus} (--no-parallel: one at a time)", highlight=False)
@@ -95,20 +88,6 @@ def oneshot(
     typer.echo(f"bundle: {done.bundle}")
     if done.exit_code():
         raise typer.Exit(done.exit_code())
-
-
-def _print_plan(plan: api.Plan, budget_s: float | None) -> None:
-    """The cases still to run and their quotes (api.plan_oneshot says where they come from)."""
-    if plan.unread:
-        console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
-    print_terminal(plan_tables(plan), console)
-    done = plan.done_before
-    console.print(f"{len(plan.cases)} case(s) to run{f' ({done} done in the bundle)' if done else ''}, about "
-                  f"{plan.total_s / 60:.1f} min on {gpu_display_name(plan.slug)}{over_slots(plan)} "
-                  f"({escape(quote_summary(plan.times, plan.slug))}), plus doctor and the bundle; nothing was run")
-    fit = budget_fit_text(plan, budget_s)
-    if fit:
-        console.print(fit, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

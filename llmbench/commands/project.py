@@ -7,13 +7,9 @@ from typing import Any, Optional
 
 import typer
 
-from llmbench.analysis.inputs import SetRef, load_checked, name_sets
-from llmbench.analysis.project import project, validate
-from llmbench.commands.common import FORMAT_OPT, Fmt, check_out_file, emit
-from llmbench.errors import UserError, choices_text
-from llmbench.hardware.specs import SPECS, lookup
+from llmbench import api
+from llmbench.commands.common import FORMAT_OPT, Fmt, emit
 from llmbench.report.views import set_tables, validation_tables
-from llmbench.results import save
 
 
 def project_cmd(
@@ -29,22 +25,13 @@ def project_cmd(
 ) -> None:
     """Project a measured result set to another GPU by roofline scaling (memory-bound parts by the
     bandwidth ratio, compute-bound parts by the peak TFLOP/s ratio). Estimates, labelled 'projected'."""
-    if lookup(to) is None:
-        raise UserError(f"--to {to!r} is not a GPU slug; valid: {choices_text(s.slug for s in SPECS)}")
-    check_out_file(out)
-    src = load_checked(result)
-    projected = project(src, to)
+    ref = api.project_set(result, to, out)
     if out is not None:
-        save(projected, out)
         typer.echo(f"wrote {out}", err=True)
-    ref = name_sets([SetRef(name="", rs=projected, stem=f"{result.stem}-projected")])[0]
     tables = set_tables(ref)
-    data: dict[str, Any] = {"projected": projected.model_dump()}
+    data: dict[str, Any] = {"projected": ref.rs.model_dump()}
     if validate_against is not None:
-        measured = name_sets(
-            [SetRef(name="", rs=load_checked(validate_against), stem=validate_against.stem)]
-        )[0]
-        v = validate(projected, measured.rs)
+        measured, v = api.validate_projection(ref, validate_against)
         tables += validation_tables(v, ref, measured)
         data["validation"] = v.to_dict()
     emit(tables, fmt, None, data)

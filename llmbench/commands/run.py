@@ -20,9 +20,7 @@ from rich.progress import (
 )
 
 from llmbench import api
-from llmbench.analysis.caselabels import with_searched_batch
-from llmbench.analysis.labels import gpu_display_name
-from llmbench.api import FAILED_STATUSES, Plan, SessionUI, SuiteRun
+from llmbench.api import FAILED_STATUSES, UI, CaseTime, Plan, SuiteRun, gpu_display_name, with_searched_batch
 from llmbench.commands.common import (
     CEILINGS_OPT,
     INTERRUPTED,
@@ -34,12 +32,10 @@ from llmbench.commands.common import (
     parse_budget,
 )
 from llmbench.errors import UserError
-from llmbench.harness.plan import CaseTime
 from llmbench.report.tables import Table
 from llmbench.report.terminal import (
     FLAG_LEGEND,
     FLAG_MARK,
-    NUMBER,
     case_headline,
     flag_summary,
     fmt_metric,
@@ -56,7 +52,7 @@ CONFIRM_ABOVE_CASES = 200
 REASON_WIDTH = 78  # a skip reason of the plan on one line of an 80-column terminal
 
 
-class RichUI(SessionUI):
+class RichUI(UI):
     """Progress bars (suite and case, with ETA) while cases run, each case's line as it ends, and a
     summary table after each pass."""
 
@@ -157,6 +153,18 @@ def run_progress() -> Progress:
     )
 
 
+def print_plan(plan: Plan, budget_s: float | None, summary: str) -> None:
+    """A --dry-run's plan: a warning for files the quotes passed over, the plan, `summary`, and whether
+    it fits --budget."""
+    if plan.unread:
+        console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
+    print_terminal(plan_tables(plan), console)
+    console.print(summary)
+    fit = budget_fit_text(plan, budget_s)
+    if fit:
+        console.print(fit, highlight=False)
+
+
 def plan_tables(plan: Plan) -> list[Table]:
     """The plan, each case with its quote: measured (an earlier run of it), like the most similar measured
     cases, the scenario's estimate, or nothing where this device will skip it; each measured quote names
@@ -166,13 +174,10 @@ def plan_tables(plan: Plan) -> list[Table]:
             for i, (c, t) in enumerate(zip(plan.cases, times, strict=True), 1)]
     tables = [Table("plan", ["#", "case", "quote", "from", "id"], rows, key_columns=2,
                     styles={"skipped": "yellow"})]
-    skipped: dict[str, list[tuple[int, str]]] = {}  # reasons that differ only in their figures, together
-    for i, t in enumerate(times, 1):
-        if t.source == "skipped":
-            skipped.setdefault(NUMBER.sub("#", t.reason), []).append((i, t.reason))
+    skipped = plan.skipped()  # reasons that differ only in their figures, together
     if skipped:
         lines = []
-        for hits in skipped.values():
+        for hits in skipped:
             head = f"- {_numbers([i for i, _ in hits])}: "
             lines.append(head + one_line(merge_numbers([r for _, r in hits]), REASON_WIDTH - len(head)))
         tables.append(Table(f"Skipped on {gpu_display_name(slug)}, no time", [], [], lead=lines))
@@ -279,20 +284,13 @@ def run(
     selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
         plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force, parallel=parallel)
-        if plan.unread:
-            console.print(f"[yellow]warning:[/yellow] {escape(plan.unread)}")
-        print_terminal(plan_tables(plan), console)
         how = quote_summary(plan.times, plan.slug) + (f"; earlier run: {plan.earlier}" if plan.earlier else
                                                       f"; no earlier run of {s.name} under {out}")
         total = plan.total_s
         times = f" x {repeat} passes = about {total * repeat / 60:.1f} min" if repeat > 1 else ""
         done = f" ({plan.done_before} already done, resumed)" if plan.done_before else ""
-        console.print(f"{len(plan.cases)} case(s){done}, about {total / 60:.1f} min on {gpu_display_name(plan.slug)}"
-                      f"{over_slots(plan)}"
-                      f"{times} ({escape(how)}); nothing was run")
-        fit = budget_fit_text(plan, budget_s)
-        if fit:
-            console.print(fit, highlight=False)
+        print_plan(plan, budget_s, f"{len(plan.cases)} case(s){done}, about {total / 60:.1f} min on "
+                   f"{gpu_display_name(plan.slug)}{over_slots(plan)}{times} ({escape(how)}); nothing was run")
         return
     n = len(selection.cases)
     if n > CONFIRM_ABOVE_CASES and not yes:

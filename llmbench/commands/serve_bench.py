@@ -4,24 +4,18 @@ print one row per point, and write a result set that `compare` and `report` read
 from __future__ import annotations
 
 import math
-import signal
-import sys
 from pathlib import Path
-from typing import Any, Optional
-from urllib.parse import urlsplit
+from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
-from llmbench import __version__
+from llmbench import api
 from llmbench.caseinfo import RequestRateInfo
-from llmbench.commands.common import check_out_dir
 from llmbench.errors import UserError
-from llmbench.ids import PATH_NAME_FORM, is_path_name
-from llmbench.redact import redact, redact_value
+from llmbench.redact import redact
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.report.terminal import SafeConsole, one_line, print_terminal
-from llmbench.results import CaseResult, MetricResult, ResultSet, save, save_new, utc_now
+from llmbench.results import CaseResult, MetricResult
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
 E2E latency, throughput and goodput at each point of a sweep.
@@ -60,27 +54,6 @@ def parse_points(text: str | None, what: str, integer: bool) -> list[float] | No
     return out
 
 
-def _params(base: dict[str, Any], **point: Any) -> Any:
-    from llmbench.scenarios.serving import ServingParams
-
-    try:
-        return ServingParams.model_validate({**base, **point})
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(redact(f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}")) from None
-
-
-def _env(gpu: str | None) -> dict[str, Any]:
-    """This machine's fingerprint; with --gpu, the server's GPU named by the user instead."""
-    from llmbench.harness.isolation import child_env, fingerprint
-
-    env = fingerprint(child_env(None))
-    if gpu:
-        env["gpu"] = {"name": f"{gpu} (named with --gpu: the server's GPU)", "slug": gpu, "count": None}
-    return env
-
-
 def _value(m: dict[str, MetricResult], name: str, stat: str | None = None) -> float | None:
     r = m.get(name)
     if r is None:
@@ -117,6 +90,16 @@ def results_table(cases: list[CaseResult], title: str) -> Table:
                  caption="failed: requests that got a server error, a malformed reply or a dropped stream.")
 
 
+class _Points(api.UI):
+    """Each point's line as it starts."""
+
+    def __init__(self, console: SafeConsole) -> None:
+        self.console = console
+
+    def line(self, text: str) -> None:
+        self.console.print(text)
+
+
 def serve_bench(
     url: str = typer.Option(..., "--url", help="Base URL of the running server, e.g. http://127.0.0.1:8000."),
     model: str = typer.Option(..., "--model", help="Model name the server serves (sent in every request)."),
@@ -150,107 +133,19 @@ def serve_bench(
     name: str = typer.Option("serve-bench", "--name", help="Result-set name (as a suite name)."),
     out: Path = typer.Option(Path("results"), "--out", help="Root folder of result sets."),
 ) -> None:
-    from llmbench.hardware.fingerprint import llmbench_info
-    from llmbench.scenarios.serving import measure
-    from llmbench.serving.analysis import parse_slo
-    from llmbench.serving.bench import ServerUnusable
-
-    rates = parse_points(rate, "rate", integer=False)
-    concs = parse_points(concurrency, "concurrency", integer=True)
-    if rates is not None and concs is not None:
-        raise UserError("give --rate or --concurrency, not both (one sweep at a time)")
-    if rates is None and concs is None and trace is None:
-        raise UserError("give --rate 1,2,4 or --concurrency 1,4,16 (or --trace FILE)")
-    parse_slo(goodput)
-    for option, value in (("--name", name), ("--gpu", gpu)):
-        if value is not None and not is_path_name(value):
-            raise UserError(f"{option} {value!r}: it becomes part of a file path; give {PATH_NAME_FORM}")
-    scheme_host = urlsplit(url)
-    if scheme_host.scheme not in ("http", "https") or not scheme_host.hostname:
-        raise UserError(f"--url {redact(url)!r}: give the server's base URL, http(s)://HOST[:PORT], "
-                        "e.g. http://127.0.0.1:8000")
-    check_out_dir(out)
-    try:  # imported, not looked up: an install that is there but broken is as good as none
-        import aiohttp  # noqa: F401
-    except ImportError:
-        raise UserError("serve-bench needs aiohttp (its HTTP client): pip install 'llmbench[serving]'") from None
-    base = dict(model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
-                output_len=output_len, num_requests=num_requests, duration_s=duration, burstiness=burstiness,
-                seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
-                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, precision=precision)
-    from llmbench.engines.url import RunningServer, UrlOptions
-    from llmbench.measure.timing import StopRule
-    from llmbench.suite import CaseSpec
-
-    # the serving case's engine: a server running at the URL
-    server = UrlOptions.model_validate({"name": "url", "url": url, "n_gpus": n_gpus})
-    points = ([_params(base, rate=r) for r in rates] if rates is not None else
-              [_params(base, concurrency=int(c)) for c in concs] if concs is not None else [_params(base)])
-    from llmbench.serving.prompts import load_tokenizer
-
-    load_tokenizer(base["tokenizer"])  # a bad tokenizer is one message before anything is sent
     console = SafeConsole()
-    env = _env(gpu)
-    shown = redact(url)  # the URL as written and printed: its credentials are used, never kept
-    rs = ResultSet(suite=name, description=f"serve-bench against {shown} ({model})",
-                   llmbench={**llmbench_info(), "version": __version__}, env=env)
-    path: Path | None = None  # named at its first write: a name no other writer has
-    from llmbench.ids import case_id
-
-    interrupted, stop = False, []  # stop: a signal came, even where its interrupt was lost (in a finalizer)
-
-    def interrupt(signum: int, frame: object) -> None:
-        stop.append(signum)
-        raise KeyboardInterrupt
-
-    def unraisable(u: Any) -> None:  # the interrupt a finalizer swallowed: `stop` has it, no traceback
-        if not isinstance(u.exc_value, KeyboardInterrupt):
-            sys.__unraisablehook__(u)
-
-    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    sys.unraisablehook = unraisable
-    try:
-        for i, p in enumerate(points, 1):
-            if stop:
-                raise KeyboardInterrupt
-            # the case id is of the URL without credentials
-            params = redact_value(CaseSpec("serving", p, StopRule.model_validate({}), engine=server).params_dict)
-            info: dict[str, Any] = {}
-            started = utc_now()
-            console.print(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
-                          f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
-            try:
-                metrics = measure(p, info, RunningServer(server))
-                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="ok",
-                                  metrics=metrics, timer="perf_counter", started_at=started, info=info)
-            except ServerUnusable as e:
-                if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
-                    raise UserError(redact(str(e))) from None
-                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                                  reason=redact(str(e)), started_at=started, info=info)  # the server went away
-            except (RuntimeError, OSError) as e:
-                why = redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])
-                case = CaseResult(id=case_id("serving", params), scenario="serving", params=params, status="failed",
-                                  reason=why, started_at=started, info=info)
-            rs.upsert(case)
-            if path is None:  # finished_at stays empty until the last point: a cut sweep is not a finished set
-                path = save_new(rs, out, env["gpu"]["slug"], name)
-            else:
-                save(rs, path)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the points done are saved, the rest are not run
-        interrupted = True
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
-        sys.unraisablehook = sys.__unraisablehook__
-    rs.finished_at = None if interrupted else utc_now()
-    if path is not None:
-        save(rs, path)
+    done = api.serve_bench(
+        url, model, rates=parse_points(rate, "rate", integer=False),
+        concurrencies=parse_points(concurrency, "concurrency", integer=True), endpoint=endpoint, tokenizer=tokenizer,
+        input_len=input_len, output_len=output_len, num_requests=num_requests, duration_s=duration,
+        burstiness=burstiness, seed=seed, goodput=goodput, trace=trace, time_scale=time_scale, dataset=dataset,
+        multi_turn=multi_turn, n_gpus=n_gpus, precision=precision, gpu=gpu, name=name, out=out, ui=_Points(console))
+    rs, path, interrupted, shown = done.result_set, done.path, done.interrupted, redact(url)
     if rs.cases:
         print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)
         console.print(f"-> {path}")
     if interrupted:
-        SafeConsole(stderr=True).print(f"interrupted: {len(rs.cases)} of {len(points)} point(s) measured"
+        SafeConsole(stderr=True).print(f"interrupted: {len(rs.cases)} of {done.points} point(s) measured"
                                    + (f" and saved in {path} (not finished)" if rs.cases else "")
                                    + "; run serve-bench again for the rest", highlight=False, soft_wrap=True)
         raise typer.Exit(130)

@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from llmbench.analysis.inputs import SetRef, load_checked, newest_in
+from llmbench import api
 from llmbench.commands.common import console
-from llmbench.errors import UserError
 from llmbench.report.terminal import flag_summary, print_terminal, result_table, warning_summary
 from llmbench.report.views import corrections_table, seed_tables
 
@@ -21,12 +20,9 @@ def show(
 ) -> None:
     """Show a result set as a table (and what its sweeps answer: watts for 80/90/95% of the best speed of a
     power-limit sweep, the batch where host_bound stops being host-bound)."""
-    if not result.exists():
-        raise UserError(f"result set {str(result)!r} does not exist")
-    path = newest_in(result) if result.is_dir() else result
-    rs = load_checked(path)
+    ref = api.newest_set(result)
+    rs = ref.rs
     # the table, the sweeps' answers, then what was changed in the file after its run
-    ref = SetRef(rs.gpu_slug, rs, path.stem)
     tables = [result_table(rs, all_metrics=all_metrics), *seed_tables(ref), corrections_table([ref])]
     print_terminal([t for t in tables if t is not None], console)
     for w in warning_summary(rs.warnings, every=all_metrics) + flag_summary(rs, every=all_metrics):

@@ -7,9 +7,8 @@ from typing import Optional
 
 import typer
 
-from llmbench.analysis.project import spec_or_error
-from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
-from llmbench.hardware.specs import SPECS
+from llmbench import api
+from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, emit
 from llmbench.report.specs_view import specs_tables
 
 
@@ -20,8 +19,8 @@ def specs_cmd(
 ) -> None:
     """The GPU spec table: dense peak TFLOP/s per precision, bandwidth, memory, TDP, compute capability,
     and the datasheet each figure comes from."""
-    check_out_file(out)
-    chosen = [spec_or_error(s) for s in slugs] if slugs else list(SPECS)
+    api.check_out_file(out)
+    chosen = api.gpu_specs(slugs or [])
     emit(specs_tables(chosen), fmt, out, {"specs": [s.__dict__ | {"cc": list(s.cc)} for s in chosen]})
 
 

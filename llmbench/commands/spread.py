@@ -7,10 +7,8 @@ from typing import Optional
 
 import typer
 
-from llmbench.analysis.runs import load_sets
-from llmbench.analysis.spread import spread_data, spread_rows
-from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
-from llmbench.errors import UserError
+from llmbench import api
+from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, Fmt, emit
 from llmbench.report.spread_view import spread_tables
 
 
@@ -25,15 +23,9 @@ def spread_cmd(
     """Print each case's between-run spread: the runs' medians and their CV, from result sets (files,
     folders, bundles) of each GPU, each case's runs chosen by the one rule (its newest recorded code path:
     the passes of `run --repeat N`, runs from other leases), and the noise floor a ratio must clear."""
-    check_out_file(out)
-    sets = load_sets(files, by_gpu=True)
-    rows = spread_rows(sets, all_metrics)
-    if not any(r.between_run_cv is not None for r in rows):
-        raise UserError(
-            "no case was measured ok in two runs of one GPU and suite: give the result sets of "
-            "`llmbench run SUITE --repeat N` (or of several runs of the same suite on the same GPU)"
-        )
-    emit(spread_tables(sets, rows), fmt, out, spread_data(sets, rows))
+    api.check_out_file(out)
+    found = api.spread(files, all_metrics)
+    emit(spread_tables(found.sets, found.rows), fmt, out, found.to_dict())
 
 
 def register(app: typer.Typer) -> None:

@@ -7,13 +7,9 @@ from typing import Optional
 
 import typer
 
-from llmbench.analysis.labels import is_measured
-from llmbench.analysis.pairs import DEFAULT_PAIR, build_pair
-from llmbench.analysis.prices import resolve_prices
-from llmbench.analysis.runs import load_sets
-from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, check_out_file, emit
+from llmbench import api
+from llmbench.commands.common import FORMAT_OPT, OUT_OPT, Fmt, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT
-from llmbench.errors import UserError
 from llmbench.report.pair_view import all_tables
 
 
@@ -23,7 +19,7 @@ def versus_cmd(
         "the committed runs of that GPU."),
     gpus: Optional[str] = typer.Option(
         None, "--gpus", help="The two GPUs, X,Y (spec-table slugs: `llmbench specs`). Default: "
-        f"{','.join(DEFAULT_PAIR)}, or {DEFAULT_PAIR[0]} against the GPU of the sets you give."),
+        f"{','.join(api.DEFAULT_PAIR)}, or {api.DEFAULT_PAIR[0]} against the GPU of the sets you give."),
     results: Optional[Path] = typer.Option(
         None, "--results", help="A results tree of measured sets (<gpu-slug>/, spread/<gpu-slug>/); default: "
         "./results where there is one. Published references ship with llmbench."),
@@ -37,24 +33,9 @@ def versus_cmd(
     """GPU X over GPU Y per workload: measured where both ran it, else a controlled published pair, else a
     validated projection by parts; otherwise 'not known — measure it', with the evidence range. Prices compare
     like for like (one offer class and date) or as you give them (--price / --prices)."""
-    check_out_file(out)
-    sets = [(stem, rs) for ref in load_sets(list(files or [])) for stem, rs in
-            zip(ref.stems or [ref.stem], ref.all_runs, strict=True)]
-    for name, rs in sets:
-        if not is_measured(rs):
-            raise UserError(f"{name}: a {rs.source.kind} result set; give your own measured sets")
-    mine = sorted({rs.gpu_slug for _, rs in sets})
-    a, _, b = (gpus or ",".join(DEFAULT_PAIR if mine in ([], [DEFAULT_PAIR[0]]) or len(mine) > 1
-                                else (DEFAULT_PAIR[0], mine[0]))).partition(",")
-    a, b = a.strip(), b.strip()
-    if not b or a == b:
-        raise UserError(f"--gpus {gpus!r}: give two different GPUs as X,Y, e.g. --gpus {','.join(DEFAULT_PAIR)}")
-    other = [g for g in mine if g not in (a, b)]
-    if other:
-        raise UserError(f"your sets are of {', '.join(other)}, not of {a} or {b}; name the pair with --gpus")
+    api.check_out_file(out)
     results = results if results is not None else (Path("results") if Path("results").is_dir() else None)
-    given = resolve_prices(list(price or []), prices_file, [a, b]) if price or prices_file else None
-    answer = build_pair(a, b, results, sets, given)
+    answer = api.versus(files or [], gpus=gpus, results=results, prices=price or [], prices_file=prices_file)
     tables = all_tables(answer)
     emit(tables if full else tables[:1] + tables[2:3], fmt, out, answer.to_dict())
 

@@ -69,6 +69,7 @@ from llmbench.harness.plan import (
     unread_note,
 )
 from llmbench.harness.schedule import Unit, run_units
+from llmbench.harness.ui import UI
 from llmbench.precision import DeviceInfo
 from llmbench.results import (
     CaseResult,
@@ -89,20 +90,6 @@ PARALLEL_SERVER_NOTE = (
     "server (an idle server kept for later cases would hold its GPUs' memory while other cases, a "
     "multi-GPU one among them, run there)"
 )
-
-
-class RunUI:
-    """What a run tells the person watching it. This base says nothing (tests, library use);
-    the CLI's subclass draws progress bars and a summary."""
-
-    def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None: ...
-    def case_start(self, case: CaseSpec, index: int) -> None: ...
-    def case_progress(self, fraction: float, text: str) -> None: ...
-    def case_probe(self, case: CaseSpec, probe: dict[str, Any]) -> None: ...  # a max_batch probe ended
-    def case_done(self, case: CaseSpec, result: CaseResult) -> None: ...
-    def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None: ...
-    def warn(self, text: str) -> None: ...
-    def suite_done(self, result_set: ResultSet, path: Path) -> None: ...
 
 
 @dataclass
@@ -154,8 +141,8 @@ def parent_device(fp: dict[str, Any], device: str) -> DeviceInfo:
                       gpu.get("memory_gib"))
 
 
-def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: RunUI | None = None) -> Path:
-    ui = ui or RunUI()
+def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | None = None) -> Path:
+    ui = ui or UI()
     sweep_stale_tmp()
     for line in startup_restore():  # a power limit a killed run left changed goes back first
         ui.warn(line)
@@ -240,7 +227,7 @@ class _Run:
     rs: ResultSet
     path: Path
     opts: RunOptions
-    ui: RunUI
+    ui: UI
     device: DeviceInfo
     slots: GpuSlots  # the launcher layer's slot owner: which GPUs each running case holds
     measured: dict[str, MeasuredCase]

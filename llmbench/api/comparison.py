@@ -1,0 +1,210 @@
+"""`compare`, `compare_by_suite` and `report_html`: result sets joined and compared, with what was asked
+beside them (MIG slices, costs at the prices given, the regression gate, within-set base diffs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmbench.analysis.basediff import BaseDiff, base_diff, parse_base
+from llmbench.analysis.compare import Comparison, headline_metric_names
+from llmbench.analysis.compare import compare as compare_sets
+from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
+from llmbench.analysis.gate import GateResult, gate
+from llmbench.analysis.inputs import SetRef, display_names, resolve_baseline
+from llmbench.analysis.migslice import SliceRow, slice_rows
+from llmbench.analysis.noisefloor import floor_from_folders, folders_for
+from llmbench.analysis.pages import Section, section, suite_cases
+from llmbench.analysis.prices import Price, load_prices, parse_price, resolve_prices
+from llmbench.analysis.runs import GpuRuns, load_sets
+from llmbench.analysis.suitejoin import JoinPlan, plan_joins
+from llmbench.errors import UserError, choices_text
+from llmbench.hardware.specs import slugs
+from llmbench.report.cost_view import cost_table
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """One comparison of sides that share cases (a suite, or suites joined on shared cases): the
+    comparison, how it was joined, and what was asked beside it (MIG slices, costs, the gate)."""
+
+    comparison: Comparison
+    notes: list[str]
+    mig_slices: list[SliceRow] = field(default_factory=list)
+    gate: GateResult | None = None  # None: no threshold was given
+
+    def to_dict(self, prices: dict[str, Price] | None = None, run_tokens: float = DEFAULT_RUN_TOKENS) -> dict[str, Any]:
+        """The JSON of `compare --format json` for this group."""
+        from llmbench.analysis.cost_rows import cost_data
+
+        part: dict[str, Any] = {"comparison": self.comparison.to_dict()}
+        if self.mig_slices:
+            part["mig_slices"] = [r.to_dict() for r in self.mig_slices]
+        if prices is not None:
+            part["cost"] = cost_data(self.comparison, prices, run_tokens)
+        if self.gate is not None:
+            part["gate"] = self.gate.to_dict()
+        return part
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """What `compare` found: the result sets as sides, a comparison per group that joins, the sides
+    left out and why, and the within-set diffs of `base`."""
+
+    sets: list[SetRef]
+    groups: list[GroupComparison]
+    left_out: list[str]
+    base_diffs: list[BaseDiff] | None = None  # None: no base was asked for
+    prices: dict[str, Price] | None = None
+    run_tokens: float = DEFAULT_RUN_TOKENS
+
+    @property
+    def failed_gates(self) -> list[GateResult]:
+        return [g.gate for g in self.groups if g.gate is not None and g.gate.failed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of `compare --format json`."""
+        parts = [g.to_dict(self.prices, self.run_tokens) for g in self.groups]
+        data: dict[str, Any] = parts[0] if len(parts) == 1 else ({"comparisons": parts} if parts else {})
+        if self.base_diffs is not None:
+            data["base_diffs"] = [d.to_dict() for d in self.base_diffs]
+        return data
+
+
+def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | None = None,
+            headline: bool = False, pool: bool = False, fail_if_slower: float | None = None,
+            prices: Sequence[str] = (), prices_file: Path | None = None, run_tokens: float = DEFAULT_RUN_TOKENS,
+            noise_floor: Sequence[Path] = (), mix_suites: bool = False) -> CompareResult:
+    """Compare result sets (files, folders, oneshot bundles) case by case against `baseline` (a GPU slug
+    or file stem; default the first), per suite unless `mix_suites`; `base` ('precision=bf16') compares
+    within each set; `fail_if_slower` (0.05) gates the headline metrics; `prices` ('slug=USD') add costs."""
+    sets = load_sets(list(files), pool=pool)
+    floor = floor_from_folders(list(noise_floor) or folders_for(files))
+    if len(sets) < 2 and base is None:
+        raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
+                        + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
+    if len(sets) < 2 and fail_if_slower is not None:
+        raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
+    plan = plan_joins(sets, mix_suites) if len(sets) >= 2 else JoinPlan([], [], [])
+    joined = [(g, n) for g, n in zip(plan.groups, plan.notes, strict=True) if _joins(g)]
+    if len(sets) >= 2 and not joined and base is None and not _joins(sets):  # nothing to compare: say why
+        raise UserError(f"no case joins: the result sets share no case id (suites: "
+                        f"{', '.join(sorted({s.rs.suite for s in sets}))}); compare result sets of the same suite, "
+                        "or cases with the same scenario and params")
+    priced = _priced(sets, prices, prices_file)
+    left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
+                                for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
+    names = headline_metric_names()
+    groups = []
+    for group, notes in joined:
+        cmp = compare_sets(group, resolve_baseline(group, baseline), names if headline else None, floor)
+        groups.append(GroupComparison(
+            cmp, notes, slice_rows(cmp), gate(cmp, fail_if_slower, names) if fail_if_slower is not None else None))
+    if not joined and baseline is not None:
+        resolve_baseline(sets, baseline)
+    diffs = None
+    if base is not None:
+        key, value = parse_base(base)
+        diffs = [base_diff(s, key, value) for s in load_sets(list(files), by_gpu=True)]  # each GPU's sets together
+    return CompareResult(sets, groups, left_out, diffs, priced, run_tokens)
+
+
+def price_sets(sets: list[SetRef], given: Sequence[str], file: Path | None) -> dict[str, Price] | None:
+    """The prices of the sets' GPUs, or None where no price was given (no cost table)."""
+    if not given and file is None:
+        return None
+    return resolve_prices(list(given), file, [s.rs.gpu_slug for s in sets])
+
+
+def _priced(sets: list[SetRef], given: Sequence[str], file: Path | None) -> dict[str, Price] | None:
+    """The prices of a comparison's sides: costs are shown beside a comparison, so two sets or more."""
+    priced = price_sets(sets, given, file)
+    if priced is not None and len(sets) < 2:
+        raise UserError("--price/--prices need two or more result sets (costs are shown beside a comparison)")
+    return priced
+
+
+def _joins(sets: list[SetRef]) -> bool:
+    ids = [{c.id for c in s.cases()} for s in sets]
+    return bool(set.intersection(*ids)) or any(ids[0] & other for other in ids[1:])
+
+
+@dataclass(frozen=True)
+class SuitesCompared:
+    """`compare_by_suite`'s answer: a section per suite compared ("Suite NAME", pages.Section), the suites
+    measured on one GPU only, the prices given."""
+
+    suites: list[Section]
+    single: list[tuple[str, str]]  # (suite, the one side's name)
+    prices: dict[str, Price] | None = None
+
+
+def compare_by_suite(files: Sequence[Path], *, baseline: str | None = None, prices: Sequence[str] = (),
+                     prices_file: Path | None = None) -> SuitesCompared:
+    """Per suite, each GPU's runs of its cases (chosen by the one rule over every set given), each suite
+    measured on two or more GPUs compared on its headline metrics against `baseline` where the suite has
+    it (else its first GPU): what a fleet collected. A price for a GPU none measured is a UserError
+    (leave it out first)."""
+    sets = load_sets(list(files), by_gpu=True)
+    priced = price_sets(sets, prices, prices_file)
+    by_suite = {suite: [s.only(set(held[s.rs.gpu_slug])) for s in sets if s.rs.gpu_slug in held]  # a side per GPU
+                for suite, held in suite_cases(s.chosen for s in sets if isinstance(s.chosen, GpuRuns)).items()}
+    done, single = [], []
+    for suite, group in by_suite.items():
+        if len(group) < 2:
+            single.append((suite, group[0].name))
+            continue
+        done.append(section(f"Suite {suite}", group, _lenient_baseline(group, baseline), headline_metric_names()))
+    return SuitesCompared(done, single, priced)
+
+
+def _lenient_baseline(group: list[SetRef], name: str | None) -> int:
+    """The named baseline where this suite has it, else the first set."""
+    if name is not None and any(name in (s.name, s.stem, s.rs.gpu_slug) for s in group):
+        return resolve_baseline(group, name)
+    return 0
+
+
+def check_prices(price: Sequence[str], prices_file: Path | None) -> None:
+    """Price options checked before anything is rented: the syntax, the file, and that each --price
+    names a GPU of the spec table (the slugs result sets will carry)."""
+    if prices_file is not None:
+        load_prices(prices_file)
+    known = slugs()
+    for text in price:
+        slug, _ = parse_price(text)
+        if slug not in known:
+            raise UserError(f"--price {text!r}: {slug!r} is not a GPU slug; valid: {choices_text(known)}")
+
+
+def measured_prices(price: Sequence[str], files: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """The --price options of GPUs the result sets in `files` were measured on, and those of none."""
+    measured = {s.rs.gpu_slug for s in load_sets(list(files))}
+    kept = [p for p in price if parse_price(p)[0] in measured]
+    return kept, sorted(set(price) - set(kept))
+
+
+def report_html(files: Sequence[Path], *, baseline: str | None = None, title: str = "llmbench report",
+                pool: bool = False, all_metrics: bool = False, prices: Sequence[str] = (),
+                prices_file: Path | None = None, run_tokens: float = DEFAULT_RUN_TOKENS) -> str:
+    """One self-contained page for a result set or a comparison of several (costs where prices are given).
+    Needs matplotlib (llmbench[report]): without it, a UserError naming the install."""
+    sets = load_sets(list(files), pool=pool)
+    priced = _priced(sets, prices, prices_file)
+    try:  # plots need matplotlib, an optional extra: the other commands work without it
+        from llmbench.report.html import render_html
+    except ModuleNotFoundError as e:
+        raise UserError(
+            f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
+        ) from None
+    sec = section(
+        ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in display_names(sets)),
+        sets,
+        resolve_baseline(sets, baseline),
+        None if all_metrics else frozenset(headline_metric_names()),
+    )
+    costs = {sec.title: [cost_table(sec.cmp, priced, run_tokens)]} if priced is not None and sec.cmp else {}
+    return render_html([sec], title, more=costs)
