@@ -83,6 +83,16 @@ def tests_fleet(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def tests_ray(session: nox.Session) -> None:
+    """The tests marked `ray` against a real local Ray cluster on the CPU (one per test module), with the
+    ray extra in its own virtualenv (Ray is an optional extra; the `tests` session runs without it, where
+    these skip)."""
+    _install(session, "hf", "report", "dev", "ray")
+    session.env["LLMBENCH_REQUIRE_RAY"] = "1"
+    session.run("pytest", "-q", "-m", "ray", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def wheel(session: nox.Session) -> None:
     """What `pip install llmbench` gives a user: build the wheel, install it (with the report extra and
     the CPU torch) in a fresh virtualenv, and in an empty folder, with nothing of the checkout on the

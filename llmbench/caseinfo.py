@@ -65,6 +65,13 @@ class ShareGroupInfo(InfoModel):
     stopped: str | None = None  # alone: which case of the group ended how
 
 
+class NodeInfo(InfoModel):
+    """The node of a cluster a case ran on (harness/launchers/ray.py)."""
+
+    ray_node_id: str | None = None
+    hostname: str | None = None
+
+
 class CaseInfo(InfoModel):
     """What the harness notes in every case (harness/runner.py)."""
 
@@ -72,7 +79,9 @@ class CaseInfo(InfoModel):
     llmbench_commit: str | None = None  # the commit the case ran (a resumed set can span commits)
     llmbench_tree_modified: bool | None = None  # tracked files differed from that commit
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
-    launcher: str | None = None  # what ran its work: "local" (its process), "torchrun" (ranks); None: local (old sets)
+    launcher: str | None = None  # what ran its work: "local" (its process), "torchrun" (ranks), "ray" (a Ray task's
+    # process); None: local (old sets)
+    node: NodeInfo | None = None  # the cluster node it ran on (a cluster launcher's); None: this machine
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started

@@ -5,7 +5,8 @@ terminal. One function, `redact`, applied where text leaves the process; what it
   freeze, `ray://user:pw@head:10001`),
 - token-like query values (`?token=`, `&access_token=`, `api_key`, `password`, `sig`),
 - the value of a secret-named variable (`RAY_AUTH_TOKEN=...`, `"HF_TOKEN": "..."`), and of a secret-named
-  flag (`--ray-auth-token X`, `--api-key=X`).
+  flag (`--ray-auth-token X`, `--api-key=X`),
+- a bearer credential (`Authorization: Bearer X`, as Ray's token authentication sends its token).
 
 A text without any of these comes back unchanged (a case id hashed from redacted params is the id of
 the same params before)."""
@@ -26,6 +27,8 @@ SECRET_NAME = re.compile(r"[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACC
 _NAMED = r"\b([A-Z][A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY))"
 _ASSIGNED = re.compile(_NAMED + r"=(?!\*\*\*)[^\s\"',;]+")
 _JSON_VALUE = re.compile(r"\"" + _NAMED[2:] + r"\"(\s*:\s*)\"(?!\*\*\*\")(?:[^\"\\]|\\.)*\"")
+# "Bearer" as written in a header (or "authorization: bearer"), then a credential-like word of 8+ characters
+_BEARER = re.compile(r"((?:\bBearer|(?i:authorization:\s*bearer))\s+)(?!\*\*\*)[A-Za-z0-9._~+/=\-]{8,}")
 _FLAG = re.compile(r"(--[a-z0-9-]*(?:token|secret|password|api-key)(?:=|\s+))(?!\*\*\*)(?!-)[^\s\"']+")
 
 
@@ -37,6 +40,7 @@ def redact(text: str) -> str:
     text = _QUERY.sub(r"\1" + HIDDEN, text)
     text = _ASSIGNED.sub(r"\1=" + HIDDEN, text)
     text = _JSON_VALUE.sub(r'"\1"\2"' + HIDDEN + '"', text)
+    text = _BEARER.sub(r"\1" + HIDDEN, text)
     return _FLAG.sub(r"\1" + HIDDEN, text)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from llmbench.api.checks import check_machine
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import local_device, local_slug
+from llmbench.harness.launchers.choose import case_launchers, check_launcher
 from llmbench.harness.plan import CaseTime, done_before, left_for_resume, measured_cases, resumed_set, unread_note
 from llmbench.harness.runner import RunOptions
 from llmbench.harness.runner import run_suite as run_cases
@@ -115,11 +116,13 @@ def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("result
               resume: bool = False, force: bool = False, gpus: str | None = None, cpu: bool = False,
               parallel: bool = False, timeout_s: float | None = None, budget_s: float | None = None,
               repeat: int = 1, suite_dirs: Sequence[Path] = (), ceilings: Path | None = None,
-              ui: UI | None = None) -> RunResult:
+              ui: UI | None = None, launcher: str = "local", address: str | None = None) -> RunResult:
     """Run a suite's cases, each in its own process, into result sets under OUT/<gpu-slug>/ (one per
-    pass of `repeat`). `filters` and `timeout_s` apply where `suite` is not already a Selection.
+    pass of `repeat`, and per GPU type of a Ray cluster with `launcher="ray"`: `address`, Ray's).
+    `filters` and `timeout_s` apply where `suite` is not already a Selection.
     KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the finished cases are saved."""
     ui = ui or UI()
+    check_launcher(launcher, address, gpus, repeat, parallel)
     case_env = check_machine(out, gpus, cpu, parallel, ceilings)
     selection = suite if isinstance(suite, Selection) else select_cases(suite, filters, timeout_s, suite_dirs)
     if force and not resume:
@@ -133,21 +136,23 @@ def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("result
     s = selection.suite
     passes = plan_passes(out, local_slug(gpus, cpu) if repeat > 1 else "", s.name, repeat, resume, ui)
     runs = []
-    for index, group, resume_this in passes:
-        header = {"repeat": {"group": group, "index": index, "of": repeat}} if repeat > 1 else {}
-        if repeat > 1:
-            ui.pass_start(index, repeat, group)
-        opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus, device="cpu" if cpu else "auto",
-                          budget_s=budget_s, header=header, parallel=parallel, extra_env=case_env)
-        deferred = Deferred()
-        ui.cases_begin()
-        try:
-            path = run_cases(s, selection.cases, opts, Tee(ui, deferred))
-        finally:
-            ui.cases_end()
-        done = SuiteRun(path, status_counts(load(path)), deferred.count)
-        ui.pass_done(done)
-        runs.append(done)
+    with case_launchers(launcher, address, cpu, case_env) as chosen:  # one per result set (a Ray GPU type)
+        for case_launcher, (index, group, resume_this) in ((c, p) for c in chosen for p in passes):
+            header = {"repeat": {"group": group, "index": index, "of": repeat}} if repeat > 1 else {}
+            if repeat > 1:
+                ui.pass_start(index, repeat, group)
+            opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus, device="cpu" if cpu else "auto",
+                              budget_s=budget_s, header=header, parallel=parallel, extra_env=case_env,
+                              launcher=case_launcher)
+            deferred = Deferred()
+            ui.cases_begin()
+            try:
+                path = run_cases(s, selection.cases, opts, Tee(ui, deferred))
+            finally:
+                ui.cases_end()
+            done = SuiteRun(path, status_counts(load(path)), deferred.count)
+            ui.pass_done(done)
+            runs.append(done)
     return RunResult(runs, passes[0][1])
 
 

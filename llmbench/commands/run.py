@@ -272,11 +272,18 @@ def run(
         "continues an unfinished group of the same N."),
     suites: Optional[list[Path]] = SUITES_OPT,
     ceilings: Optional[Path] = CEILINGS_OPT,
+    launcher: str = typer.Option("local", "--launcher", help="How each case runs: local (its own process "
+                                 "here) or ray (a Ray task on the node Ray picks, still in its own process there; "
+                                 "one result set per GPU type of the cluster; pip install 'llmbench[ray]')."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --launcher ray: the cluster, as Ray "
+                                          "takes it (HOST:PORT, ray://HOST:PORT, auto); left out, RAY_ADDRESS or a "
+                                          "local cluster started for the run."),
 ) -> None:
     """Run a suite: every case in its own process, results written after each case.
 
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
     budget_s = parse_budget(budget) if budget is not None else None
+    api.check_launcher(launcher, address, gpus, repeat, parallel)
     api.check_machine(out, gpus, cpu, parallel, ceilings)
     s = load_suite(suite, suites or [])
     for line in s.notes():
@@ -300,7 +307,8 @@ def run(
         typer.confirm(f"The plan has {n} cases. Start it?", abort=True)
     try:
         result = api.run_suite(selection, out=out, resume=resume, force=force, gpus=gpus, cpu=cpu, parallel=parallel,
-                               budget_s=budget_s, repeat=repeat, ceilings=ceilings, ui=RichUI(strict))
+                               budget_s=budget_s, repeat=repeat, ceilings=ceilings, ui=RichUI(strict),
+                               launcher=launcher, address=address)
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish

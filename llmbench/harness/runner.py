@@ -40,7 +40,7 @@ from llmbench.errors import NotSaved, UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
-from llmbench.harness.isolation import ChildOutcome, fingerprint, sweep_stale_tmp
+from llmbench.harness.isolation import ChildOutcome, sweep_stale_tmp
 from llmbench.harness.launch import GpuSlots, SlotGrant
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
 from llmbench.harness.launchers.base import CaseLauncher, ProgressFn
@@ -148,7 +148,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         ui.warn(line)
     slots = GpuSlots(opts.gpus, opts.extra_env)
     whole = slots.whole()
-    fp = fingerprint(whole.env)
+    fp = opts.launcher.fingerprint(whole.env)  # where its cases run (a Ray launcher's: on a node of its GPU type)
     code = llmbench_info()
     commit, modified = code.get("git_commit"), code.get("git_dirty")  # modified: None = unknown (pinned)
     if opts.device == "cpu":
@@ -322,11 +322,14 @@ class _Run:
 
     def launcher_of(self, case: CaseSpec, result: CaseResult) -> str | None:
         """The launcher a case ran its work through: a rank scenario's ranks went through torchrun (also
-        where its process was killed before it said so), any other case through the run's (`local`);
-        None for a case the runner skipped without starting it."""
+        where its process was killed before it said so), any other case through the run's (`local`); a
+        case a cluster launcher placed is that launcher's (`ray`) whatever it ran inside; None for a case
+        the runner skipped without starting it."""
         if CaseInfo.of(result.info).skipped_by:
             return None
-        return Torchrun.name if isinstance(case.scenario_obj(), RankScenario) else self.opts.launcher.name
+        outer = self.opts.launcher.name
+        ranks = isinstance(case.scenario_obj(), RankScenario)
+        return Torchrun.name if outer == IsolatedProcess.name and ranks else outer
 
     def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
                group: ShareGroupInfo | None = None) -> None:

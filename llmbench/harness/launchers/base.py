@@ -39,3 +39,7 @@ class CaseLauncher(Launcher, Protocol):
 
     def stop_all(self) -> None:
         """Stop every case still running (an interrupt of a parallel run, whose waits are in threads)."""
+
+    def fingerprint(self, env: dict[str, str]) -> dict[str, Any]:
+        """The environment fingerprint where its cases run (the result set's `env`; its GPU slug names
+        the set's folder), as a case process with `env` sees it."""

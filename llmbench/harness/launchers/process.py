@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmbench.harness.isolation import ChildOutcome, kill_running, run_case_process, run_group_process
+from llmbench.harness.isolation import ChildOutcome, fingerprint, kill_running, run_case_process, run_group_process
 from llmbench.harness.launchers.base import ProgressFn
 
 
@@ -31,3 +31,7 @@ class IsolatedProcess:
 
     def stop_all(self) -> None:
         kill_running()
+
+    def fingerprint(self, env: dict[str, str]) -> dict[str, Any]:
+        """This machine's fingerprint, as a case process with `env` sees it."""
+        return fingerprint(env)

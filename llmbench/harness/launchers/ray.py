@@ -1,0 +1,263 @@
+"""The Ray launcher (`ray`): each case a Ray task on the node Ray picks, the case still in its own
+process there — the task's body is the local process launcher's (`isolation.run_case_process`, a share
+group's `run_group_process`), so crash and hang isolation, the case's timeout and the worker entry point
+are the same as in a local run; only where the process runs differs.
+
+A task asks for what the case's placement holds: `num_gpus = placement.gpus` on a GPU run (0 on the
+CPU) and one CPU; a host-exclusive placement asks for *the whole node's CPUs* (the fewest any node of
+its GPU type has), so no other case task fits beside it on that node (a custom resource would need
+every node started with it; CPUs work on any cluster). Ray picks the node and sets the task's
+`CUDA_VISIBLE_DEVICES`, which the case process inherits and the case records (`info.gpus`), with its
+node (`info.node`: Ray node id, hostname). A run of a GPU type is pinned to that type by Ray's
+`accelerator_type:<TYPE>` resource, so one result set holds one GPU type (launchers/ray_cluster.py).
+
+The task is a streaming generator: it yields where it runs, then each progress line and each case's
+outcome as they come, so the driver's progress bar and a share group's records behave as locally. The
+driver waits in short steps (an interrupt reaches it), and on an interrupt or `stop_all` cancels every
+task with `force=True`: the Ray worker is killed, and its case process, whose runner that worker was,
+stops itself, its group and what carries its marker (`isolation.watch_runner`). A task whose Ray worker
+or node died is its case's `failed` outcome, naming what Ray said; one that has not returned
+`START_MARGIN_S` after its case's timeout (a node cut off) is cancelled and is `timeout`.
+
+What reaches a task's environment (`runtime_env={"env_vars": ...}`, `forwarded_env`): the machine's
+NVLink-multicast-off variables (as the local case processes get them), the run's `--env` and ceilings,
+and the `LLMBENCH_*` settings of the driver's environment; never Ray's own token nor anything else of
+the driver's environment (a remote node has its own PATH and Python)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from llmbench.hardware.topology import MULTICAST_OFF_ENV, multicast_off
+from llmbench.harness.isolation import (
+    RUNNER_PID_ENV,
+    ChildOutcome,
+    child_env,
+    fingerprint,
+    run_case_process,
+    run_group_process,
+)
+from llmbench.harness.launchers.base import ProgressFn
+from llmbench.harness.launchers.ray_cluster import NodeKind
+from llmbench.serving.server import CASE_TOKEN_ENV, SHARED_ENV
+
+WAIT_STEP_S = 0.5  # how often the driver looks whether a task said something (an interrupt lands between)
+START_MARGIN_S = 60.0  # past a started case's timeout: its outcome's way back, then the task is cancelled
+FORWARD_PREFIX = "LLMBENCH_"
+NOT_FORWARDED = (SHARED_ENV, CASE_TOKEN_ENV, RUNNER_PID_ENV)  # the driver's own: a task's case sets its own
+
+
+def forwarded_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """What reaches every task's environment: the multicast variables as a local case process gets them
+    (the machine's values, else the off values), the driver's LLMBENCH_* settings and the run's `extra`
+    (--env, ceilings)."""
+    out = {k: v for k, v in env.items() if k.startswith(FORWARD_PREFIX) and k not in NOT_FORWARDED}
+    off = multicast_off(env)
+    out.update({k: off[k] for k in MULTICAST_OFF_ENV if k in off})
+    out.update(extra)
+    return out
+
+
+class RayLauncher:
+    """Runs each case (or share group) as one Ray task of the cluster `ray.init` connected to, pinned
+    to the GPU type `kind`; the case's process runs inside the task, on the node Ray picked."""
+
+    name = "ray"
+
+    def __init__(self, kind: NodeKind, extra_env: dict[str, str] | None = None) -> None:
+        self.kind = kind
+        self.extra_env = dict(extra_env or {})
+        self._live: dict[int, Any] = {}  # running tasks (their ObjectRefGenerators), by id
+        self._lock = threading.Lock()
+
+    def options(self, placement: dict[str, Any] | None, env: dict[str, str]) -> dict[str, Any]:
+        """The task's resources and environment, from the case's placement."""
+        gpus = int((placement or {}).get("gpus", 1)) if self.kind.gpus_per_node else 0
+        exclusive = bool((placement or {}).get("exclusive"))
+        return {"num_gpus": gpus, "num_cpus": self.kind.cpus_per_node if exclusive else 1,
+                "resources": self.kind.resources(), "max_retries": 0, "retry_exceptions": False,
+                "runtime_env": {"env_vars": forwarded_env(env, self.extra_env)}}
+
+    def unplaceable(self, placement: dict[str, Any] | None) -> str | None:
+        """Why no node of the kind can take the case (a skip reason); None when one can."""
+        need = int((placement or {}).get("gpus", 1))
+        if self.kind.gpus_per_node and need > self.kind.gpus_per_node:
+            return (f"the case needs {need} GPUs on one node; the Ray cluster's {self.kind.accelerator or 'GPU'} "
+                    f"nodes have at most {self.kind.gpus_per_node}")
+        return None
+
+    def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
+            on_progress: ProgressFn | None = None) -> ChildOutcome:
+        outcomes: list[ChildOutcome] = []
+        self._task("case", [spec], env, timeout_s, lambda i, o: outcomes.append(o), on_progress)
+        return outcomes[0]
+
+    def run_group(self, specs: list[dict[str, Any]], env: dict[str, str],
+                  on_outcome: Callable[[int, ChildOutcome], None],
+                  on_progress: ProgressFn | None = None,
+                  on_warn: Callable[[str], None] | None = None) -> list[ChildOutcome]:
+        """A share group in one task (its one process on one node), each outcome handed on as it comes."""
+        outcomes: list[ChildOutcome] = []
+
+        def done(i: int, out: ChildOutcome) -> None:
+            outcomes.append(out)
+            on_outcome(i, out)
+
+        timeout = sum(float(s.get("settings", {}).get("timeout_s") or 600.0) for s in specs)
+        self._task("group", specs, env, timeout, done, on_progress, on_warn)
+        return outcomes
+
+    def fingerprint(self, env: dict[str, str]) -> dict[str, Any]:
+        """The fingerprint taken on a node of the kind, in a case process there (as a case sees it)."""
+        import ray
+
+        ref = _remote().options(**{**self.options({"gpus": self.kind.gpus_per_node or 1}, env),
+                                   "num_returns": 1}).remote("fingerprint", [], 180.0)
+        try:
+            return dict(ray.get(ref))
+        except BaseException:
+            ray.cancel(ref, force=True)
+            raise
+
+    def stop_all(self) -> None:
+        """Cancel every running task (force: its Ray worker is killed, the case process then stops itself)."""
+        import ray
+
+        with self._lock:
+            live = list(self._live.values())
+        for gen in live:
+            _cancel(ray, gen)
+
+    def _task(self, what: str, specs: list[dict[str, Any]], env: dict[str, str], timeout_s: float,
+              on_outcome: Callable[[int, ChildOutcome], None], on_progress: ProgressFn | None,
+              on_warn: Callable[[str], None] | None = None) -> None:
+        """Submit one task and hand on what it yields until it ends; whatever ends it, each case that got
+        no outcome from it gets one saying why (a lost worker or node, a task past its margin)."""
+        import ray
+
+        placement = specs[0].get("placement")
+        reason = self.unplaceable(placement)
+        if reason is not None:
+            on_outcome(0, ChildOutcome("skipped", reason))
+            return
+        gen = _remote().options(**self.options(placement, env)).remote(what, specs, timeout_s)
+        with self._lock:
+            self._live[id(gen)] = gen
+        got, where, deadline, t0 = 0, {}, None, time.perf_counter()
+        try:
+            while True:
+                ready, _ = ray.wait([gen], timeout=WAIT_STEP_S)
+                if not ready:
+                    if deadline is not None and time.monotonic() > deadline:
+                        _cancel(ray, gen)
+                        lost = ChildOutcome("timeout", f"the Ray task did not return within {START_MARGIN_S:g}s "
+                                            f"past the case's timeout of {timeout_s:g}s and was cancelled",
+                                            duration_s=time.perf_counter() - t0)
+                        _noted(lost, where)
+                        on_outcome(got, lost)
+                        return
+                    continue
+                try:
+                    kind, item = ray.get(next(gen))
+                except StopIteration:
+                    return
+                except ray.exceptions.RayError as e:
+                    out = ChildOutcome("failed", lost_reason(e), traceback=str(e)[-3000:] or None,
+                                       duration_s=time.perf_counter() - t0)
+                    _noted(out, where)
+                    on_outcome(got, out)
+                    return
+                if kind == "node":
+                    where, deadline = item, time.monotonic() + timeout_s + START_MARGIN_S
+                elif kind == "progress" and on_progress is not None:
+                    on_progress(*item)
+                elif kind == "warn" and on_warn is not None:
+                    on_warn(item)
+                elif kind == "outcome":
+                    index, out = item
+                    _noted(out, where)
+                    on_outcome(index, out)
+                    got = index + 1
+        except BaseException:  # an interrupt: the task (its worker, and so its case process) goes first
+            _cancel(ray, gen)
+            raise
+        finally:
+            with self._lock:
+                self._live.pop(id(gen), None)
+
+
+def lost_reason(e: BaseException) -> str:
+    """A case's reason when Ray lost its task: what Ray said, on one line."""
+    first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    return f"the Ray task running the case was lost ({type(e).__name__}): {first}"[:500]
+
+
+def _noted(out: ChildOutcome, where: dict[str, Any]) -> None:
+    """Where the case ran, in its info: the node and the GPUs Ray gave the task."""
+    if where:
+        info = out.payload.setdefault("info", {})
+        info["node"] = {"ray_node_id": where.get("ray_node_id"), "hostname": where.get("hostname")}
+        if where.get("gpus"):
+            info["gpus"] = where["gpus"]
+
+
+def _cancel(ray: Any, gen: Any) -> None:
+    with contextlib.suppress(ValueError, TypeError, ray.exceptions.RayError):  # ended meanwhile
+        ray.cancel(gen, force=True)
+
+
+_REMOTE: Any = None
+
+
+def _remote() -> Any:
+    """The task, made a Ray remote function on first use (Ray imported only then)."""
+    global _REMOTE
+    if _REMOTE is None:
+        import ray
+
+        _REMOTE = ray.remote(num_returns="streaming")(case_task)
+    return _REMOTE
+
+
+def case_task(what: str, specs: list[dict[str, Any]], timeout_s: float) -> Iterator[Any]:
+    """The task's body, on the node: where it runs (`node`), then the case process's progress lines and
+    outcomes as they come (`what`: a `case`, a share `group`), or the node's fingerprint. The case
+    process's environment is the task's (what `runtime_env` forwarded, the GPUs Ray gave it)."""
+    env = child_env(None)
+    if what == "fingerprint":
+        yield fingerprint(env, timeout_s)
+        return
+    import ray
+
+    yield ("node", {"ray_node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
+                    "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()})
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def progress(fraction: float, text: str) -> None:
+        events.put(("progress", (fraction, text)))
+
+    def work() -> None:
+        try:
+            if what == "group":
+                run_group_process(specs, env, lambda i, o: events.put(("outcome", (i, o))), progress,
+                                  lambda text: events.put(("warn", text)))
+            else:
+                events.put(("outcome", (0, run_case_process(specs[0], env, timeout_s, progress))))
+        finally:
+            events.put(("end", None))
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    while True:
+        kind, item = events.get()
+        if kind == "end":
+            break
+        yield (kind, item)
+    worker.join()

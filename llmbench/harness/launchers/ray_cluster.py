@@ -1,0 +1,130 @@
+"""The Ray cluster a `--launcher ray` run uses (harness/launchers/ray.py runs the cases on it): Ray
+imported lazily (the `ray` extra), the head checked before anything is written, `ray.init` to it (or a
+local cluster started for the run and stopped after it), and its nodes grouped by GPU type — one
+`RayLauncher`, and so one result set, per type.
+
+`--address` is Ray's: left out, `ray.init()` joins the cluster RAY_ADDRESS names, else starts a local
+one owning this machine's CPUs and GPUs for the run; `auto` joins the one `ray start --head` started
+here; `HOST:PORT` a head's GCS; `ray://HOST:PORT` a Ray Client server. Credentials in it (userinfo,
+a token query) are used, never shown: every message that names the address goes through `redact`."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from llmbench.errors import UserError
+from llmbench.redact import redact
+
+INSTALL = "pip install 'llmbench[ray]'"
+CONNECT_TIMEOUT_S = 5.0  # the head's port must answer within this
+ACCELERATOR = "accelerator_type:"  # Ray's resource naming a node's GPU type
+PIN = 0.001  # how much of the accelerator_type resource a task asks for: a pin to the type, not a count
+GCS_PORT, CLIENT_PORT = 6379, 10001  # Ray's defaults, where an address names no port
+LOCAL = (None, "", "local", "auto")  # addresses that name no remote head
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    """The nodes of one GPU type in the cluster (or its CPU nodes): one result set's worth."""
+
+    accelerator: str | None  # Ray's accelerator type ("H100"); None: the CPU, or GPUs of no known type
+    gpus_per_node: int  # the most GPUs one node of the kind has (0: a CPU run)
+    cpus_per_node: float  # the fewest CPUs one node of the kind has (a host-exclusive case asks for them)
+    nodes: int
+
+    @property
+    def label(self) -> str:
+        if not self.gpus_per_node:
+            return f"CPU ({self.nodes} node(s))"
+        return f"{self.accelerator or 'GPU'} ({self.nodes} node(s), up to {self.gpus_per_node} GPU(s) each)"
+
+    def resources(self) -> dict[str, float]:
+        """The custom resources a task of this kind asks for: a pin to its GPU type."""
+        return {ACCELERATOR + self.accelerator: PIN} if self.accelerator and self.gpus_per_node else {}
+
+
+def node_kinds(nodes: list[dict[str, Any]], cpu: bool) -> list[NodeKind]:
+    """The GPU types of the cluster's live nodes (`ray.nodes()`), one kind each; a CPU run (`cpu`, or a
+    cluster without GPUs) is one kind over every node."""
+    alive = [n.get("Resources", {}) for n in nodes if n.get("Alive")]
+    gpu_nodes = [r for r in alive if r.get("GPU", 0) >= 1]
+    if cpu or not gpu_nodes:
+        return [NodeKind(None, 0, min((r.get("CPU", 1.0) for r in alive), default=1.0), len(alive))]
+    by_type: dict[str, list[dict[str, float]]] = {}
+    for r in gpu_nodes:
+        types = sorted(k.removeprefix(ACCELERATOR) for k in r if k.startswith(ACCELERATOR))
+        by_type.setdefault(types[0] if types else "", []).append(r)
+    return [NodeKind(t or None, int(max(r["GPU"] for r in rs)), min(r.get("CPU", 1.0) for r in rs), len(rs))
+            for t, rs in sorted(by_type.items())]
+
+
+def import_ray() -> Any:
+    """Ray, or one line naming the install command."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError(f"--launcher ray needs Ray, which is not installed here: {INSTALL}") from None
+    return ray
+
+
+def head_endpoint(address: str) -> tuple[str, int]:
+    """The host and port an --address names (Ray's default port where it names none)."""
+    client = address.startswith("ray://")
+    parts = urlsplit(address if "://" in address else f"gcs://{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname:
+        raise UserError(redact(f"--address {address}: give HOST:PORT, ray://HOST:PORT, auto, or leave it out "
+                               "to start a local Ray cluster"))
+    return parts.hostname, port or (CLIENT_PORT if client else GCS_PORT)
+
+
+def check_head(address: str | None) -> None:
+    """A remote head that does not answer: one line, before the run writes anything."""
+    if address in LOCAL:
+        return
+    assert address is not None
+    host, port = head_endpoint(address)
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise UserError(redact(f"--address {address}: no Ray head answers at {host}:{port} "
+                               f"({e.strerror or e}); start one there (`ray start --head`), or leave --address "
+                               "out to start a local Ray cluster for the run")) from None
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None) -> Iterator[Any]:
+    """Ray connected to the cluster `address` names for the run (started here where none is named), and
+    disconnected after it (a local cluster it started is stopped)."""
+    ray = import_ray()
+    check_head(address)
+    ours = not ray.is_initialized()
+    if ours:
+        try:
+            ray.init(address=address or None, log_to_driver=False,
+                     include_dashboard=False, logging_level="warning")
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+            raise UserError(redact(f"--launcher ray: cannot join the Ray cluster at {address or 'a new local one'}: "
+                                   f"{first}")) from None
+    try:
+        yield ray
+    finally:
+        if ours:
+            ray.shutdown()
+
+
+def cluster_kinds(ray: Any, cpu: bool) -> list[NodeKind]:
+    """The connected cluster's kinds (`node_kinds`); one line where it has no live node."""
+    kinds = node_kinds(ray.nodes(), cpu)
+    if not kinds or not kinds[0].nodes:
+        raise UserError("--launcher ray: the Ray cluster has no live node")
+    return kinds
