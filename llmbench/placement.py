@@ -1,10 +1,11 @@
 """Where a case runs, as one field of the case (`placement = {gpus = 2}` in a suite): the GPUs it holds.
 The harness reads it (slots under --parallel, the rank count of a multi-process case); an engine's
-tensor-parallel degree is checked against it. Not part of a case's id beyond its GPU count."""
+tensor-parallel degree is checked against it. Not part of a case's id beyond its GPU count and, where a
+rank case spans several, its node count."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Placement(BaseModel):
@@ -14,5 +15,17 @@ class Placement(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    gpus: int = Field(1, ge=1, description="GPUs the case holds (slots under --parallel)")
+    gpus: int = Field(1, ge=1, description="GPUs the case holds (slots under --parallel), on all its nodes together")
     exclusive: bool | None = Field(None, description="no other case runs beside it (None: as its scenario says)")
+    nodes: int = Field(1, ge=1, description="nodes a rank case's ranks span (gpus / nodes on each), joined by "
+                       "torchrun's c10d rendezvous")
+
+    @model_validator(mode="after")
+    def _whole_nodes(self) -> Placement:
+        if self.gpus % self.nodes:
+            raise ValueError(f"placement: gpus = {self.gpus} does not split evenly over nodes = {self.nodes}")
+        return self
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes

@@ -16,9 +16,10 @@ import pytest
 
 from llmbench.hardware.topology import MULTICAST_OFF_ENV, multicast_off
 from llmbench.harness.isolation import child_env
-from llmbench.harness.launchers.torchrun import _failure, rank_env
+from llmbench.harness.launchers.torchrun import Torchrun, _failure, node_env, rank_env
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.harness.worker import run_case
+from llmbench.placement import Placement
 from llmbench.results import load
 from llmbench.suite import load_suite
 from tests.conftest import alive, wait_gone, write
@@ -26,8 +27,8 @@ from tests.conftest import alive, wait_gone, write
 MACHINE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
-def rank_case(kind: str, timeout_s: float = 60.0) -> dict[str, Any]:
-    return {"scenario": "fault_ranks", "params": {"kind": kind}, "placement": {"gpus": 2},
+def rank_case(kind: str, timeout_s: float = 60.0, nodes: int = 1) -> dict[str, Any]:
+    return {"scenario": "fault_ranks", "params": {"kind": kind}, "placement": {"gpus": 2, "nodes": nodes},
             "settings": {"timeout_s": timeout_s, "min_iters": 1}, "device": "cpu"}
 
 
@@ -141,3 +142,32 @@ def test_a_case_of_no_ranks_records_the_local_launcher(tmp_path: Path, fault_plu
     (case,) = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu"))).cases
     assert case.status == "ok" and case.info["launcher"] == "local"
     assert "launcher" not in case.code_path and os.environ.get("LLMBENCH_RANKS_TOKEN") is None
+
+
+def test_nodes_of_one_host_each_get_their_slice_of_the_gpus_and_one_rendezvous() -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "X": "1"}
+    assert [node_env(env, i, 2)["CUDA_VISIBLE_DEVICES"] for i in range(2)] == ["4,5", "6,7"]
+    assert node_env({"X": "1"}, 1, 2) == {"X": "1"}  # the CPU: gloo processes, nothing to split
+    spec = {"entry": "m:f", "nproc": 4, "nnodes": 2, "spec": {}}
+    agents = Torchrun().agents(spec, env, Path("s.json"), Path("out"), "tok")
+    hosts = [[a for a in cmd if a.startswith(("--node_rank", "--nproc_per", "--rdzv_endpoint", "--rdzv_conf"))]
+             for cmd, _ in agents]
+    endpoint = hosts[0][2]
+    assert endpoint.startswith("--rdzv_endpoint=127.0.0.1:")
+    assert hosts == [["--node_rank=0", "--nproc_per_node=2", endpoint, "--rdzv_conf=is_host=true"],
+                     ["--node_rank=1", "--nproc_per_node=2", endpoint, "--rdzv_conf=is_host=false"]]  # one rendezvous
+    assert all("--standalone" not in cmd and "--rdzv_backend=c10d" in cmd for cmd, _ in agents)
+    assert [e["CUDA_VISIBLE_DEVICES"] for _, e in agents] == ["4,5", "6,7"]
+    with pytest.raises(ValueError, match="does not split evenly"):
+        Placement.model_validate({"gpus": 3, "nodes": 2})
+
+
+@pytest.mark.slow
+def test_ranks_over_two_nodes_of_one_host_meet_over_a_localhost_rendezvous(fault_plugin: str) -> None:
+    out = run_case(rank_case("ok", nodes=2))
+    assert out["status"] == "ok", out
+    assert out["info"]["sums"] == [2.0, 2.0]
+    assert out["code_path"]["launcher"]["rendezvous"] == "c10d"
+    assert out["code_path"]["launcher"]["nnodes"] == {"ranks": 2}
+    died = run_case(rank_case("exit", nodes=2))  # the other node's agent is stopped, not left waiting
+    assert died["status"] == "failed" and died["reason"].startswith("ranks: rank 1 of 2 exited with code 3"), died

@@ -133,7 +133,8 @@ def test_a_task_gets_the_multicast_variables_and_llmbench_settings_only() -> Non
 
 
 def test_without_ray_the_launcher_names_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str], fault_plugin: str) -> None:
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            fault_plugin: str) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     with pytest.raises(UserError, match=r"pip install 'llmbench\[ray\]'"):
         import_ray()

@@ -206,12 +206,13 @@ class RankEntry:
 @dataclass(frozen=True)
 class RankRun:
     """One launch of a case's ranks: `nproc` processes (one per GPU of the case's placement, CPU
-    processes over gloo on a CPU), each calling the rank entry with `spec`; `name` is the key its
-    outputs have in what `collect` is handed."""
+    processes over gloo on a CPU), each calling the rank entry with `spec`, over `nnodes` nodes; `name`
+    is the key its outputs have in what `collect` is handed."""
 
     name: str
     nproc: int
     spec: dict[str, Any]
+    nnodes: int = 1  # the nodes its ranks span (nproc / nnodes on each; torchrun's c10d rendezvous)
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,8 @@ class Scenario(ABC):
             out[cls.gpus_param] = placement.gpus
         elif placement.gpus != implied:
             out["placement"] = {"gpus": placement.gpus}
+        if placement.nodes > 1:  # ranks over several nodes: another measurement than on one
+            out["placement"] = {**out.get("placement", {}), "nodes": placement.nodes}
         return out | (engine.record() if engine is not None else {})
 
     @classmethod

@@ -286,7 +286,7 @@ class FaultRanks(RankScenario):
         return 10.0
 
     def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
-        return [RankRun("ranks", self.placement.gpus, params.model_dump(mode="json"))]
+        return [RankRun("ranks", self.placement.gpus, params.model_dump(mode="json"), nnodes=self.placement.nodes)]
 
     def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
         ranks = outputs["ranks"]

@@ -150,7 +150,8 @@ class RayLauncher:
         gen = _remote().options(**self.options(placement, env)).remote(what, specs, timeout_s)
         with self._lock:
             self._live[id(gen)] = gen
-        got, where, deadline, t0 = 0, {}, None, time.perf_counter()
+        got, deadline, t0 = 0, None, time.perf_counter()
+        where: dict[str, Any] = {}
         try:
             while True:
                 ready, _ = ray.wait([gen], timeout=WAIT_STEP_S)

@@ -1,5 +1,8 @@
 """The torchrun launcher (`torchrun`): a case's ranks, one process per GPU of its placement, started by
 `torch.distributed.run --standalone` from inside the case process, and the file protocol between them.
+A placement over several nodes (`nodes = N`) starts one torchrun agent per node joined by the c10d
+rendezvous (`node_env`, `Torchrun.agents`); on one host they are N agents over a localhost rendezvous,
+each with its slice of the case's GPUs: the multi-node code path, not a network measurement.
 
 The harness applies it to a case whose scenario is a `RankScenario` (scenarios/base.py): the case
 process (harness/worker.py) calls `run_rank_case`, which runs each of the scenario's `rank_runs`
@@ -41,11 +44,13 @@ from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_o
 from llmbench.harness.launchers.base import ProgressFn
 from llmbench.results import write_atomic
 from llmbench.scenarios.base import CaseContext, RankRun, RankScenario
+from llmbench.serving.server import free_port
 
 OUTPUT_TAIL = 3000
 STOP_GRACE_S = 10.0  # torchrun's time to stop its ranks after SIGTERM
 RANKS_TOKEN_ENV = "LLMBENCH_RANKS_TOKEN"  # the marker every rank of one launch carries
 RENDEZVOUS = "standalone"  # one node: torchrun's own local rendezvous
+NODES_RENDEZVOUS = "c10d"  # ranks over several nodes: torchrun's c10d rendezvous, node rank 0 hosting its store
 # torchrun's failure summary, one block per failed rank ("rank : 1 (local_rank: 1)", "exitcode : 3 (pid: ...)")
 _FAILED_RANK = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
 STOPPED_BY_TORCHRUN = -signal.SIGTERM  # how torchrun ends the other ranks once one failed
@@ -56,8 +61,20 @@ def rank_file(out_dir: Path, rank: int, suffix: str = "") -> Path:
 
 
 def rank_spec(run: RankRun, entry: str) -> dict[str, Any]:
-    """The launcher's spec of one rank run: the function each rank calls, how many, and their spec."""
-    return {"entry": entry, "nproc": run.nproc, "spec": run.spec}
+    """The launcher's spec of one rank run: the function each rank calls, how many, over how many
+    nodes, and their spec."""
+    return {"entry": entry, "nproc": run.nproc, "nnodes": run.nnodes, "spec": run.spec}
+
+
+def node_env(env: dict[str, str], node_rank: int, nnodes: int) -> dict[str, str]:
+    """A node's agent's environment where the nodes are one host: its share of the case's GPUs (node i
+    the i-th equal slice of CUDA_VISIBLE_DEVICES), so its ranks pick theirs by LOCAL_RANK as on a node
+    of their own."""
+    visible = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
+    if nnodes == 1 or not visible:
+        return env
+    per = len(visible) // nnodes
+    return {**env, "CUDA_VISIBLE_DEVICES": ",".join(visible[node_rank * per:(node_rank + 1) * per])}
 
 
 def rank_env(env: dict[str, str], token: str) -> dict[str, str]:
@@ -70,9 +87,28 @@ class Torchrun:
 
     name = "torchrun"
 
-    def command(self, entry: str, nproc: int, spec_path: Path, out_dir: Path) -> list[str]:
-        return [sys.executable, "-m", "torch.distributed.run", f"--{RENDEZVOUS}", f"--nproc_per_node={nproc}",
-                "-m", __name__, entry, str(spec_path), str(out_dir)]
+    def command(self, entry: str, nproc: int, spec_path: Path, out_dir: Path, nnodes: int = 1, node_rank: int = 0,
+                endpoint: str = "", run_id: str = "") -> list[str]:
+        """One torchrun agent: all `nproc` ranks on one node (`--standalone`), or node `node_rank`'s share
+        of them, joining the others at `endpoint` (c10d; node rank 0 hosts the rendezvous store)."""
+        if nnodes == 1:
+            where = [f"--{RENDEZVOUS}", f"--nproc_per_node={nproc}"]
+        else:
+            where = [f"--nnodes={nnodes}", f"--node_rank={node_rank}", f"--nproc_per_node={nproc // nnodes}",
+                     f"--rdzv_backend={NODES_RENDEZVOUS}", f"--rdzv_endpoint={endpoint}", f"--rdzv_id={run_id}",
+                     f"--rdzv_conf=is_host={'true' if node_rank == 0 else 'false'}"]
+        return [sys.executable, "-m", "torch.distributed.run", *where, "-m", __name__, entry, str(spec_path),
+                str(out_dir)]
+
+    def agents(self, spec: dict[str, Any], env: dict[str, str], spec_path: Path, out_dir: Path,
+               token: str) -> list[tuple[list[str], dict[str, str]]]:
+        """The torchrun agents of a launch with their environments: one, or one per node of `nnodes`
+        (on this host, each with its slice of the GPUs, over a localhost rendezvous unless the spec names
+        its `rdzv_endpoint`: the same code path as nodes of their own)."""
+        nproc, nnodes = int(spec["nproc"]), int(spec.get("nnodes", 1))
+        endpoint = str(spec.get("rdzv_endpoint") or f"127.0.0.1:{free_port()}") if nnodes > 1 else ""
+        return [(self.command(spec["entry"], nproc, spec_path, out_dir, nnodes, i, endpoint, token),
+                 node_env(rank_env(env, token), i, nnodes)) for i in range(nnodes)]
 
     def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
             on_progress: ProgressFn | None = None) -> ChildOutcome:
@@ -82,8 +118,7 @@ class Torchrun:
             spec_path, out_dir = Path(tmp, "spec.json"), Path(tmp)
             spec_path.write_text(json.dumps(spec["spec"]))
             try:
-                code, output = _start(self.command(spec["entry"], nproc, spec_path, out_dir),
-                                      rank_env(env, token), timeout_s)
+                code, output = _start(self.agents(spec, env, spec_path, out_dir, token), timeout_s)
             except OSError as e:
                 return ChildOutcome("failed", f"torchrun could not start: {e}", duration_s=time.perf_counter() - t0)
             finally:
@@ -142,27 +177,45 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _start(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
-    """The exit code (None: timed out, stopped) and the output (stderr, else stdout). torchrun stays in
-    the case process's group, so the case's timeout kill reaches it."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env=env, text=True, errors="replace")
-    try:
-        out, err = proc.communicate(timeout=max(timeout_s, 0.0))
-        code: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        proc.terminate()
+POLL_S = 0.1  # how often the agents are looked at (several: one that failed ends the others)
+
+
+def _start(agents: list[tuple[list[str], dict[str, str]]], timeout_s: float) -> tuple[int | None, str]:
+    """The agents' exit code (the first non-zero one; None: timed out, stopped) and their output, one
+    agent's after another's. An agent that failed ends the others (its ranks are gone, theirs would wait
+    in a collective). torchrun stays in the case process's group, so the case's timeout kill reaches it."""
+    with contextlib.ExitStack() as stack:
+        logs = [stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")) for _ in agents]
+        procs = [subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+                 for (cmd, env), log in zip(agents, logs, strict=True)]
+        deadline = time.monotonic() + max(timeout_s, 0.0)
         try:
-            out, err = proc.communicate(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        code = None
-    except BaseException:  # an interrupt: no rank outlives the case (the caller stops the marked ones); raised on
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        raise
-    return code, err or out
+            while True:
+                codes = [p.poll() for p in procs]
+                failed = [c for c in codes if c not in (None, 0)]
+                if failed or all(c is not None for c in codes) or time.monotonic() >= deadline:
+                    break
+                time.sleep(POLL_S)
+        except BaseException:  # an interrupt: no rank outlives the case (the caller stops the marked ones); raised on
+            for p in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()
+            raise
+        code: int | None = failed[0] if failed else (0 if all(c is not None for c in codes) else None)
+        for p in procs:  # SIGTERM: torchrun stops its ranks; then SIGKILL
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        output = ""
+        for log in logs:
+            log.seek(0)
+            output += log.read()
+    return code, output
 
 
 def run_rank_case(scenario: RankScenario, params: Any, ctx: CaseContext, timeout_s: float) -> ChildOutcome | None:
@@ -172,8 +225,10 @@ def run_rank_case(scenario: RankScenario, params: Any, ctx: CaseContext, timeout
     runs = scenario.rank_runs(params, ctx)
     env = dict(os.environ)
     ctx.info["launcher"] = Torchrun.name
-    ctx.code_path["launcher"] = {"name": Torchrun.name, "rendezvous": RENDEZVOUS,
+    spans = any(r.nnodes > 1 for r in runs)
+    ctx.code_path["launcher"] = {"name": Torchrun.name, "rendezvous": NODES_RENDEZVOUS if spans else RENDEZVOUS,
                                  "nproc": {r.name: r.nproc for r in runs},
+                                 **({"nnodes": {r.name: r.nnodes for r in runs}} if spans else {}),
                                  "multicast": multicast_settings(multicast_off(env))}
     launcher, deadline = Torchrun(), time.monotonic() + timeout_s
     outputs: dict[str, list[dict[str, Any]]] = {}
