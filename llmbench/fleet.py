@@ -1,5 +1,7 @@
 """Fleets: one `llmbench oneshot` per GPU type, launched as SkyPilot managed jobs from
-deploy/skypilot.yaml, waited for, and their bundles collected into one folder.
+deploy/skypilot.yaml, waited for, and their bundles collected into one folder. With a suite (`--ray`),
+each GPU type's job is instead a Ray cluster of `nodes` machines (deploy/skypilot-ray.yaml) that runs
+the suite through `llmbench run --launcher ray`; its result sets are collected the same way.
 
 SkyPilot is reached only through `Launcher` (launch a task for a GPU, wait for a job, download a
 bucket folder); `SkyPilotLauncher` is the real one and imports SkyPilot lazily (the optional extra
@@ -57,8 +59,9 @@ def job_name(run: str, gpu: str) -> str:
 class Launcher(Protocol):
     """The boundary to SkyPilot (tests replace it)."""
 
-    def launch(self, task_file: Path, gpu: str, spot: bool, envs: dict[str, str], name: str) -> int:
-        """Launch the task as a managed job on `gpu`; returns the job id."""
+    def launch(self, task_file: Path, gpu: str, spot: bool, envs: dict[str, str], name: str,
+               nodes: int = 1) -> int:
+        """Launch the task as a managed job on `gpu` (on `nodes` machines); returns the job id."""
         ...
 
     def wait(self, job_id: int) -> str:
@@ -85,6 +88,8 @@ class FleetState:
     spot: bool
     budget: str
     jobs: list[FleetJob] = field(default_factory=list)
+    suite: str | None = None  # a Ray fleet's suite (each job a Ray cluster running it); None: oneshot
+    nodes: int = 1  # a Ray fleet's machines per job
 
     @property
     def uri(self) -> str:
@@ -115,16 +120,25 @@ def run_fleet(
     out: Path,
     envs: dict[str, str],
     say: Callable[[str], None] = lambda _: None,
+    secret_envs: Callable[[], dict[str, str]] = dict,
 ) -> FleetState:
     """Launch every job not yet launched, wait for every job not yet ended, then download the run's
-    bundles into OUT/bundles. The state is saved after each step."""
+    bundles into OUT/bundles. The state is saved after each step. `secret_envs` gives each job's own
+    credentials (a Ray cluster's token): handed to the launch, never saved nor said."""
     state.save(out)
     for job in state.jobs:
         if job.job_id is not None:
             continue
         job_envs = {**envs, "LLMBENCH_BUCKET": state.bucket, "LLMBENCH_RUN": state.run, "LLMBENCH_BUDGET": state.budget}
-        say(f"launching {job.name} on {job.gpu}{' (spot)' if state.spot else ''}")
-        job.job_id = launcher.launch(task_file, job.gpu, state.spot, job_envs, job.name)
+        if state.suite is None:
+            say(f"launching {job.name} on {job.gpu}{' (spot)' if state.spot else ''}")
+            job.job_id = launcher.launch(task_file, job.gpu, state.spot, job_envs, job.name)
+        else:
+            say(f"launching {job.name}: a Ray cluster of {state.nodes} x {job.gpu}{' (spot)' if state.spot else ''} "
+                f"running suite {state.suite}")
+            job.job_id = launcher.launch(task_file, job.gpu, state.spot,
+                                         {**job_envs, "LLMBENCH_SUITE": state.suite, **secret_envs()}, job.name,
+                                         nodes=state.nodes)
         job.status = "launched"
         state.save(out)
     for job in state.jobs:
@@ -161,10 +175,13 @@ class SkyPilotLauncher:
             raise UserError(f"llmbench fleet needs SkyPilot, which is not installed: {INSTALL}") from None
         self.sky = sky
 
-    def launch(self, task_file: Path, gpu: str, spot: bool, envs: dict[str, str], name: str) -> int:
+    def launch(self, task_file: Path, gpu: str, spot: bool, envs: dict[str, str], name: str,
+               nodes: int = 1) -> int:
         import yaml  # a SkyPilot dependency
 
         config = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+        if nodes > 1:
+            config["num_nodes"] = nodes
         task = self.sky.Task.from_yaml_config(config, env_overrides=list(envs.items()))
         task.set_resources_override({"accelerators": gpu, "use_spot": spot})
         job_ids, _handle = self.sky.stream_and_get(self.sky.jobs.launch(task, name=name))

@@ -22,6 +22,7 @@ from llmbench.results import ResultSet, save
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "deploy" / "skypilot.yaml"
+RAY_TASK = ROOT / "deploy" / "skypilot-ray.yaml"
 runner = CliRunner()
 A100_ENV = {**H200_ENV, "gpu": {**H200_ENV["gpu"], "slug": "a100-sxm-80gb", "name": "NVIDIA A100-SXM4-80GB"}}
 ENVS = {"H100:1": H100_ENV, "H200:1": H200_ENV, "A100-80GB:1": A100_ENV}
@@ -42,11 +43,15 @@ class FakeSky:
         self.launched: list[tuple[str, bool, dict[str, str], str]] = []
         self.waited: list[int] = []
         self.gpu_of: dict[int, str] = {}
+        self.nodes: list[int] = []
+        self.task_files: list[Path] = []
 
-    def launch(self, task_file: Path, gpu: str, spot: bool, envs: dict[str, str], name: str) -> int:
+    def launch(self, task_file: Path, gpu: str, spot: bool, envs: dict[str, str], name: str, nodes: int = 1) -> int:
         if self.die_at is not None and len(self.launched) == self.die_at:
             raise KeyboardInterrupt  # the local process dies mid-launch
         self.launched.append((gpu, spot, envs, name))
+        self.nodes.append(nodes)
+        self.task_files.append(task_file)
         job = 100 + len(self.launched)
         self.gpu_of[job] = gpu
         return job
@@ -270,3 +275,77 @@ def test_task_run_script_copies_the_bundle_and_sets_the_job_status(
     assert done.returncode == job_rc, done.stdout + done.stderr
     copied = list((tmp_path / "bucket" / "r1").glob("*.tar.gz")) if writes_bundle else []
     assert [p.name for p in copied] == (["h100-sxm-80gb-20261124T000000Z.tar.gz"] if writes_bundle else [])
+
+
+def test_a_ray_fleet_launches_a_cluster_per_gpu_running_the_suite(
+    app: typer.Typer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = FakeSky(tmp_path / "bucket")
+    _use(monkeypatch, fake)
+    monkeypatch.chdir(ROOT)  # the task's workdir is the checkout
+    out = tmp_path / "fleet"
+    res = runner.invoke(app, ["fleet", "--ray", "--nodes", "3", "--suite", "ceilings", "--gpus", "H100:1,H200:1",
+                              "--bucket", "s3://b/llmbench", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert fake.nodes == [3, 3] and fake.task_files == [Path("deploy/skypilot-ray.yaml")] * 2
+    tokens = [envs.pop("RAY_AUTH_TOKEN") for _, _, envs, _ in fake.launched]
+    assert len(set(tokens)) == 2 and all(len(t) == 64 for t in tokens)  # one cluster, one token
+    assert all(envs["LLMBENCH_SUITE"] == "ceilings" for _, _, envs, _ in fake.launched)
+    state = FleetState.load(out)
+    assert (state.suite, state.nodes) == ("ceilings", 3)
+    for f in [out / "fleet.json", *out.rglob("*.md")]:
+        assert not any(t in f.read_text() for t in tokens), f  # the tokens are kept nowhere
+    assert not any(t in res.output for t in tokens)
+    assert "a Ray cluster of 3 x H100:1 running suite ceilings" in " ".join(res.output.split())
+    assert "# Suite oneshot" in (out / "comparison.md").read_text()  # the collected sets, compared
+
+
+def test_a_ray_fleet_needs_its_suite(app: typer.Typer, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["fleet", "--ray", "--gpus", "H100:1", "--bucket", "s3://b/x", "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "--ray needs --suite" in str(res.exception or res.output)
+
+
+def test_ray_task_file_parses_with_skypilot() -> None:
+    sky = _sky()
+    task = sky.Task.from_yaml(str(RAY_TASK))
+    assert task.name == "llmbench-ray" and task.num_nodes == 2 and "'.[all,ray]'" in task.setup
+    assert "--launcher ray --address auto" in task.run
+
+
+@pytest.mark.parametrize(("rank", "run_rc", "job_rc"), [("0", 0, 0), ("0", 1, 0), ("0", 2, 2), ("1", 0, 0)])
+def test_ray_task_run_script_starts_the_cluster_and_copies_the_sets(
+    tmp_path: Path, rank: str, run_rc: int, job_rc: int
+) -> None:
+    """The Ray task's `run` script in bash, `ray` and `llmbench` replaced by stand-ins that log their
+    arguments: node 0 starts the head, runs the suite over the cluster once every node is in, and copies
+    its result sets under the run id; another node joins the head at the first of SKYPILOT_NODE_IPS."""
+    import subprocess
+
+    yaml = pytest.importorskip("yaml", reason="PyYAML (a SkyPilot dependency) reads the task file")
+    script = yaml.safe_load(RAY_TASK.read_text())["run"].replace("/llmbench-out", str(tmp_path / "bucket"))
+    script = script.replace("sleep 5", "true")
+    home, log = tmp_path / "home", tmp_path / "calls.log"
+    bin_dir = home / "llmbench-venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "ray").write_text(f'#!/bin/bash\necho "ray $*" >> {log}\n')
+    (bin_dir / "llmbench").write_text(
+        f'#!/bin/bash\necho "llmbench $* nodes=$LLMBENCH_RAY_NODES" >> {log}\n'
+        'mkdir -p "${@: -2:1}/h100-sxm-80gb" && echo {} > "${@: -2:1}/h100-sxm-80gb/ceilings-20261126T000000Z.json"\n'
+        f"exit {run_rc}\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    (bin_dir / "activate").write_text(f'PATH="{bin_dir}:$PATH"\n')
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "LLMBENCH_BUDGET": "1m", "LLMBENCH_RUN": "r1",
+           "LLMBENCH_BUCKET": "s3://b/x", "LLMBENCH_SUITE": "ceilings", "SKYPILOT_NODE_RANK": rank,
+           "SKYPILOT_NODE_IPS": "10.0.0.5\n10.0.0.6\n10.0.0.7"}
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == job_rc, done.stdout + done.stderr
+    calls = log.read_text().splitlines()
+    if rank != "0":
+        assert calls == ["ray start --address 10.0.0.5:6379 --disable-usage-stats"]
+        return
+    assert calls[0] == "ray start --head --port 6379 --disable-usage-stats" and calls[-1] == "ray stop"
+    assert calls[1].startswith("llmbench run ceilings --launcher ray --address auto --budget 1m --out ")
+    assert calls[1].endswith(" -y nodes=3")
+    copied = [p.name for p in (tmp_path / "bucket" / "r1").glob("*.json")]
+    assert copied == ["ceilings-20261126T000000Z.json"]

@@ -25,8 +25,9 @@ from llmbench import api
 from llmbench.api import SessionUI
 from llmbench.cli import main
 from llmbench.errors import UserError
+from llmbench.hardware.topology import MULTICAST_OFF_ENV
 from llmbench.harness.launchers.choose import check_launcher
-from llmbench.harness.launchers.ray import forwarded_env, lost_reason
+from llmbench.harness.launchers.ray import RayLauncher, forwarded_env, lost_reason
 from llmbench.harness.launchers.ray_cluster import INSTALL, NodeKind, head_endpoint, import_ray, node_kinds
 from llmbench.redact import redact
 from llmbench.results import load
@@ -132,6 +133,16 @@ def test_a_task_gets_the_multicast_variables_and_llmbench_settings_only() -> Non
     assert forwarded_env({"NCCL_NVLS_ENABLE": "1"}, {})["NCCL_NVLS_ENABLE"] == "1"  # the user's own choice
 
 
+def test_a_task_asks_for_its_placement_and_an_exclusive_one_for_the_whole_node() -> None:
+    h100 = RayLauncher(NodeKind("H100", 8, 16.0, 2), {"X": "1"})
+    plain = h100.options({"gpus": 2}, {})
+    assert (plain["num_gpus"], plain["num_cpus"], plain["resources"]) == (2, 1, {"accelerator_type:H100": 0.001})
+    assert plain["max_retries"] == 0 and plain["runtime_env"]["env_vars"]["X"] == "1"
+    assert h100.options({"gpus": 1, "exclusive": True}, {})["num_cpus"] == 16.0  # every CPU of the smallest node
+    assert RayLauncher(NodeKind(None, 0, 2.0, 1)).options({"gpus": 2}, {})["num_gpus"] == 0  # a CPU run
+    assert "at most 8" in (h100.unplaceable({"gpus": 16}) or "") and h100.unplaceable({"gpus": 8}) is None
+
+
 def test_without_ray_the_launcher_names_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str],
                                                             fault_plugin: str) -> None:
@@ -190,7 +201,9 @@ def test_a_head_that_does_not_answer_stops_the_run_with_one_line(tmp_path: Path,
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_suite_over_ray_is_the_local_launchers_in_shape(cluster: Any, tmp_path: Path, pids: Path) -> None:
+def test_a_suite_over_ray_is_the_local_launchers_in_shape(cluster: Any, tmp_path: Path, pids: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NVSHMEM_DISABLE_NVLS", "yes")  # set after the cluster started: only runtime_env carries it
     path = suite(tmp_path, ["ok", "env", "exit"])
     over_ray = load(run(path, tmp_path / "ray"))
     local = load(api.run_suite(path, out=tmp_path / "local", cpu=True).path)
@@ -200,6 +213,8 @@ def test_a_suite_over_ray_is_the_local_launchers_in_shape(cluster: Any, tmp_path
     for case in over_ray.cases:
         assert case.info["launcher"] == "ray" and local.case(case.id).info["launcher"] == "local"
         assert case.info["node"] == {"ray_node_id": node["NodeID"], "hostname": socket.gethostname()}
+    env = next(c for c in over_ray.cases if c.params["kind"] == "env").info
+    assert env["multicast"] == {**MULTICAST_OFF_ENV, "NVSHMEM_DISABLE_NVLS": "yes"}  # the machine's value kept
     crashed = over_ray.case(next(c.id for c in over_ray.cases if c.params["kind"] == "exit"))
     assert crashed.status == "failed" and crashed.reason == "the case process exited with code 3 without a result"
     assert over_ray.env["gpu"]["slug"] == local.env["gpu"]["slug"]  # the fingerprint taken on the node

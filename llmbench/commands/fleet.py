@@ -3,6 +3,7 @@ collected, and one comparison (tables, HTML report, costs at the prices given) w
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
@@ -35,6 +36,7 @@ from llmbench.report.views import comparison_tables
 # Replaced by tests (the launch boundary); the real one imports SkyPilot when called.
 LAUNCHER: Callable[[], Launcher] = SkyPilotLauncher
 TASK_FILE = Path("deploy/skypilot.yaml")
+RAY_TASK_FILE = Path("deploy/skypilot-ray.yaml")
 
 
 def fleet_cmd(
@@ -60,9 +62,14 @@ def fleet_cmd(
         None, "--collect", metavar="DIR",
         help="Launch nothing: compare the bundles or result sets already in DIR (e.g. copied by hand).",
     ),
-    task_file: Path = typer.Option(
-        TASK_FILE, "--task", help="The SkyPilot task file (run from the llmbench checkout)."
+    task_file: Optional[Path] = typer.Option(
+        None, "--task", help="The SkyPilot task file (run from the llmbench checkout; default "
+        f"{TASK_FILE}, with --ray {RAY_TASK_FILE})."
     ),
+    ray: bool = typer.Option(False, "--ray", help="Each --gpus entry a Ray cluster of --nodes machines running "
+                             "--suite through `llmbench run --launcher ray`, instead of one oneshot per machine."),
+    nodes: int = typer.Option(2, "--nodes", min=1, help="With --ray: machines per cluster."),
+    suite: Optional[str] = typer.Option(None, "--suite", help="With --ray: the suite the clusters run."),
     baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="GPU slug of the baseline."),
     price: Optional[list[str]] = PRICE_OPT,
     prices_file: Optional[Path] = PRICES_OPT,
@@ -77,7 +84,14 @@ def fleet_cmd(
             raise UserError("--collect compares a folder and launches nothing: leave out --gpus, --bucket and --resume")
         _compare_folder(collect, collect, baseline, price, prices_file, run_tokens)
         return
+    if not ray and suite is not None:
+        raise UserError("--suite goes with --ray (a oneshot fleet runs oneshot's own suite)")
+    if ray and not resume and not suite:
+        raise UserError("--ray needs --suite: the suite each Ray cluster runs, e.g. --suite ceilings")
+    task_file = task_file or (RAY_TASK_FILE if ray else TASK_FILE)
     state, out = _state(gpus, bucket, spot, budget, out, resume, task_file)
+    if ray and not resume:
+        state.suite, state.nodes = suite, nodes
     api.check_prices(price or [], prices_file)  # before anything is rented
     launcher = LAUNCHER()
     checkout = llmbench_info()  # the set header's llmbench record, not a case's info
@@ -85,7 +99,8 @@ def fleet_cmd(
     if checkout.get("git_dirty"):
         err_console.print("note: the checkout has uncommitted changes; the jobs run them, "
                           "the result sets name the commit")
-    run_fleet(launcher, state, task_file, out, envs, say=lambda m: err_console.print(m, highlight=False))
+    run_fleet(launcher, state, task_file, out, envs, say=lambda m: err_console.print(m, highlight=False),
+              secret_envs=ray_token)
     failed = [j for j in state.jobs if j.status != TERMINAL_OK]
     for j in failed:
         err_console.print(f"{j.name} ({j.gpu}) ended {j.status}: its bundle may be missing; "
@@ -96,6 +111,11 @@ def fleet_cmd(
     _compare_folder(out / BUNDLES_DIR, out, baseline, kept, prices_file, run_tokens)
     if failed:
         raise typer.Exit(1)
+
+
+def ray_token() -> dict[str, str]:
+    """A Ray cluster's own token (Ray's token authentication), one per job; never saved nor shown."""
+    return {"RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 def _state(gpus: Optional[str], bucket: Optional[str], spot: bool, budget: str, out: Optional[Path],

@@ -78,6 +78,7 @@ class Fault(Scenario):
             time.sleep(params.seconds)
         if kind == "env":  # what the case process was started with
             ctx.info["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+            ctx.info["multicast"] = {k: os.environ.get(k) for k in MULTICAST_OFF_ENV}
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
 

@@ -11,7 +11,9 @@ a token query) are used, never shown: every message that names the address goes 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,8 @@ ACCELERATOR = "accelerator_type:"  # Ray's resource naming a node's GPU type
 PIN = 0.001  # how much of the accelerator_type resource a task asks for: a pin to the type, not a count
 GCS_PORT, CLIENT_PORT = 6379, 10001  # Ray's defaults, where an address names no port
 LOCAL = (None, "", "local", "auto")  # addresses that name no remote head
+NODES_ENV = "LLMBENCH_RAY_NODES"  # a cluster still starting (a fleet's): wait until this many nodes are in
+NODES_WAIT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -122,9 +126,19 @@ def ray_session(address: str | None) -> Iterator[Any]:
             ray.shutdown()
 
 
-def cluster_kinds(ray: Any, cpu: bool) -> list[NodeKind]:
-    """The connected cluster's kinds (`node_kinds`); one line where it has no live node."""
-    kinds = node_kinds(ray.nodes(), cpu)
+def cluster_kinds(ray: Any, cpu: bool, wait_s: float = NODES_WAIT_S) -> list[NodeKind]:
+    """The connected cluster's kinds (`node_kinds`), once LLMBENCH_RAY_NODES nodes are alive where it is
+    set (a cluster whose other nodes are still joining); one line where it has none, or too few in time."""
+    want = int(os.environ.get(NODES_ENV) or 0)
+    deadline = time.monotonic() + wait_s
+    nodes = ray.nodes()
+    while sum(1 for n in nodes if n.get("Alive")) < want:
+        if time.monotonic() > deadline:
+            alive = sum(1 for n in nodes if n.get("Alive"))
+            raise UserError(f"{NODES_ENV}={want}: {alive} node(s) joined the Ray cluster within {wait_s:g}s")
+        time.sleep(1.0)
+        nodes = ray.nodes()
+    kinds = node_kinds(nodes, cpu)
     if not kinds or not kinds[0].nodes:
         raise UserError("--launcher ray: the Ray cluster has no live node")
     return kinds
