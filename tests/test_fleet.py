@@ -305,11 +305,18 @@ def test_a_ray_fleet_needs_its_suite(app: typer.Typer, tmp_path: Path) -> None:
     assert res.exit_code != 0 and "--ray needs --suite" in str(res.exception or res.output)
 
 
-def test_ray_task_file_parses_with_skypilot() -> None:
+def test_ray_task_file_parses_with_skypilot(monkeypatch: pytest.MonkeyPatch) -> None:
     sky = _sky()
     task = sky.Task.from_yaml(str(RAY_TASK))
     assert task.name == "llmbench-ray" and task.num_nodes == 2 and "'.[all,ray]'" in task.setup
     assert "--launcher ray --address auto" in task.run
+    seen = {}
+    monkeypatch.setattr(sky.jobs, "launch", lambda task, name: seen.setdefault("task", task) and "request-1")
+    monkeypatch.setattr(sky, "stream_and_get", lambda request: ([9], None))
+    envs = {"LLMBENCH_BUCKET": "s3://b/x", "LLMBENCH_SUITE": "ceilings", "RAY_AUTH_TOKEN": "t" * 64}
+    assert SkyPilotLauncher().launch(RAY_TASK, "H200:1", False, envs, "llmbench-r-h200-1", nodes=3) == 9
+    launched = seen["task"]
+    assert launched.num_nodes == 3 and launched.envs["LLMBENCH_SUITE"] == "ceilings"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("rank", "run_rc", "job_rc"), [("0", 0, 0), ("0", 1, 0), ("0", 2, 2), ("1", 0, 0)])

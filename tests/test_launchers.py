@@ -171,3 +171,14 @@ def test_ranks_over_two_nodes_of_one_host_meet_over_a_localhost_rendezvous(fault
     assert out["code_path"]["launcher"]["nnodes"] == {"ranks": 2}
     died = run_case(rank_case("exit", nodes=2))  # the other node's agent is stopped, not left waiting
     assert died["status"] == "failed" and died["reason"].startswith("ranks: rank 1 of 2 exited with code 3"), died
+
+
+def test_a_case_over_two_nodes_is_another_case_and_one_node_keeps_its_id(tmp_path: Path) -> None:
+    from llmbench.errors import SuiteError
+
+    text = 'name = "n"\n[[case]]\nscenario = "ddp"\nmodel = "tiny-llama"\nmatrix.placement = [{gpus = 2}, PLACED]\n'
+    one, two = load_suite(str(write(tmp_path, text.replace("PLACED", "{gpus = 2, nodes = 2}")))).cases
+    assert one.id != two.id and two.params_dict["placement"] == {"nodes": 2} and two.params_dict["gpus"] == 2
+    assert "placement" not in one.params_dict
+    with pytest.raises(SuiteError, match="repeats a case"):  # nodes = 1 is the case it always was
+        load_suite(str(write(tmp_path, text.replace("PLACED", "{gpus = 2, nodes = 1}"))))

@@ -75,7 +75,8 @@ class DDP(RankScenario):
                     "batch_size": params.batch_size, "seq_len": params.seq_len, "device": ctx.device.kind,
                     "warmup": ctx.rule.warmup_iters, "steps": ctx.rule.min_iters}
 
-        return [RankRun("ranks", gpus, spec(params.parallel), nnodes=self.placement.nodes), RankRun("bare", 1, spec("none")),
+        return [RankRun("ranks", gpus, spec(params.parallel), nnodes=self.placement.nodes),
+                RankRun("bare", 1, spec("none")),
                 *([RankRun("one_gpu", 1, spec(params.parallel))] if gpus > 1 else [])]
 
     def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
