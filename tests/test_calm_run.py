@@ -39,7 +39,7 @@ class _NoProcess(IsolatedProcess):
 def test_cases_that_cannot_run_here_are_skipped_without_a_process(
     fp: dict[str, Any], device: str, filters: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "fingerprint", lambda env: {k: dict(v) for k, v in fp.items()})
+    monkeypatch.setattr(_NoProcess, "fingerprint", lambda self, env: {k: dict(v) for k, v in fp.items()})
     monkeypatch.setattr(runner, "foreign_gpu_processes", lambda gpus: [])
     suite = load_suite("quickstart")
     cases = filter_cases(suite.cases, filters)
