@@ -205,7 +205,9 @@ def test_a_suite_over_ray_is_the_local_launchers_in_shape(cluster: Any, tmp_path
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NVSHMEM_DISABLE_NVLS", "yes")  # set after the cluster started: only runtime_env carries it
     path = suite(tmp_path, ["ok", "env", "exit"])
-    over_ray = load(run(path, tmp_path / "ray"))
+    heard = _Progress()
+    over_ray = load(run(path, tmp_path / "ray", heard))
+    assert heard.lines  # the case process's progress lines came back through the task
     local = load(api.run_suite(path, out=tmp_path / "local", cpu=True).path)
     assert [(c.id, c.status, sorted(c.metrics)) for c in over_ray.cases] == \
         [(c.id, c.status, sorted(c.metrics)) for c in local.cases]
@@ -248,6 +250,14 @@ def test_a_killed_ray_worker_fails_its_case_and_the_run_goes_on(cluster: Any, tm
     assert [c.status for c in rs.cases] == ["failed", "ok"]
     assert (rs.cases[0].reason or "").startswith("the Ray task running the case was lost")
     assert wait_gone(case_pids(pids), 15)  # the case process stopped itself with its runner gone
+
+
+class _Progress(SessionUI):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def case_progress(self, fraction: float, text: str) -> None:
+        self.lines.append(text)
 
 
 class _InterruptAt(SessionUI):
