@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from llmbench.harness.isolation import ChildOutcome
 from llmbench.harness.launch import node_placement
+from llmbench.harness.launchers.process import IsolatedProcess
 from llmbench.harness.plan import MeasuredCase
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.harness.schedule import SUITE_SAYS, alone_reason, run_schedule
@@ -137,6 +138,9 @@ class SleepLauncher:
 
     def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float, on_progress: Any = None) -> ChildOutcome:
         return self._sleep(spec)
+
+    def fingerprint(self, env: dict[str, str]) -> dict[str, Any]:
+        return IsolatedProcess().fingerprint(env)  # the set's env, as every launcher gives it
 
     def run_group(self, specs: list[dict[str, Any]], env: dict[str, str], on_outcome: Any, on_progress: Any = None,
                   on_warn: Any = None) -> list[ChildOutcome]:
