@@ -207,10 +207,6 @@ class TrainingSession(ABC):
     def loss_history(self) -> list[float]:
         """Every step's loss so far, in order (synchronises: call it outside a timed window)."""
 
-    def last_loss(self) -> float | None:
-        h = self.loss_history()
-        return h[-1] if h else None
-
     @property
     @abstractmethod
     def trainable_params(self) -> int: ...

@@ -24,8 +24,6 @@ from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
 
-RECIPES = ("bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current")
-
 
 class FP8TrainParams(ScenarioParams):
     model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
