@@ -1,27 +1,7 @@
 """The torchrun launcher (`torchrun`): a case's ranks, one process per GPU of its placement, started by
-`torch.distributed.run --standalone` from inside the case process, and the file protocol between them.
-A placement over several nodes (`nodes = N`) starts one torchrun agent per node joined by the c10d
-rendezvous (`node_env`, `Torchrun.agents`); on one host they are N agents over a localhost rendezvous,
-each with its slice of the case's GPUs: the multi-node code path, not a network measurement.
-
-The harness applies it to a case whose scenario is a `RankScenario` (scenarios/base.py): the case
-process (harness/worker.py) calls `run_rank_case`, which runs each of the scenario's `rank_runs`
-through `Torchrun.run` and hands their outputs to the scenario's `collect`. The case notes
-`info.launcher = "torchrun"` and, in its code path, the rendezvous and each launch's rank count.
-
-The protocol: the spec `{"entry": "MODULE:FUNCTION", "nproc": N, "spec": {...}}`; the launcher writes
-the rank spec to SPEC (JSON) in a temporary folder and starts `python -m llmbench.harness.launchers.torchrun
-MODULE:FUNCTION SPEC OUTDIR` under torchrun; each rank calls `FUNCTION(spec)` and writes what it returns
-to OUTDIR/rank<RANK>.json (atomically), or what it raised to OUTDIR/rank<RANK>.error.json. Ranks see the
-case process's CUDA_VISIBLE_DEVICES (its slots) and pick theirs by LOCAL_RANK; NVLink multicast stays
-off in them (hardware/topology.multicast_off) unless the environment asks for it.
-
-Failure is an outcome, never an exception: a rank that raised out of memory makes it `oom`, one that
-raised otherwise or died (a non-zero exit, a signal) `failed`, each naming the rank; a launch that
-outlives its timeout is stopped (torchrun gets SIGTERM and stops its ranks, then SIGKILL) and is
-`timeout`. Every rank carries a marker of the launch (RANKS_TOKEN_ENV), and whatever still carries it
-when torchrun has ended is stopped, so no rank outlives its launch; the case's own marker and process
-group reach them too (harness/isolation.py), also when its runner dies."""
+`torch.distributed.run` from inside the case process (`run_rank_case` for a `RankScenario`), and the
+file protocol between them (spec in, `rank<RANK>.json` or `.error.json` out). Rendezvous, failure as an
+outcome and why no rank outlives its launch: docs/design.md, "The launcher layer" (torchrun)."""
 
 from __future__ import annotations
 
