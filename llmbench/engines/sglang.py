@@ -25,7 +25,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from llmbench.engines.base import ENGINES, EngineOptions
-from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
+from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite, multicast_off
 from llmbench.serving.server import ServerProcess
 
 VERSION = "0.5.23"
@@ -44,11 +44,6 @@ class SGLangOptions(ServeOptions):
     max_running_requests: int | None = Field(None, ge=1, description="requests in flight at most")
     prefix_caching: bool = Field(False, description="RadixAttention; off: every point sends the same prompts")
     kv_cache_dtype: Literal["auto", "fp8_e4m3", "fp8_e5m2"] = "auto"
-
-
-def multicast_off(tensor_parallel: int) -> bool:
-    """Whether a TP server must keep NVLink multicast off: unless NCCL_NVLS_ENABLE=1 turns it on."""
-    return tensor_parallel > 1 and os.environ.get("NCCL_NVLS_ENABLE", "0") != "1"
 
 
 def server_command(options: SGLangOptions, site: ServerSite) -> list[str]:

@@ -51,7 +51,7 @@ from llmbench.engines.base import (
     ModelRef,
 )
 from llmbench.engines.log_tee import LogTee
-from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
+from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite, multicast_off
 from llmbench.precision import DeviceInfo
 from llmbench.serving.server import ServerProcess
 
@@ -84,12 +84,6 @@ NO_ALLREDUCE_FUSION = {"pass_config": {"fuse_allreduce_rms": False}}
 ALL_REDUCE_LOG = re.compile(r"all-reduce backends|[Aa]llreduce.*backend")
 ENABLED_BACKENDS = re.compile(r"Using \[([^\]]*)\] all-reduce backends.*?for group '([^']*)'")
 FLASHINFER_BACKEND = re.compile(r"[Aa]llreduce.*backend(?:=|: )(\w+)")
-
-
-def multicast_off(tensor_parallel: int) -> bool:
-    """Whether a TP engine must keep NVLink multicast off: every TP > 1 engine unless the environment
-    turns multicast on (NCCL_NVLS_ENABLE=1)."""
-    return tensor_parallel > 1 and os.environ.get("NCCL_NVLS_ENABLE", "0") != "1"
 
 
 def all_reduce_path(lines: list[str]) -> dict[str, Any]:

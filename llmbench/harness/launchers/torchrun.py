@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.hardware.topology import multicast_off, multicast_settings
-from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_of_memory, stop_marked
+from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_of_memory, signal_name, stop_marked
 from llmbench.harness.launchers.base import ProgressFn
 from llmbench.results import write_atomic
 from llmbench.scenarios.base import CaseContext, RankRun, RankScenario
@@ -136,7 +136,7 @@ def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], ta
         if exit_code == -signal.SIGKILL:
             return outcome("oom", f"rank {rank} of {nproc} was killed by SIGKILL (most likely the host's "
                            "out-of-memory killer)")
-        how = f"died with {_signal_name(-exit_code)}" if exit_code < 0 else f"exited with code {exit_code}"
+        how = f"died with {signal_name(exit_code)}" if exit_code < 0 else f"exited with code {exit_code}"
         status = "oom" if says_out_of_memory(tail) else "failed"
         return outcome(status, f"rank {rank} of {nproc} {how} (torchrun exited with code {code})")
     if raised:
@@ -148,13 +148,6 @@ def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], ta
     if code == 0 and missing:
         return outcome("failed", f"rank {missing[0]} of {nproc} wrote no output (torchrun exited with code 0)")
     return outcome("failed", f"a rank of {nproc} failed (torchrun exited with code {code})")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 POLL_S = 0.1  # how often the agents are looked at (several: one that failed ends the others)
