@@ -1,14 +1,6 @@
-"""A bundle: one `.tar.gz` that carries what a run on a rented machine produced off it — the result
-sets, the HTML report, logs and the environment — and that `compare`, `report` and `oneshot --resume`
-read back. `write_bundle` and `read_bundle` are the whole interface (oneshot and fleet use both).
-
-Layout (names inside the archive):
-
-    manifest.json                        format, GPU slug(s), each result set's suite and status counts,
-                                         plus what the writer adds (oneshot: its sessions, "parts")
-    results/<gpu-slug>/<suite>-<UTC>.json  each result set, whole (raw samples included)
-    report.html, logs/*.log, env/*       other files, given by the writer (logs trimmed to their tails)
-"""
+"""A bundle: one `.tar.gz` that carries what a run on a rented machine produced off it (result sets, the
+HTML report, logs, the environment), read back by `compare`, `report` and `oneshot --resume`.
+`write_bundle` and `read_bundle` are the whole interface; the layout: docs/design.md, "Bundles and `oneshot`"."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""The typed part of a case's `info`: the entries that code other than their writer reads.
-
-A case's info holds what its scenario and the harness noted while it ran (a config echo, compile times,
-timelines, a search's probes). Most of it is for a reader of the JSON. The entries that llmbench itself
-reads back (the commit a case ran, a sustained-load timeline, a published figure's match) are declared
-here, once, as pydantic models: the writer's values are checked when the case is recorded, and a
-reader gets typed fields, not strings into a dict. Each scenario names its model (`Scenario.Info`);
-every model is a `CaseInfo`, whose fields the harness writes for every case.
-
-Versioned: `info_version` is written with every case (INFO_VERSION); sets written before it read as
-version 0 and load through the same models (every field optional, unknown entries kept), which a test
-checks on every committed result set. A change that cannot read old sets that way raises the version
-and converts in `CaseInfo.of`.
-
-Reading never stops at an entry of the wrong type (a hand-edited or foreign set): `of` reads it as
-absent, and reading a set (results.from_json) warns about it through `info_problems`, as it does about
-an `info_version` newer than this llmbench's.
-"""
+"""The typed part of a case's `info`: the entries that code other than their writer reads, declared once as
+pydantic models, versioned by `info_version`. docs/design.md, "A case's info"."""
 
 from __future__ import annotations
 

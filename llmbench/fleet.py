@@ -1,14 +1,7 @@
-"""Fleets: one `llmbench oneshot` per GPU type, launched as SkyPilot managed jobs from
-deploy/skypilot.yaml, waited for, and their bundles collected into one folder. With a suite (`--ray`),
-each GPU type's job is instead a Ray cluster of `nodes` machines (deploy/skypilot-ray.yaml) that runs
-the suite through `llmbench run --launcher ray`; its result sets are collected the same way.
-
-SkyPilot is reached only through `Launcher` (launch a task for a GPU, wait for a job, download a
-bucket folder); `SkyPilotLauncher` is the real one and imports SkyPilot lazily (the optional extra
-`llmbench[fleet]`), tests pass a fake. The fleet's state (run id, bucket, each GPU's job id and
-status) is rewritten atomically after every step to OUT/fleet.json, so a fleet whose local process
-died can be picked up with `--resume`: the managed jobs go on in the cloud without it.
-"""
+"""Fleets: one `llmbench oneshot` per GPU type as SkyPilot managed jobs (or, with a suite, one Ray cluster per
+GPU type), waited for, and their bundles collected into one folder. SkyPilot is reached only through
+`Launcher` (tests pass a fake); OUT/fleet.json is rewritten atomically after every step, so `--resume`
+picks up a fleet whose local process died. docs/design.md, "Cost and fleets"."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Suite files (*.toml): found by name, read, every key validated before anything runs, the matrix expanded.
-
-A suite says WHAT to run; scenario classes say HOW. Every problem is a `SuiteError` naming the
-file, the key, the bad value and the valid choices (the CLI exits 2 and writes nothing).
-
-Where a suite name is looked for, first match wins (`suite_folders`): the folders given with
-`--suites DIR`, then those in LLMBENCH_SUITES (separated like PATH), then `./suites/` and
-`./scenarios/` of the working directory, then the suites shipped with the package (`shipped_suites_dir`).
-So a user's file of a shipped suite's name replaces the shipped one; `llmbench list suites` and
-`llmbench run` say so.
-"""
+"""Suite files (*.toml): found by name (`suite_folders`, first match wins), read, every key validated before
+anything runs, the matrix expanded. A suite says WHAT to run; scenario classes say HOW. Every problem is a
+`SuiteError` naming the file, the key, the bad value and the valid choices. docs/design.md, "Suite files"."""
 
 from __future__ import annotations
 

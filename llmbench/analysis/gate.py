@@ -1,24 +1,11 @@
-"""A regression gate for `llmbench compare --fail-if-slower 5%`: a headline metric counts as a
-regression only when its ratio is worse than the baseline by more than the threshold AND its one-sided
-95% upper bound lies below 1 (slower beyond the noise between runs: a one-sided test at 5%, since the
-gate asks only "slower?"). The interval must carry that noise:
-pooled runs on both sides (`run --repeat 3`), or one run a side widened by the GPU's measured noise floor.
-A cell of single runs with no floor cannot be judged beyond the noise: it is listed, never failed.
+"""A regression gate for `llmbench compare --fail-if-slower 5%`: a headline cell fails when its ratio is
+worse than the threshold AND its one-sided 95% upper bound lies below 1, on an interval that carries the
+noise between runs (pooled runs, or a single run widened by a measured noise floor); a cell of single
+runs without a floor is listed, never failed. "5% slower" reads as time: the oriented ratio below
+1 / 1.05. Error rates (tests/test_gate.py): docs/design.md, "Comparing, projecting, publishing".
 
-Error rates, simulated with these functions in tests/test_gate.py (3 runs a side, between-run CV 2% and
-3%, within-run sample noise 3%, 10 samples a run): identical code fails a cell at most 5% of the time,
-and a real 10% slowdown fails it at least 80% of the time (about 98% at 2%, 84% at 3%; at 5% between-run
-noise only about half: run more passes there). Requiring the whole interval beyond the threshold
-instead missed most 10% slowdowns at that noise; on single runs with within-run intervals, identical
-code at 5% between-run noise raised a false alarm about a fifth of the time.
-
-The threshold reads as time: "5% slower" means the oriented ratio (> 1: better) is below 1 / 1.05,
-i.e. a latency up by more than 5% or a throughput down by more than 1 - 1/1.05 (4.8%).
-
-What no interval can excuse fails the gate outright, named with what happened to it: a case ok in the
-baseline that is failed, timed out, skipped or absent in a candidate (a case the candidate's machine could
-not run was still not measured: the gate cannot say it is no slower), and a headline value or ratio that
-is not a finite number (NaN, Inf), or a slower ratio whose interval is not finite."""
+What no interval can excuse fails outright, named: a case ok in the baseline that is failed, timed out,
+skipped or absent in a candidate, and a headline value or slower ratio (or its interval) that is not finite."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""A MIG slice against its share of the full GPU (issue 19; SEEDS.md 1 and 2).
-
-Where a comparison holds a full-GPU set and a set measured on a MIG slice of the same GPU model, each
-joined case's rate metrics (the catalogue's higher-better ones) get: the full GPU's figure, the slice's
-share of the GPU (compute = g / compute slices, memory = GB / the GPU's GB, from the profile's name),
-what the full figure becomes on the slice if it scales with either (`mig.slice_figure`), the slice's
-measured figure against each, and the slices of that profile that fit the GPU side by side, times the
-measured figure, against the full GPU (the seed's "3 slices x 4,500 Gflop/s" against 16,700).
-"""
+"""A MIG slice against its share of the full GPU (issue 19): each joined case's rate metrics beside what the
+full GPU's figure becomes on the slice if it scales with compute or with memory, and the slices that fit
+side by side against the full GPU. docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 

@@ -1,24 +1,8 @@
-"""The noise floor: how far separate runs of the same case on the same kind of GPU land from one another,
-measured from repeated runs (`run --repeat`: each pass a fresh process), per GPU, scenario and metric
-family.
-
-A single run's samples say how well that run's median is known, not where the next run lands (clocks,
-thermal state, the host, the autotuner's picks): a ratio of two single runs with a within-run interval
-holds the true ratio far less often than 95% once runs differ by a few percent. Where the floor of a GPU
-and case family was measured, a single-run ratio's interval is widened by it (compare.py); where it was
-not, the interval is labelled as within-run only.
-
-Which runs of a case count as runs of the same thing: those that recorded the same code path (less its
-diagnostic keys), from any lease and any invocation on that GPU model, so the floor includes the spread
-between machines and days, not only between the passes of one `run --repeat`; and for cases that
-recorded no code path (sets written before llmbench recorded it), the passes of one repeat group only
-(other runs of such a case may have run different code, and nothing says whether they did).
-
-The floor of a (GPU, scenario, metric family) pools, over every case of that family with two runs or
-more, the variance of the log of the runs' medians: s^2 = sum over cases of sum (x - mean)^2 / sum over
-cases of (runs - 1), with that many degrees of freedom, so a floor from few runs carries its own
-uncertainty into the t quantile of the interval.
-"""
+"""The noise floor: how far separate runs of the same case on the same kind of GPU land from one another
+(runs that recorded the same code path, from any machine or day; without a code path, one repeat
+group's passes), per GPU, scenario and metric family: the pooled between-run variance of log run
+medians, with its degrees of freedom. Why and how it widens a single run's interval: docs/design.md,
+"Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""GPU X vs GPU Y per workload: every source that can give the ratio, graded, and one answer by one rule.
-
-For each workload of references/workloads.json, and its fp8 counterpart where either GPU has fp8 (a GPU
-without fp8 runs it in the workload's own precision), the evidence is the ratio X over Y (> 1: X is
-faster) from:
-- measured: both GPUs' runs of the case, as analysis/runs.py chooses them (95% CI from the spread between
-  runs where a side has two or more);
-- published pairs: a source's own figures of both GPUs, graded `controlled` (one source measured both with
-  one model, software and settings) or `uncontrolled` (a field of the data, references/);
-- published against llmbench: a source's figure of one GPU over llmbench's of the other (uncontrolled);
-- claims: a source's ratio with no figures (graded in the data; an "up to" is a maximum, never an answer);
-- the projection by parts (analysis/parts.py): validated where a measured pair validated its class.
-Evidence about other GPUs of the same families (an H100 PCIe pair beside H100 SXM) is shown, never used.
-
-The answer is measured > a controlled published pair of these GPUs > a validated projection; otherwise
-"not known — measure it" with the evidence range. Where the sources disagree beyond the noise, the row
-says so and gives the range. The verdict is at like-for-like list prices (one offer class, one date), or
-the user's; the break-even rent of Y is X's price over the ratio. An fp8 row whose fp8 case ran llmbench's
-eager path (not one users run) is dropped, with why.
-"""
+"""GPU X vs GPU Y per workload: every source that can give the ratio (measured runs, published pairs and
+claims, the projection by parts), graded, and one answer by one rule (measured > a controlled published
+pair > a validated projection, else "not known — measure it"). docs/design.md, "Comparing, projecting,
+publishing" (`analysis/pairs.py`)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""Projecting a case to another GPU by the parts of its step, and how far that is validated.
-
-A case's time is split by what it recorded (`split`): a decode step into its roofline bound (bandwidth or
-compute, `decode_step_bound_ms`), the rest of the GPU-busy time (kernels below their roof) and the host
-time the GPU waits on (`gpu_busy_ms_per_step`); a prefill into its compute bound and a rest it cannot
-split; a training step into its model FLOPs at peak (`mfu`) and a rest; a matmul or copy rate into its
-share of the roof and the rest of its kernel time. Each part scales by its own ratio (`Scales`): the
-bandwidth part by the bandwidth ratio, the compute part by the dense peak of the case's precision, the
-GPU rest somewhere between the two (the case's own bound for the point), host time not at all (the
-target's host is unknown: it stays as measured), and an unsplit rest anywhere from host to GPU (no point
-estimate then). Mixed by their shares, the parts' lowest and highest ratios are the physical bounds of
-the projection.
-
-The class of a case (memory-, compute- or host-bound, or mixed) is the part that holds most of it. A
-measured pair of GPUs checks the projection of every case both measured (`checks`), but validates only the
-classes whose parts it moves:
-H100 and H200 share their compute peak, so they validate memory-bound cases only; host-bound cases
-are never validated (no host is modelled). A class's band is the range of its checks' errors.
-"""
+"""Projecting a case to another GPU by the parts of its step (roofline bound, GPU rest, host time), each
+scaled by its own ratio, and which classes of case a measured GPU pair validates. docs/design.md,
+"Comparing, projecting, publishing" (`analysis/parts.py`)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
-"""Projecting a measured result set to another GPU of the spec table, by roofline decomposition.
-
-Each metric of a case is bound either by memory bandwidth or by the dense peak of the case's compute
-precision; the scenario that measured the case says which (`Scenario.bounds`/`bound()`, e.g. decode
--> memory, prefill -> compute, a GEMM under the ridge point -> memory), so this module knows no
-scenario by name. Host-bound work (eager decoding at batch 1, host copies) depends on the host
-CPU, which no spec table describes: validation against a real run shows how much.
-
-The bound part of a case's time scales with the spec ratio; where the case reports its
-`roofline_efficiency` e, only that share of the time is bound and the rest (host overhead, launches)
-stays as measured: time' = time * (e * ratio + 1 - e). Without it, e = 1 (all time scales). e is the
-share of the bound its scenario gives `roofline_efficiency` (a decode step's bytes over the copy
-ceiling is memory's): metrics of the other bound (a prefill's TTFT) scale in full, since e says
-nothing about them. A case whose peak memory exceeds the target's is not projected (it would not
-run there). A projection is an estimate, never a measurement: the set is `source.kind =
-"projected"`, every metric is flagged "projected" and carries no samples, and `validate` measures how
-wrong the model was where a real run (or a published figure of the same case) exists.
-"""
+"""Projecting a measured result set to another GPU of the spec table, by roofline decomposition: the bound
+share of a case's time (its `roofline_efficiency` e, else all of it) scales with the spec ratio, the
+rest stays: time' = time * (e * ratio + 1 - e). The bound is the scenario's to say (`Scenario.bounds`);
+a projection is never a measurement (`source.kind = "projected"`), and `validate` measures how wrong
+it was. docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 

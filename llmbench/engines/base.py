@@ -1,19 +1,6 @@
-"""The engine interfaces. The case process builds the engine a case names and hands it to the scenario
-(as optimum-benchmark hands its backend to a scenario); the scenario asks it for what it declares it
-can do and never looks at its name or probes it with hasattr. Three interfaces, one per kind of work:
-
-- `InferenceEngine`: load(model, LoadOptions) -> GenerationSession (generate);
-- `TrainingEngine`: load_for_training(model, TrainOptions) -> TrainingSession (qlora, fp8_train);
-- `ServedEngine` (llmbench.engines.served): a server it starts from typed options, asks for health,
-  and stops, at a URL (serving).
-
-An engine may implement several (hf is an inference and a training engine). A new engine is one module
-here, named as the engine: a subclass of the interfaces it implements, registered with
-`@ENGINES.register("name")`, with the options model of each (a case's `[engine]` table).
-
-An engine that is not installed makes its cases `skipped` with the install command in the reason.
-Modules here import no heavy package at import time: the CLI imports them to validate suites.
-"""
+"""The engine interfaces (`InferenceEngine`, `TrainingEngine`; `ServedEngine` in engines/served.py), their
+options models and the registry: docs/design.md, "Engines". Modules here import no heavy package at
+import time: the CLI imports them to validate suites."""
 
 from __future__ import annotations
 
@@ -206,10 +193,6 @@ class TrainingSession(ABC):
     @abstractmethod
     def loss_history(self) -> list[float]:
         """Every step's loss so far, in order (synchronises: call it outside a timed window)."""
-
-    def last_loss(self) -> float | None:
-        h = self.loss_history()
-        return h[-1] if h else None
 
     @property
     @abstractmethod

@@ -7,6 +7,7 @@ command with placeholders, and the `url` engine is a server already running else
 
 from __future__ import annotations
 
+import os
 import sys
 from abc import abstractmethod
 from dataclasses import dataclass, field
@@ -17,8 +18,14 @@ from pydantic import Field
 
 from llmbench import precision as prec
 from llmbench.engines.base import Engine, EngineOptions
+from llmbench.hardware.topology import multicast_wanted
 from llmbench.precision import DeviceInfo
 from llmbench.serving.server import ServerProcess, answers
+
+
+def multicast_off(tensor_parallel: int) -> bool:
+    """Whether a TP engine must keep NVLink multicast off: unless the environment asks for it."""
+    return tensor_parallel > 1 and not multicast_wanted(os.environ)
 
 
 class ServeOptions(EngineOptions):

@@ -1,20 +1,7 @@
-"""SGLang's OpenAI-compatible server as a served engine (`engine = {name = "sglang", ...}` in a serving
-case): `python -m sglang.launch_server`, its command line built from typed options, as vLLM's is. A
-preset is served from its config dir with dummy weights (`--load-format dummy`) and the offline
-tokenizer; a checkpoint by name. fp8 is SGLang's `--quantization fp8` (fp8 weights, bf16 model dtype), as
-vLLM's. RadixAttention (SGLang's prefix cache) is off unless asked for: every load point sends prompts of
-the same seed, so a cache would turn prefills into hits.
-
-NVLink multicast stays off on shared machines (see engines/vllm.py): SGLang leaves NCCL NVLS, NCCL
-symmetric memory and torch symmetric memory off unless asked (`--enable-nccl-nvls`, `--enable-symm-mem`,
-`--enable-torch-symm-mem`, none of which is ever passed), and its custom all-reduce uses CUDA IPC, not
-multicast; its FlashInfer all-reduce fusion (whose `mnnvl` backend is multicast) it may turn on by
-itself for some architectures, so a tensor-parallel server gets `--enforce-disable-flashinfer-allreduce-
-fusion` and NCCL_NVLS_ENABLE=0, unless NCCL_NVLS_ENABLE=1 says multicast is wanted.
-
-Written from SGLang's server arguments (0.5.23), not yet run by llmbench: its wheel pins a torch of
-its own, so it is tested here by the command line it builds and by driving a stand-in server.
-"""
+"""SGLang's OpenAI-compatible server as a served engine (`python -m sglang.launch_server`), its command line
+built from typed options as vLLM's is; at tensor parallelism NVLink multicast stays off. Written from
+SGLang's server arguments (0.5.23), not yet run by llmbench (its wheel pins its own torch): tested by the
+command line it builds and a stand-in server. Options and precisions: docs/scenarios.md (serving engines)."""
 
 from __future__ import annotations
 
@@ -25,7 +12,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from llmbench.engines.base import ENGINES, EngineOptions
-from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
+from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite, multicast_off
 from llmbench.serving.server import ServerProcess
 
 VERSION = "0.5.23"
@@ -44,11 +31,6 @@ class SGLangOptions(ServeOptions):
     max_running_requests: int | None = Field(None, ge=1, description="requests in flight at most")
     prefix_caching: bool = Field(False, description="RadixAttention; off: every point sends the same prompts")
     kv_cache_dtype: Literal["auto", "fp8_e4m3", "fp8_e5m2"] = "auto"
-
-
-def multicast_off(tensor_parallel: int) -> bool:
-    """Whether a TP server must keep NVLink multicast off: unless NCCL_NVLS_ENABLE=1 turns it on."""
-    return tensor_parallel > 1 and os.environ.get("NCCL_NVLS_ENABLE", "0") != "1"
 
 
 def server_command(options: SGLangOptions, site: ServerSite) -> list[str]:

@@ -1,21 +1,8 @@
-"""TensorRT-LLM behind the engine interface: build a TensorRT engine of a preset (random weights) or
-a checkpoint in bf16, fp16 or fp8, keep it in an engine cache, and generate with request-level
-timing (TTFT and E2E of each request, from its streamed outputs).
-
-Written from TensorRT-LLM's documentation (the LLM API: `LLM(model, build_config=BuildConfig(...),
-quant_config=QuantConfig(quant_algo=QuantAlgo.FP8, kv_cache_quant_algo=QuantAlgo.FP8))`, `llm.save(dir)`,
-`SamplingParams(max_tokens, min_tokens, ignore_eos)`, `generate_async(..., streaming=True)`; and
-`trtllm-bench`'s dataset and report formats). It has not run here: TensorRT-LLM's wheels come only
-from NVIDIA's package index and pin their own torch, so the test machines cannot install it. What
-runs without it is tested: the build configuration, the engine cache and its refusal of an engine
-built on another GPU model, the trtllm-bench dataset writer and report parser. Its cases are
-`skipped` with the install command where it is missing.
-
-fp8 here is TensorRT-LLM's FP8 recipe: fp8 weights and activations (per-tensor scales) and an fp8
-KV cache. An engine is specific to the GPU model and the TensorRT-LLM version that built it
-(TensorRT tunes its kernels for that GPU), so the cache key holds both and a cached engine whose
-record names another GPU is refused rather than run.
-"""
+"""TensorRT-LLM behind the engine interface: build a TensorRT engine of a preset (random weights) or a
+checkpoint in bf16, fp16 or fp8 (TensorRT-LLM's recipe: fp8 weights, activations and KV cache), keep it
+in an engine cache keyed by GPU model and version (a cached engine built on another GPU is refused), and
+generate with request-level timing. Written from TensorRT-LLM's documentation (the LLM API,
+`trtllm-bench`'s formats); not run here (its wheels pin their own torch): what runs without it is tested."""
 
 from __future__ import annotations
 

@@ -1,28 +1,10 @@
-"""vLLM as an inference engine and as a served engine. Served (`engine = "vllm"` in a serving case):
-vLLM's OpenAI-compatible server, its command line built from typed options (VLLMServeOptions;
-`server_command`). Offline: vLLM's `vllm.LLM` behind the inference interface, so the unchanged
-`generate` scenario measures it: the same synthetic token ids, exactly output_len greedy tokens per sequence
-(EOS ignored), per-token timestamps.
-
-Timing: generate() drives `llm.llm_engine` one `step()` at a time (all sequences of the batch added
-first, outputs as DELTAs) and calls on_token each time every sequence of the batch has one more
-token: the k-th call marks when the whole batch had k tokens, as the transformers engine's does. The
-tokens come from vLLM's engine-core process, so the stamps are host times as each step's outputs
-reach this process (token_clock = "host"), which includes vLLM's own scheduling and IPC: what a
-vLLM user sees.
-
-Precision: bf16 and fp16 set the model dtype; fp8 is vLLM's `quantization="fp8"` (weights in fp8
-per tensor, activation scales computed per batch; the model dtype stays bf16), the same recipe as
-llmbench's own fp8. The KV cache stays in the model dtype, as in the transformers engine's fp8, so
-the two engines' fp8 cases measure the same thing.
-
-Mode "eager" is `enforce_eager=True`; "compiled" is vLLM's default (torch.compile and CUDA graphs).
-Each case is a new process and so a new vLLM start; to keep that short the batch slots, max_model_len
-and CUDA-graph sizes are what the case needs rounded up to a few buckets (BATCH_BUCKETS,
-MODEL_LEN_BUCKETS), so that the cases of a suite share one entry of vLLM's compile cache per precision
-and capture a handful of CUDA graphs instead of vLLM's 67. The same buckets make the engines of such
-cases identical: in a suite with `share_engines`, they run on one started engine (`session_key`).
-"""
+"""vLLM as a served engine (its OpenAI-compatible server, the command line built from `VLLMServeOptions`)
+and as an inference engine (`vllm.LLM`, so the unchanged `generate` scenario measures it); what a user
+sets and sees: docs/scenarios.md. generate() steps `llm.llm_engine` and calls on_token each time every
+sequence has one more token (host times: `token_clock = "host"`, vLLM's scheduling and IPC included).
+Each case is a new vLLM start: batch slots, max_model_len and CUDA-graph sizes are rounded up to buckets
+(BATCH_BUCKETS, MODEL_LEN_BUCKETS), so a suite's cases share one compile-cache entry per precision,
+capture a handful of CUDA graphs instead of vLLM's 67, and under `share_engines` run on one engine."""
 
 from __future__ import annotations
 
@@ -51,7 +33,7 @@ from llmbench.engines.base import (
     ModelRef,
 )
 from llmbench.engines.log_tee import LogTee
-from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite
+from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite, multicast_off
 from llmbench.precision import DeviceInfo
 from llmbench.serving.server import ServerProcess
 
@@ -84,12 +66,6 @@ NO_ALLREDUCE_FUSION = {"pass_config": {"fuse_allreduce_rms": False}}
 ALL_REDUCE_LOG = re.compile(r"all-reduce backends|[Aa]llreduce.*backend")
 ENABLED_BACKENDS = re.compile(r"Using \[([^\]]*)\] all-reduce backends.*?for group '([^']*)'")
 FLASHINFER_BACKEND = re.compile(r"[Aa]llreduce.*backend(?:=|: )(\w+)")
-
-
-def multicast_off(tensor_parallel: int) -> bool:
-    """Whether a TP engine must keep NVLink multicast off: every TP > 1 engine unless the environment
-    turns multicast on (NCCL_NVLS_ENABLE=1)."""
-    return tensor_parallel > 1 and os.environ.get("NCCL_NVLS_ENABLE", "0") != "1"
 
 
 def all_reduce_path(lines: list[str]) -> dict[str, Any]:

@@ -1,14 +1,6 @@
-"""The GPU power limit as a benchmark axis: read it, set it for one case, and always put it back.
-
-Setting a limit needs root (NVML_ERROR_NO_PERMISSION otherwise) and changes the machine for everyone,
-so this module is careful: the original limit goes to a state file BEFORE anything is changed, and
-the file is removed only after the limit is restored. A run that was killed (SIGKILL, power loss)
-leaves the file behind, and the next `power_limit(...)` (or `restore_leftover()`) restores the limit
-it names first. Restoring also happens on a normal end, on an exception and on SIGTERM.
-
-NVML is reached through an injectable backend (the `pynvml` module by default) so tests run against a
-simulated device and never touch a real GPU's settings.
-"""
+"""The GPU power limit as a benchmark axis: read it, set it for one case, and always put it back (the
+original goes to a state file before anything changes, so a killed run's limit is restored on the next
+start). NVML is an injectable backend, so tests never touch a real GPU. docs/scenarios.md (`power-sweep`)."""
 
 from __future__ import annotations
 

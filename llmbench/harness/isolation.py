@@ -219,7 +219,8 @@ def _stop_without_runner(runner: int) -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-def _signal_name(code: int) -> str:
+def signal_name(code: int) -> str:
+    """The name of the signal that ended a child (`code`: its negative return code)."""
     try:
         return signal.Signals(-code).name
     except ValueError:
@@ -434,7 +435,7 @@ def run_group_process(
 def _exit_outcome(code: int, tail: str, elapsed: float) -> ChildOutcome:
     """A case process that ended without writing an outcome, from its exit code and stderr tail."""
     if code < 0:
-        name = _signal_name(code)
+        name = signal_name(code)
         if name == "SIGKILL":
             return ChildOutcome("oom", "the case process was killed by SIGKILL (most likely the host's "
                                 "out-of-memory killer)", traceback=tail or None, duration_s=elapsed)

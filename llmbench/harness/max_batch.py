@@ -1,30 +1,8 @@
 """The largest batch that fits: doubling, then bisection, each probe a fresh case process (an
-out-of-memory leaves the CUDA context unusable, so a probe never shares one with the next).
-
-A scenario offers the search by declaring `max_batch_search` (scenarios.base.BatchSearch: the param
-searched, its axis, and the bool param that asks for it, its flag; QLoRA's are `batch_size` and
-`max_batch`). A case whose flag is on is searched from its axis value up: probes run with a short stop
-rule (one warm-up and one timed step: the peak is reached by then) and the flag off; the runner then
-measures the case at the batch found with the case's own settings. This module names neither param:
-it reads the declaration. Its records (the probe file, the case's `info.max_batch`) name the batch
-`batch_size` whatever the axis (`BATCH`): that is the result-set format.
-
-The search resumes: each probe's outcome is written (atomically) as soon as it ends, to a small JSON
-file beside the result set (`probes_path`: `<gpu-slug>/.max_batch/<result-set stem>/<case id>.json`).
-A later run of the case in that result set (`--resume`) replays the recorded outcomes instead of
-running them again: the doubling/bisection sequence is deterministic, so it reaches the answer an
-uninterrupted search would, and probes only the batch sizes no earlier run finished. A record is
-reused only when it names the same case id, GPU slug, llmbench version and commit; only its `ok` and
-`oom` probes are (any other outcome is probed again). The runner deletes the file once the case is
-measured `ok` (its `info.max_batch` keeps the probes), and `--force` starts the search afresh.
-
-A probe runs two steps, the measurement more: at the edge, the allocator's fragmentation can grow over
-steps until a batch whose probe fit runs out of memory in the measurement (seen on the H200: the 70B
-QLoRA's probe at 65 fit, its measurement did not, with 20.6 GiB reserved but unallocated). The runner
-then records that batch as `oom` (`"stage": "measurement"`, saved to the probe file as well),
-continues the bisection below it, and measures at the new best, up to `MEASUREMENT_RETRIES` times; a
-resumed search replays that `oom` and reaches the same batch.
-"""
+out-of-memory leaves the CUDA context unusable), resumable through a probe file beside the result set.
+How it searches, resumes and retries a measurement that ran out of memory: docs/design.md, "The
+harness and the rules of measurement" (`max_batch = true`). It names no param: it reads the scenario's
+`max_batch_search` declaration; its records name the batch `batch_size` (`BATCH`), the result-set format."""
 
 from __future__ import annotations
 

@@ -1,24 +1,8 @@
-"""Runs a suite: fingerprint, then each case in its own process, writing the result set after every
-case (atomically), so an interrupted run loses nothing that finished and `--resume` picks it up.
-How a case runs and which GPUs it holds is the launcher layer's (harness/launchers/: a `CaseLauncher`;
-harness/launch.py: the `GpuSlots` owner); the runner decides what runs when, and is the only writer of the result set.
-
-With `parallel`, each --gpus entry (an index or a MIG/GPU UUID) is a slot: units (a case, or a share
-group) run concurrently, one per slot (a multi-GPU case takes as many slots as it needs), each with
-CUDA_VISIBLE_DEVICES set to its slots, in the order and by the rule of harness/schedule.py (which the
-quotes read too): a host-exclusive unit starts once no other runs, and nothing starts beside it; only
-this process writes the result set. Servers are not shared between cases under `parallel` (each case
-starts its own; `_run_parallel` says why).
-
-A suite with `share_engines = true` runs the cases that would load the same engine session (their
-scenario's `share_key`: one engine, model, precision and mode, differing in batch or lengths) as a
-share group: one process for the group (under `parallel`, holding one slot while other units use the
-others), each case recorded as it ends with its own samples; the first case that fails stops the group
-and the rest run alone (`_run_group`).
-
-What differs by scenario (the GPUs a case takes, a max-batch search, a server kept for the suite) the
-runner asks the case's scenario (scenarios.base.Scenario's declarations); it names no scenario and no
-scenario's param."""
+"""Runs a suite: fingerprint, then each case in its own process, writing the result set after every case
+(atomically), so an interrupted run loses nothing that finished and `--resume` picks it up. The runner
+decides what runs when and is the only writer of the set; how a case runs and which GPUs it holds is the
+launcher layer's. `--parallel` slots and share groups: docs/design.md, "The harness and the rules of
+measurement" and "The launcher layer". It names no scenario: it reads the scenario's declarations."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""torch.compile's on-disk caches shared by the case processes of one run, and what a case found in them.
-
-Every case runs in a fresh process, so without a shared cache each compiled case of a model compiles
-from scratch (most of a compiled Llama-3-8B case's minutes). Inductor keeps compiled FX graphs and
-AOTAutograd results under TORCHINDUCTOR_CACHE_DIR; the runner points every case of a run (all passes of
-`--repeat` included) at one folder, so the second case of a model and precision loads its kernels.
-A cache hit replays the same generated code (and the autotuning choices made when it was written):
-the code path is the same; what the case saves is compilation time. Each case records whether its
-compilation was warm (`compile_cache_state`). An engine that keeps its own compile cache declares its
-variable (Engine.cache_dirs): the harness passes them here, so each goes in a folder of the same run
-folder, and the engine notes what it held when it started."""
+"""torch.compile's on-disk caches shared by the case processes of one run (and engines' own, declared as
+`Engine.cache_dirs`), and what a case found in them (`compile_cache_state`). A hit replays the same
+generated code: it saves compilation time, not a different code path. docs/design.md, "The harness and
+the rules of measurement"."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""Timers and the measurement loop: warm-up, then "at least N iterations AND at least S seconds".
-
-A *sample* is one timed stretch of `inner` back-to-back calls, recorded as the time per call. `inner`
-is 1 for anything longer than `min_sample_s` (a generate() call, a big matmul); a call shorter than
-that is repeated within one sample (calibrated after warm-up, as pytest-benchmark does), so a 5 µs
-kernel is not drowned in timer overhead and a result set does not hold a million samples.
-
-On a GPU samples are bracketed by CUDA events recorded back to back on the stream (no host
-synchronisation between them, so the GPU never idles); elsewhere perf_counter around each sample.
-Samples run in rounds; the host synchronises only between rounds to check the stop rule, and a round
-is sized to about a tenth of `min_seconds`, so overshoot stays small.
-"""
+"""Timers and the measurement loop: warm-up, then "at least N iterations AND at least S seconds". A sample
+is one timed stretch of `inner` back-to-back calls (more than one only for calls shorter than
+`min_sample_s`); CUDA events on a GPU, the host synchronising only between rounds of about a tenth of
+`min_seconds`. docs/design.md, "The harness and the rules of measurement"."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
 """The report's charts, the one home of every chart builder (views and html.py only call them), each
-answering one question for every GPU of a section at once:
-
-- how throughput grows with batch size (lines, one per GPU x precision, a panel per other setting);
-- how time to first token grows with the input length;
-- how close each case comes to its roofline (the case's `roofline_efficiency`, or the achieved TFLOP/s
-  or TB/s over the GPU's datasheet peak);
-- how much faster the other GPU is, case by case, with the 95% interval as whiskers;
-- where no setting varies along an axis: each case's headline value, one bar per GPU;
-- a sustained load over time (throttling), and a serving sweep's throughput against speed per user.
-
-A GPU of the section with no point on a chart is still named in its legend ("no case here"), so no
-chart silently drops a GPU. Styles come from `styles.series_style`: the same series has the same
-colour on every chart.
-"""
+answering one question for every GPU of a section at once; a GPU with no point on a chart is still
+named in its legend. What each plots: docs/design.md, "Comparing, projecting, publishing" (Charts)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""`nox -s publish`: regenerate the published pages under results/ from the committed result sets. Every
-figure is the one rule's (analysis/runs.py) over the whole tree, computed in analysis/pages.py; this
-module renders it.
-
-- results/h100-vs-h200.md: first what was measured (`firstscreen.pair_answers`: per suite, the H100's
-  side against the H200's, H100 the baseline, each GPU's runs of each case chosen by the rule: the speed
-  ratio per workload with its interval, headline metrics, runs and noise floor), then published and
-  projected evidence (`after`: the H100-vs-A100 answer), each comparison's tables, the projection check,
-  the suites measured on one machine, the inputs (the runs each side used) and last every run read,
-  used or left out with why;
-- results/report.html: the same, as an HTML page (html.py), plus the published reference sets shipped in
-  llmbench/references/data/published/ (each labelled as published); the runs read in a folded table;
-- results/h100-vs-a100.md: the GPU-pair answer (report/pair_view.py), linked after the measured answer;
-- results/spread/<gpu-slug>.md and .json: each GPU's between-run spread, over the chosen runs of each
-  case measured in two runs or more (`llmbench spread`'s tables);
-- the packaged reference data (llmbench/references/data/measured/<gpu-slug>/: the chosen runs of each
-  committed GPU, samples dropped), what `runs.reference_sets` reads outside a checkout.
-"""
+"""`nox -s publish`: regenerate the published pages under results/ (the pair pages, report.html, the spread
+pages) and the packaged reference data from the committed result sets. Every figure is computed in
+analysis/pages.py by the one rule (analysis/runs.py); this module renders it. The pages and their order:
+docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 

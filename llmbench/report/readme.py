@@ -1,17 +1,6 @@
-"""The README's "answer at a glance": a table generated from the committed result sets, never typed.
-
-Each row is a question the headline suite answers (one of its cases, picked by `filter_cases`
-filters, and one metric). For every measured GPU under the results folder, the figure is the one
-rule's (analysis/runs.py, as on every page): the median over the case's chosen runs, from any set of
-that GPU (results/<slug>/ and results/spread/<slug>/), so a case measured again replaces or joins the
-old runs without an edit here. The first GPU column is the baseline; each other GPU gets a ratio
-column oriented so that > 1 means faster. Below the table, the runs each GPU's figures came from and
-the runs left out, with why.
-
-`python -m llmbench.report.readme README.md` rewrites the block between BEGIN and END (`nox -s
-publish` runs it); tests/test_readme_figures.py fails when the committed README differs from what it
-would write.
-"""
+"""The README's "answer at a glance": a table generated from the committed result sets by the one rule
+(analysis/runs.py), never typed. `python -m llmbench.report.readme README.md` rewrites the block between
+BEGIN and END (`nox -s publish` runs it); tests/test_readme_figures.py fails when the README is stale."""
 
 from __future__ import annotations
 

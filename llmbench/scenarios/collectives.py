@@ -1,19 +1,6 @@
-"""collectives: the ceiling of the GPUs' interconnect as torch.distributed's collectives reach it
-(all-reduce, all-gather, reduce-scatter, all-to-all), one process per GPU through torchrun, as
-NVIDIA's nccl-tests measure it.
-
-Definitions are nccl-tests' (github.com/NVIDIA/nccl-tests, doc/PERFORMANCE.md, and src/*.cu's
-`GetBw`): the message size S is the size of the whole array: all-reduce the buffer each rank reduces,
-all-gather the gathered output (each rank sends S/n), reduce-scatter the input (each rank keeps S/n),
-all-to-all each rank's send buffer (S/n to each peer). algbw = S / time (GB/s, 1e9 bytes), busbw =
-algbw x 2(n-1)/n for all-reduce and x (n-1)/n for all-gather, reduce-scatter and all-to-all, which
-nccl-tests compares with the hardware's per-direction link bandwidth. Time is per iteration: each
-rank times each iteration (CUDA events, or the host clock under gloo), an iteration's time is the
-slowest rank's (nccl-tests' `-a 3`; its default averages the ranks), and the case's figures are over
-those iterations (the median for the share). Against the interconnect's spec read from the machine
-(hardware/interconnect.py: active NVLink links x the generation's per-link figure) the case records
-`share_of_interconnect`. NCCL picks its own algorithm (NCCL_ALGO is never set) and NVLink multicast
-stays off in every rank (scenarios/ranks.py). On a CPU the ranks are CPU processes over gloo."""
+"""collectives: the ceiling of the GPUs' interconnect as torch.distributed's collectives reach it, one
+process per GPU through torchrun, with nccl-tests' definitions (algbw, busbw, the slowest rank's time).
+Metrics and definitions: docs/scenarios.md, "Collectives"."""
 
 from __future__ import annotations
 

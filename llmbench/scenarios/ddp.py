@@ -1,12 +1,7 @@
-"""ddp: data-parallel training over several GPUs of one host, one process per GPU: DDP or FSDP2
-(fully_shard). A rank scenario: it declares its rank entry (ddp_rank.train_rank) and its launches, and
-the harness's torchrun launcher starts them and hands back their outputs
-(harness/launchers/torchrun.py). Each case also trains the same model, per-GPU batch and precision bare (no
-wrapper, one process, no torch.distributed) and wrapped on one GPU, so it reports the scaling efficiency
-against the true baseline, (samples/s on N) / (N x bare samples/s on one GPU), and the wrapper's own
-cost on one GPU. The case stays one case: rank 0's step times are its metrics, every rank's times and
-code path are in the info. A case asking for more GPUs than are visible is skipped. On a CPU the ranks
-are CPU processes over gloo (the launcher path, tested with two)."""
+"""ddp: data-parallel training over several GPUs of one host, one process per GPU (DDP or FSDP2), as a rank
+scenario the torchrun launcher runs (rank entry `ddp_rank.train_rank`). Each case also trains bare and
+wrapped on one GPU, so its scaling efficiency is against the true baseline; rank 0's step times are its
+metrics. Metrics and definitions: docs/scenarios.md (`ddp`)."""
 
 from __future__ import annotations
 

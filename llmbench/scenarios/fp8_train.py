@@ -1,13 +1,6 @@
-"""fp8_train: full fine-tuning of a Llama-shaped model in fp8 against bf16, in the same case.
-
-Each case trains the model (the first `layers` decoder layers of the preset, or all of them) for a
-fixed number of steps in bf16 (the baseline) and again, from the same seed and on the same data, with
-an fp8 recipe: torchao's convert_to_float8_training (tensorwise or rowwise scaling) or Transformer
-Engine's te.Linear under DelayedScaling or Float8CurrentScaling. It records the fp8 run's step_ms,
-train_tokens_per_s and peak memory, speedup_vs_bf16 (median step time of bf16 / fp8) and
-loss_diff_vs_bf16 (mean loss of the last steps, fp8 against bf16); both loss curves go to the info.
-recipe="bf16" runs the baseline alone (what runs on a CPU). Imports no torch at import time.
-"""
+"""fp8_train: full fine-tuning of a Llama-shaped model in fp8 (torchao or Transformer Engine recipes) against
+bf16 from the same seed and data, in the same case; recipe="bf16" runs the baseline alone (what runs on a
+CPU). Imports no torch at import time. Metrics: docs/scenarios.md (`fp8_train`)."""
 
 from __future__ import annotations
 
@@ -23,8 +16,6 @@ from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
-
-RECIPES = ("bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current")
 
 
 class FP8TrainParams(ScenarioParams):

@@ -1,16 +1,6 @@
-"""host_bound: where small-batch training stops being bound by the host. A small MLP is trained from a
-real torch DataLoader (num_workers as an axis) over an in-memory synthetic dataset, at batch sizes
-from 1 to ~10^4: at small batches the step time is Python, data loading and kernel launches (a fast
-CPU beats a fast GPU), at large ones the GPU's math. `bottleneck_batch` names the crossover.
-
-Metrics: `step_ms` and `train_samples_per_s` from the timed steps (CUDA events on a GPU);
-`cpu_ms_per_step` (the main process's process_time). On a GPU, `gpu_busy_fraction` is the share of
-wall time in which a kernel (or copy) ran: after the timed steps, PROFILE_WINDOWS windows of like
-steps are run under torch.profiler, and each window gives the union of its kernels' intervals over
-its synchronised wall time (`kernel_profile.busy_fraction`); `gpu_kernel_ms_per_step` is that union
-per step. `gpu_span_fraction` is the former figure: the CUDA-event span of each timed step over its
-wall time, which counts the GPU's waits between launches as busy. On a CPU neither GPU figure is
-recorded; `model_time_fraction` (forward/backward/update over the step's wall time) stands instead."""
+"""host_bound: where small-batch training stops being bound by the host: a small MLP trained from a real
+DataLoader over a sweep of batch sizes; `bottleneck_batch` names the crossover. Metrics (`gpu_busy_fraction`
+from torch.profiler's kernel intervals, `gpu_span_fraction` from CUDA events): docs/scenarios.md."""
 
 from __future__ import annotations
 

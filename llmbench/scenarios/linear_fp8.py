@@ -33,7 +33,6 @@ Impl = Literal[
     "torchao-tensorwise", "torchao-rowwise", "scaled-mm", "scaled-mm-percall-weight",
 ]
 Proj = Literal["q", "k", "v", "o", "qkv", "gate", "up", "gate_up", "down", "mlp"]
-TOKENS = (16, 128, 1024, 4096, 16384)
 REF_ROWS = 256  # rows of the output checked against fp32 (rows are independent: a sample is enough)
 LAUNCH_PROBE_CALLS = 200
 

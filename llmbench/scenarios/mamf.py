@@ -1,18 +1,6 @@
-"""mamf: Maximum Achievable Matmul FLOPS per precision, found by a shape search.
-
-The datasheet peak is never reached; the best a real matmul reaches depends on the shape (tile
-quantisation, wave quantisation). Following the MAMF idea of Stas Bekman's "Machine Learning
-Engineering" (mamf-finder), this sweeps M, N, K over ranges in steps, times each shape, and reports
-the best TFLOP/s and its shape; every point stays in `info` so the search can be plotted. The default
-ranges (7 x 7 x 4 = 196 shapes) stay well under a minute per precision on an H100/H200 (estimated
-10-20 s: about 40 ms per shape, allocation and warm-up included).
-
-A search point is timed for ~20 ms: a burst, which a cool GPU at its boost clock runs faster than it
-can sustain (docs/measurements.md, "Matmul ceilings": burst against sustained on the H200). So the
-headline `tflops` is the best SUSTAINED rate: the search's best few shapes are each run back to back
-for at least SUSTAIN_S and the rate is taken over that whole window; the search's best burst is kept
-as `burst_tflops`, labelled as such.
-"""
+"""mamf: Maximum Achievable Matmul FLOPS per precision, found by a shape search (Stas Bekman's mamf-finder
+idea); every point stays in `info`. The headline `tflops` is the best sustained rate, the search's best
+burst kept as `burst_tflops`: docs/design.md, "Metrics"."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""trainer: the transformers Trainer as its users run it (trainer-benchmark.py's variations): fp32,
-fp16 or bf16 mixed precision (--fp16 / --bf16), TF32 on or off, on a synthetic dataset of exact
-sequence length (the learnable progression task, so the loss falls).
-
-Per-step times come from a TrainerCallback that records a CUDA event (perf_counter on a CPU) at
-on_step_begin and on_step_end; the first `warmup_iters` steps are excluded and counted in
-info["warmup_steps"]; `min_iters` steps are timed. The Trainer's own train_samples_per_second (over
-every step, warm-up included) is kept beside as trainer_reported_samples_per_s, the figure users
-compare with. Each step's loss is kept on the device and read after train(). Decoder-only and
-encoder-decoder (T5) architectures; any preset or a pretrained id's config (random weights).
-"""
+"""trainer: the transformers Trainer as its users run it (trainer-benchmark.py's variations: fp32, fp16 or
+bf16 mixed precision, TF32), per-step times from a callback's CUDA events, the Trainer's own figure kept
+beside. docs/scenarios.md (`trainer`)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""Figures from request records, as vLLM's benchmark and NVIDIA AIPerf define them.
-
-- TTFT: from the request's send (not its scheduled time: client queueing is `client_queue_ms`)
-  to the first chunk that carried output text.
-- ITL: each gap between consecutive token chunks after the first (TTFT is not an ITL). When the
-  server puts k tokens in one chunk, a gap spans k tokens: the case says how many tokens a chunk
-  carried on average.
-- TPOT: (E2E - TTFT) / (output tokens - 1) per request, tokens from the server's usage.
-- Throughputs over the benchmark's duration, from the first send to the last completion.
-- Goodput: requests per second that met every SLO (`ttft:500 tpot:50`, in ms).
-Failed requests are counted and kept out of every latency figure.
-"""
+"""Figures from request records (TTFT, ITL, TPOT, throughputs, goodput), as vLLM's benchmark and NVIDIA
+AIPerf define them; failed requests are counted and kept out of every latency. Definitions:
+docs/scenarios.md, the serving metrics table."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""A server process a case starts, waits for, and always stops.
-
-The command line is a list of arguments with placeholders ({port}, {host}, {python}, {model},
-{model_dir}, {tokenizer_dir}) filled here. The server runs in its own process group with its
-output in a log file; readiness is a 200 from /health or /v1/models; stopping is SIGTERM to the
-server, then to its group, then SIGKILL to what is left. If the process that started it dies first, the server gets
-SIGTERM (Linux), so no server outlives its case.
-
-A server shared by the cases of a suite (`server_scope = "suite"`) is the exception: the runner gives
-its case processes a folder (SHARED_ENV); the first case starts the server detached and records it
-there, later cases with the same server key reuse it, a case with another key stops it first, and the
-runner stops whatever is recorded when the suite ends (also when it is interrupted). It is started
-without the case's marker (CASE_TOKEN_ENV), so the sweep at the end of the case that started it
-(harness/isolation.py) leaves it running.
-"""
+"""A server process a case starts, waits for, and always stops: its own process group and log file,
+readiness a 200 from /health or /v1/models, SIGTERM then SIGKILL to its group, and SIGTERM if its starter
+dies first, so no server outlives its case. A suite-scoped server (`server_scope = "suite"`) is the
+exception, kept for later cases: docs/design.md, "The harness and the rules of measurement" (shared servers)."""
 
 from __future__ import annotations
 

@@ -1,28 +1,7 @@
-"""The Ray launcher (`ray`): each case a Ray task on the node Ray picks, the case still in its own
-process there — the task's body is the local process launcher's (`isolation.run_case_process`, a share
-group's `run_group_process`), so crash and hang isolation, the case's timeout and the worker entry point
-are the same as in a local run; only where the process runs differs.
-
-A task asks for what the case's placement holds: `num_gpus = placement.gpus` on a GPU run (0 on the
-CPU) and one CPU; a host-exclusive placement asks for *the whole node's CPUs* (the fewest any node of
-its GPU type has), so no other case task fits beside it on that node (a custom resource would need
-every node started with it; CPUs work on any cluster). Ray picks the node and sets the task's
-`CUDA_VISIBLE_DEVICES`, which the case process inherits and the case records (`info.gpus`), with its
-node (`info.node`: Ray node id, hostname). A run of a GPU type is pinned to that type by Ray's
-`accelerator_type:<TYPE>` resource, so one result set holds one GPU type (launchers/ray_cluster.py).
-
-The task is a streaming generator: it yields where it runs, then each progress line and each case's
-outcome as they come, so the driver's progress bar and a share group's records behave as locally. The
-driver waits in short steps (an interrupt reaches it), and on an interrupt or `stop_all` cancels every
-task with `force=True`: the Ray worker is killed, and its case process, whose runner that worker was,
-stops itself, its group and what carries its marker (`isolation.watch_runner`). A task whose Ray worker
-or node died is its case's `failed` outcome, naming what Ray said; one that has not returned
-`START_MARGIN_S` after its case's timeout (a node cut off) is cancelled and is `timeout`.
-
-What reaches a task's environment (`runtime_env={"env_vars": ...}`, `forwarded_env`): the machine's
-NVLink-multicast-off variables (as the local case processes get them), the run's `--env` and ceilings,
-and the `LLMBENCH_*` settings of the driver's environment; never Ray's own token nor anything else of
-the driver's environment (a remote node has its own PATH and Python)."""
+"""The Ray launcher (`ray`): each case a Ray task on the node Ray picks, the case still in its own process
+there (the task's body is the local launcher's), so isolation, timeouts and the worker entry point are
+as in a local run. Resources, streaming, faults and the forwarded environment: docs/design.md, "A
+cluster: the Ray launcher"."""
 
 from __future__ import annotations
 

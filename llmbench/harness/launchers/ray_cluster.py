@@ -1,12 +1,7 @@
-"""The Ray cluster a `--launcher ray` run uses (harness/launchers/ray.py runs the cases on it): Ray
-imported lazily (the `ray` extra), the head checked before anything is written, `ray.init` to it (or a
-local cluster started for the run and stopped after it), and its nodes grouped by GPU type — one
-`RayLauncher`, and so one result set, per type.
-
-`--address` is Ray's: left out, `ray.init()` joins the cluster RAY_ADDRESS names, else starts a local
-one owning this machine's CPUs and GPUs for the run; `auto` joins the one `ray start --head` started
-here; `HOST:PORT` a head's GCS; `ray://HOST:PORT` a Ray Client server. Credentials in it (userinfo,
-a token query) are used, never shown: every message that names the address goes through `redact`."""
+"""The Ray cluster a `--launcher ray` run uses: Ray imported lazily (the `ray` extra), the head checked
+before anything is written, `ray.init` to it (or a local cluster for the run), and its nodes grouped by GPU
+type: one `RayLauncher`, and so one result set, per type. `--address` forms: docs/usage.md; every message
+naming the address goes through `redact`."""
 
 from __future__ import annotations
 

@@ -1,27 +1,7 @@
 """The torchrun launcher (`torchrun`): a case's ranks, one process per GPU of its placement, started by
-`torch.distributed.run --standalone` from inside the case process, and the file protocol between them.
-A placement over several nodes (`nodes = N`) starts one torchrun agent per node joined by the c10d
-rendezvous (`node_env`, `Torchrun.agents`); on one host they are N agents over a localhost rendezvous,
-each with its slice of the case's GPUs: the multi-node code path, not a network measurement.
-
-The harness applies it to a case whose scenario is a `RankScenario` (scenarios/base.py): the case
-process (harness/worker.py) calls `run_rank_case`, which runs each of the scenario's `rank_runs`
-through `Torchrun.run` and hands their outputs to the scenario's `collect`. The case notes
-`info.launcher = "torchrun"` and, in its code path, the rendezvous and each launch's rank count.
-
-The protocol: the spec `{"entry": "MODULE:FUNCTION", "nproc": N, "spec": {...}}`; the launcher writes
-the rank spec to SPEC (JSON) in a temporary folder and starts `python -m llmbench.harness.launchers.torchrun
-MODULE:FUNCTION SPEC OUTDIR` under torchrun; each rank calls `FUNCTION(spec)` and writes what it returns
-to OUTDIR/rank<RANK>.json (atomically), or what it raised to OUTDIR/rank<RANK>.error.json. Ranks see the
-case process's CUDA_VISIBLE_DEVICES (its slots) and pick theirs by LOCAL_RANK; NVLink multicast stays
-off in them (hardware/topology.multicast_off) unless the environment asks for it.
-
-Failure is an outcome, never an exception: a rank that raised out of memory makes it `oom`, one that
-raised otherwise or died (a non-zero exit, a signal) `failed`, each naming the rank; a launch that
-outlives its timeout is stopped (torchrun gets SIGTERM and stops its ranks, then SIGKILL) and is
-`timeout`. Every rank carries a marker of the launch (RANKS_TOKEN_ENV), and whatever still carries it
-when torchrun has ended is stopped, so no rank outlives its launch; the case's own marker and process
-group reach them too (harness/isolation.py), also when its runner dies."""
+`torch.distributed.run` from inside the case process (`run_rank_case` for a `RankScenario`), and the
+file protocol between them (spec in, `rank<RANK>.json` or `.error.json` out). Rendezvous, failure as an
+outcome and why no rank outlives its launch: docs/design.md, "The launcher layer" (torchrun)."""
 
 from __future__ import annotations
 
@@ -40,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.hardware.topology import multicast_off, multicast_settings
-from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_of_memory, stop_marked
+from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_of_memory, signal_name, stop_marked
 from llmbench.harness.launchers.base import ProgressFn
 from llmbench.results import write_atomic
 from llmbench.scenarios.base import CaseContext, RankRun, RankScenario
@@ -156,7 +136,7 @@ def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], ta
         if exit_code == -signal.SIGKILL:
             return outcome("oom", f"rank {rank} of {nproc} was killed by SIGKILL (most likely the host's "
                            "out-of-memory killer)")
-        how = f"died with {_signal_name(-exit_code)}" if exit_code < 0 else f"exited with code {exit_code}"
+        how = f"died with {signal_name(exit_code)}" if exit_code < 0 else f"exited with code {exit_code}"
         status = "oom" if says_out_of_memory(tail) else "failed"
         return outcome(status, f"rank {rank} of {nproc} {how} (torchrun exited with code {code})")
     if raised:
@@ -168,13 +148,6 @@ def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], ta
     if code == 0 and missing:
         return outcome("failed", f"rank {missing[0]} of {nproc} wrote no output (torchrun exited with code 0)")
     return outcome("failed", f"a rank of {nproc} failed (torchrun exited with code {code})")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 POLL_S = 0.1  # how often the agents are looked at (several: one that failed ends the others)
