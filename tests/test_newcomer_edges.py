@@ -91,8 +91,9 @@ def test_a_broken_plugin_is_one_line_naming_it(kind: str, tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_a_plugin_failing_in_the_case_process_is_the_cases_reason(tmp_path: Path) -> None:
-    (tmp_path / "plugin_in_case.py").write_text(  # fine in the runner (and its fingerprint process), a silent
-        "import sys\nif sys.argv[0].endswith('worker.py') and sys.argv[1:2] == ['case']:\n    sys.exit(0)\n")  # exit in each case process
+    # fine in the runner (and its fingerprint process), a silent exit in each case process
+    (tmp_path / "plugin_in_case.py").write_text(
+        "import sys\nif sys.argv[0].endswith('worker.py') and sys.argv[1:2] == ['case']:\n    sys.exit(0)\n")
     env = {PLUGINS_ENV: "plugin_in_case", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     r = cli("run", "quickstart", "--cpu", "-k", "shape=1024x1024x1024", "-k", "precision=fp32",
             "--out", str(tmp_path / "r"), env=env)
