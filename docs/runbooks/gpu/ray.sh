@@ -22,7 +22,7 @@
 # command's own, whose files come back; else /tmp/llmbench-out). Multicast stays off: the machine's NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1 reach every
 # Ray task through its runtime_env (harness/launchers/ray.py); the ddp step checks the recorded code path.
 set -u
-. "$(dirname "$0")/../../../benchmarks/gpu/_setup.sh"
+. "$(dirname "$0")/_setup.sh"
 step=${1:?usage: ray.sh local|ray|ddp-local|ddp-ray|compare}
 suite=$OUT/ray-six.toml
 cat >"$suite" <<'TOML'
