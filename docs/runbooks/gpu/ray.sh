@@ -110,3 +110,5 @@ PY
       | tee "$OUT/compare-ddp.txt" ;;
   *) echo "unknown step $step: local|ray|ddp-local|ddp-ray|compare"; exit 2 ;;
 esac
+# the device tool brings back only a few files of $OUT: each step's folder also goes as one tarball
+[ -d "$OUT/$step" ] && tar czf "$OUT/$step.tgz" -C "$OUT" --exclude='*.lock' "$step" "$step.log" 2>/dev/null || true
