@@ -94,7 +94,7 @@ PY
 import glob, json, sys
 for f in glob.glob(f"{sys.argv[1]}/*/*.json"):
     for c in json.load(open(f))["cases"]:
-        m = {k: v.get("median") for k, v in c["metrics"].items() if isinstance(v, dict)}
+        m = {k: v.get("value") for k, v in c["metrics"].items() if isinstance(v, dict)}
         lp = c["code_path"].get("launcher", {})
         print(c["id"], c["params"].get("placement"), c["status"], c["info"].get("launcher"), c["info"].get("gpus"),
               lp.get("rendezvous"), lp.get("nnodes"), lp.get("multicast"))
