@@ -56,6 +56,15 @@ class NodeInfo(InfoModel):
     hostname: str | None = None
 
 
+class ReplicasInfo(InfoModel):
+    """A case run as copies side by side (placement.replicas, harness/launchers/replicas.py)."""
+
+    count: int = 1  # the copies
+    gpus: list[str | None] | None = None  # each copy's CUDA_VISIBLE_DEVICES
+    overlap: float | None = None  # the time all timed windows were open together / their whole span
+    metrics: dict[str, list[float]] = Field(default_factory=dict)  # each copy's value of each metric
+
+
 class CaseInfo(InfoModel):
     """What the harness notes in every case (harness/runner.py)."""
 
@@ -64,13 +73,14 @@ class CaseInfo(InfoModel):
     llmbench_tree_modified: bool | None = None  # tracked files differed from that commit
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
     launcher: str | None = None  # what ran its work: "local" (its process), "torchrun" (ranks), "ray" (a Ray task's
-    # process); None: local (old sets)
+    # process), "replicas" (copies side by side); None: local (old sets)
     node: NodeInfo | None = None  # the cluster node it ran on (a cluster launcher's); None: this machine
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None
+    replicas: ReplicasInfo | None = None
     skipped_by: str | None = None  # "runner": skipped without starting its process (harness/plan.RUNNER_SKIP)
 
 

@@ -18,7 +18,9 @@ class MetricDef:
     share a family, so an average over metrics counts that measurement once; by default a metric is
     its own family. `per_batch`: the value grows with the batch (a step's time, its memory, its energy),
     so between sides measured at different batches (each GPU's own answer to a max_batch search) it is
-    shown, not ratioed; rates per token or sample stay comparable."""
+    shown, not ratioed; rates per token or sample stay comparable. `additive`: the figure of copies of a
+    case run side by side is the sum of theirs (a throughput, an energy), as placement.replicas combines them;
+    a latency (ms) pools their samples, anything else keeps the worst copy's (harness/launchers/replicas.py)."""
 
     name: str
     unit: str
@@ -26,6 +28,7 @@ class MetricDef:
     description: str
     family: str | None = None
     per_batch: bool = False
+    additive: bool = False
 
     @property
     def family_name(self) -> str:
@@ -48,9 +51,11 @@ _DEFS = [
               "inter-token latency: each gap between consecutive output tokens", family=DECODE_RATE),
     MetricDef("e2e_ms", "ms", "lower", "end-to-end latency of one request (or one batch)", family=E2E_RATE),
     MetricDef("prefill_tokens_per_s", "tok/s", "higher",
-              "input tokens processed per second of TTFT", family=PREFILL_RATE),
-    MetricDef("decode_tokens_per_s", "tok/s", "higher", "output tokens after the first per second", family=DECODE_RATE),
-    MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E", family=E2E_RATE),
+              "input tokens processed per second of TTFT", family=PREFILL_RATE, additive=True),
+    MetricDef("decode_tokens_per_s", "tok/s", "higher", "output tokens after the first per second", family=DECODE_RATE,
+              additive=True),
+    MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E", family=E2E_RATE,
+              additive=True),
     MetricDef("roofline_efficiency", "ratio", "higher", "roofline bound time / measured time"),
     MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case", per_batch=True),
     MetricDef("energy_j_per_token", "J/tok", "lower", "NVML energy over the timed window per output token"),
@@ -58,8 +63,9 @@ _DEFS = [
     MetricDef("kl_divergence", "nats", "lower", "KL(ref || this) of next-token distributions"),
     MetricDef("top1_agreement", "ratio", "higher", "share of positions whose argmax matches the reference"),
     MetricDef("compile_s", "s", "lower", "compilation and warm-up cost, kept out of the timed window"),
-    MetricDef("request_throughput_per_s", "req/s", "higher", "completed requests per second"),
-    MetricDef("goodput_per_s", "req/s", "higher", "requests per second that met every latency objective"),
+    MetricDef("request_throughput_per_s", "req/s", "higher", "completed requests per second", additive=True),
+    MetricDef("goodput_per_s", "req/s", "higher", "requests per second that met every latency objective",
+              additive=True),
     MetricDef("client_queue_ms", "ms", "lower", "time a request waited in the client before it was sent"),
     MetricDef("achieved_request_rate_per_s", "req/s", "neither",
               "requests sent per second, first to last send (beside the rate asked)"),
@@ -70,15 +76,18 @@ _DEFS = [
     # training
     MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)", family=TRAIN_STEP_RATE,
               per_batch=True),
-    MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second", family=TRAIN_STEP_RATE),
-    MetricDef("train_tokens_per_s", "tok/s", "higher", "training tokens per second", family=TRAIN_STEP_RATE),
+    MetricDef("train_samples_per_s", "samples/s", "higher", "training samples per second", family=TRAIN_STEP_RATE,
+              additive=True),
+    MetricDef("train_tokens_per_s", "tok/s", "higher", "training tokens per second", family=TRAIN_STEP_RATE,
+              additive=True),
     MetricDef("mfu", "ratio", "higher", "model FLOPs utilisation against the GPU's dense peak"),
     MetricDef("max_batch_size", "samples", "higher",
               "the largest batch that fits, as a max_batch case's search found it (from its info.max_batch)"),
     MetricDef("train_loss", "loss", "neither", "training loss at the end of the timed window"),
     MetricDef("energy_j_per_sample", "J/sample", "lower", "NVML energy per sample (trained or inferred)"),
     MetricDef("samples_per_j", "samples/J", "higher", "samples per joule of NVML energy: 1 / energy_j_per_sample"),
-    MetricDef("infer_samples_per_s", "samples/s", "higher", "inference samples (e.g. images) per second"),
+    MetricDef("infer_samples_per_s", "samples/s", "higher", "inference samples (e.g. images) per second",
+              additive=True),
     MetricDef("cpu_ms_per_step", "ms", "lower",
               "CPU time of the main process per training step (process_time; DataLoader workers not counted)"),
     MetricDef("gpu_busy_fraction", "ratio", "higher",
@@ -134,7 +143,7 @@ _DEFS = [
     MetricDef("share_of_interconnect", "ratio", "higher",
               "median bus bandwidth / the interconnect's per-direction spec (active NVLink links x per-link figure)"),
     # monitors
-    MetricDef("energy_j", "J", "lower", "NVML energy over the timed window", per_batch=True),
+    MetricDef("energy_j", "J", "lower", "NVML energy over the timed window", per_batch=True, additive=True),
     MetricDef("avg_power_w", "W", "neither", "average board power over the timed window"),
     MetricDef("sm_clock_mhz", "MHz", "neither", "SM clock sampled during the timed window"),
     MetricDef("gpu_util_pct", "%", "neither", "GPU utilisation sampled during the timed window"),

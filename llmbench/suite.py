@@ -311,17 +311,24 @@ def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, 
         options = None
         if slot is not None and table is not None:
             model = engine_class(str(table.get("name")), slot.interface).options_model(slot.interface)
-            tp, gpus = table.get("tensor_parallel"), place.get("gpus")
+            tp, copies = table.get("tensor_parallel"), int(place.get("replicas") or 1)
+            each = place["gpus"] // copies if isinstance(place.get("gpus"), int) and copies > 0 else None
             if "tensor_parallel" in model.model_fields:
-                if tp is not None and gpus is not None and tp != gpus:
-                    raise ValueError(f"engine tensor_parallel = {tp} but placement gpus = {gpus}: a tensor-parallel "
-                                     "engine runs on the GPUs the case is placed on; give one, or the same number")
-                table = {**table, "tensor_parallel": tp or gpus} if tp or gpus else table
-                place = {**place, "gpus": tp or gpus} if tp or gpus else place
+                if tp is not None and each is not None and tp != each:
+                    per = f" / replicas = {copies}" if copies > 1 else ""
+                    raise ValueError(f"engine tensor_parallel = {tp} but placement gpus = {place['gpus']}{per}: a "
+                                     "tensor-parallel engine runs on the GPUs the case (each replica) is placed on; "
+                                     "give one, or the same number")
+                size = tp or each
+                if size:
+                    table, place = {**table, "tensor_parallel": size}, {**place, "gpus": int(size) * copies}
             options = engine_options(table, slot.interface)
     except ValueError as e:
         raise SuiteError(fname, f"{where}: {e}", key="engine") from None
     placement = _validate(Placement, {**scen.default_placement.model_dump(), **place}, fname, where)
+    if placement.replicas > 1 and not scen.replicable:
+        raise SuiteError(fname, f"{where}: scenario {scen.name!r} does not run as replicas (placement replicas = "
+                         f"{placement.replicas}); those that do: {', '.join(replicable_scenarios())}", key="placement")
     engine = build_engine(options, slot.interface) if slot is not None and options is not None else None
     return CaseSpec(
         scenario=str(scen.name),
@@ -331,6 +338,11 @@ def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, 
         engine=options,
         placement=placement,
     )
+
+
+def replicable_scenarios() -> list[str]:
+    """The scenarios whose cases may run as replicas (Scenario.replicable)."""
+    return [name for name, cls in SCENARIOS if cls.replicable]
 
 
 def case_from(scenario: str, values: dict[str, Any], settings: dict[str, Any] | None = None) -> CaseSpec:

@@ -201,6 +201,8 @@ def _share_key(case: CaseSpec, device: DeviceInfo) -> str | None:
     search = scenario.max_batch_search
     if search is not None and search.wanted(case.params_dict):
         return None
+    if case.placement.replicas > 1:  # each copy loads its own session, in a process of its own
+        return None
     try:
         return scenario.share_key(case.params, device)
     except BROKEN_PARAMS:  # no key from these params: the case runs alone, and its process fails with the reason

@@ -27,6 +27,7 @@ from llmbench.hardware.power import startup_restore
 from llmbench.harness.isolation import ChildOutcome, sweep_stale_tmp
 from llmbench.harness.launch import GpuSlots, SlotGrant
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
+from llmbench.harness.launchers import replicas
 from llmbench.harness.launchers.base import CaseLauncher, ProgressFn
 from llmbench.harness.launchers.process import IsolatedProcess
 from llmbench.harness.launchers.torchrun import Torchrun
@@ -306,14 +307,17 @@ class _Run:
 
     def launcher_of(self, case: CaseSpec, result: CaseResult) -> str | None:
         """The launcher a case ran its work through: a rank scenario's ranks went through torchrun (also
-        where its process was killed before it said so), any other case through the run's (`local`); a
-        case a cluster launcher placed is that launcher's (`ray`) whatever it ran inside; None for a case
-        the runner skipped without starting it."""
+        where its process was killed before it said so), a case of several replicas through `replicas`, any
+        other case through the run's (`local`); a case a cluster launcher placed is that launcher's (`ray`)
+        whatever it ran inside; None for a case the runner skipped without starting it."""
         if CaseInfo.of(result.info).skipped_by:
             return None
         outer = self.opts.launcher.name
-        ranks = isinstance(case.scenario_obj(), RankScenario)
-        return Torchrun.name if outer == IsolatedProcess.name and ranks else outer
+        if outer != IsolatedProcess.name:
+            return outer
+        if isinstance(case.scenario_obj(), RankScenario):
+            return Torchrun.name
+        return replicas.NAME if case.placement.replicas > 1 else outer
 
     def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
                group: ShareGroupInfo | None = None) -> None:

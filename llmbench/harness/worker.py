@@ -55,7 +55,9 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
     (built here from its options) and its placement; the engine's own reason to skip (a package not
     installed) comes before the scenario's."""
     from llmbench.engines.base import build_engine, engine_options
+    from llmbench.harness.launchers.replicas import run_replica_case
     from llmbench.harness.launchers.torchrun import run_rank_case
+    from llmbench.measure.replica_sync import ReplicaSync
     from llmbench.measure.timing import StopRule
     from llmbench.placement import Placement
     from llmbench.registry import PluginError
@@ -77,15 +79,18 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
     if reason:
         return {**out, "status": "skipped", "reason": reason}
     ctx = CaseContext(device, rule, engine=engine,  # the engine the case names
-                      shared=shared, case_id=str(spec.get("id", "")))  # shared: a share group's sessions
+                      shared=shared, case_id=str(spec.get("id", "")),  # shared: a share group's sessions
+                      replica=ReplicaSync.from_spec(spec.get("replica")))  # one copy of a case of several
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case
-    ranks_failed = None  # a rank scenario's launch that failed: the case's status and reason
+    ranks_failed = None  # a rank launch or a replica that failed: the case's status and reason
     try:
         with case_power_limit(settings.power_limit_w):  # restored on any end
             if isinstance(scenario, RankScenario):  # its ranks through the torchrun launcher
                 ranks_failed = run_rank_case(scenario, params, ctx, rule.timeout_s)
+            elif scenario.placement.replicas > 1:  # its copies side by side, each a case process
+                ranks_failed = run_replica_case(scenario, spec, ctx, rule.timeout_s)
             else:
                 scenario.run(params, ctx)
     except (Skip, PowerLimitError) as e:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import AddedLater
 from llmbench.measure import progress
 from llmbench.measure.monitors import open_sampler
+from llmbench.measure.replica_sync import ReplicaSync
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
 from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
@@ -85,8 +87,10 @@ class CaseContext:
     Timing code lives here once, not in each scenario."""
 
     def __init__(self, device: DeviceInfo, rule: StopRule, emit_progress: bool = True,
-                 engine: Engine | None = None, shared: SharedSessions | None = None, case_id: str = "") -> None:
+                 engine: Engine | None = None, shared: SharedSessions | None = None, case_id: str = "",
+                 replica: ReplicaSync | None = None) -> None:
         self.device = device
+        self.replica = replica  # a replica of a case: its timed window starts with the others' (ReplicaSync)
         self.shared = shared  # a share group's sessions (None: the case runs alone, loads and closes its own)
         self.case_id = case_id
         self._engine = engine
@@ -117,17 +121,27 @@ class CaseContext:
         self.timer.sync()
 
     def measure(self, fn: Callable[[], Any], rule: StopRule | None = None, monitor: bool = True) -> Measurement:
-        """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window."""
+        """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window. A replica
+        waits for the others first, and notes its window's wall-clock start and end."""
         sampler = open_sampler(self.device.kind) if monitor else None
-        m = measure(
-            fn,
-            rule or self.rule,
-            self.timer,
-            progress=self.progress,
-            on_window_start=sampler.start if sampler else None,
-            on_window_end=sampler.stop if sampler else None,
-        )
+        window: list[float] = []
+
+        def start() -> None:
+            window.append(time.time())
+            if sampler:
+                sampler.start()
+
+        def end() -> dict[str, Any]:
+            window.append(time.time())
+            return sampler.stop() if sampler else {}
+
+        if self.replica is not None:
+            self.replica.wait_for_all(self.progress)
+        m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
+                    on_window_end=end)
         self.info["calls_per_sample"] = m.inner
+        if self.replica is not None:
+            self.info["window_unix"] = window
         return m
 
     def reset_peak_memory(self) -> None:
@@ -281,6 +295,9 @@ class Scenario(ABC):
     # the param that held a case's GPU count before placement was a field of its own (ddp `gpus`, serving
     # `n_gpus`): the record (and so the id) keeps it under that name
     gpus_param: ClassVar[str | None] = None
+    # its cases may run as `placement.replicas` copies at once, one per GPU slice, their metrics combined
+    # (harness/launchers/replicas.py): a scenario whose case is one self-contained process
+    replicable: ClassVar[bool] = False
 
     def __init__(self, engine: Engine | None = None, placement: Placement | None = None) -> None:
         self.engine = engine  # the case's engine (built from its [engine] table), None for a scenario of none
@@ -300,6 +317,8 @@ class Scenario(ABC):
             out["placement"] = {"gpus": placement.gpus}
         if placement.nodes > 1:  # ranks over several nodes: another measurement than on one
             out["placement"] = {**out.get("placement", {}), "nodes": placement.nodes}
+        if placement.replicas > 1:  # copies of the case side by side: another measurement than one copy
+            out["placement"] = {**out.get("placement", {}), "gpus": placement.gpus, "replicas": placement.replicas}
         return out | (engine.record() if engine is not None else {})
 
     @classmethod

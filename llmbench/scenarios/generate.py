@@ -183,6 +183,7 @@ class GenerateScenario(Scenario):
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
     engine_slot = EngineSlot(InferenceEngine, default="hf")
     Info = StepInfo
+    replicable = True  # one engine per GPU side by side, against one over them all (placement.replicas)
 
     @property
     def inference(self) -> InferenceEngine:

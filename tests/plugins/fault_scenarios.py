@@ -294,3 +294,30 @@ class FaultRanks(RankScenario):
         ctx.record("time_ms", [r["step_s"][0] * 1e3 for r in ranks])
         ctx.info["sums"] = [r["sum"] for r in ranks]
         ctx.info["rank_env"] = [r["env"] for r in ranks]
+
+
+class ReplicaFaultParams(ScenarioParams):
+    fail_replica: int = -1  # the replica (0-based) that raises before its timed window; -1: none
+    seconds: float = 0.001  # one timed call
+
+
+@SCENARIOS.register("fault_replicas")
+class FaultReplicas(Scenario):
+    """test-only: a replicable case whose copies time a sleep, one of them failing on demand."""
+
+    Params = ReplicaFaultParams
+    description = "test-only: copies side by side (placement.replicas), one of which raises before it times"
+    headline = ("time_ms",)
+    replicable = True
+
+    def estimate_s(self, params: Any, rule: Any) -> float:
+        return 5.0
+
+    def run(self, params: Any, ctx: CaseContext) -> None:
+        _note_pid(".replica", os.getpid())
+        if ctx.replica is not None and ctx.replica.index == params.fail_replica:
+            raise RuntimeError("planted failure of this replica")
+        m = ctx.measure(lambda: time.sleep(params.seconds))
+        ctx.record("time_ms", [s * 1e3 for s in m.samples_s])
+        ctx.record("request_throughput_per_s", [1.0 / s for s in m.samples_s])
+        ctx.record_value("compile_s", 0.5 + (ctx.replica.index if ctx.replica else 0))
