@@ -60,6 +60,16 @@ def test_slots_are_taken_in_gpus_order_and_given_back() -> None:
     assert none.whole().visible is None and none.whole().slots == () and none.too_many(1) is not None
 
 
+def test_a_serial_run_gives_each_case_the_first_gpus_its_placement_asks_for() -> None:
+    slots = GpuSlots("2,3", {"X": "1"})
+    run = slots.whole()
+    one = slots.first(1, run)
+    assert one.visible == "2" and one.env["CUDA_VISIBLE_DEVICES"] == "2" and one.env["X"] == "1"
+    assert slots.first(2, run) is run and slots.first(4, run) is run  # all of them: the run's own grant
+    cpu = GpuSlots(None)
+    assert cpu.first(1, cpu.whole()).visible is None  # no GPU known: nothing to narrow
+
+
 def test_only_a_rank_scenario_declares_a_rank_entry() -> None:
     ddp = SCENARIOS.get("ddp")()
     assert isinstance(ddp, RankScenario) and ddp.rank_entry == RankEntry("llmbench.scenarios.ddp_rank", "train_rank")

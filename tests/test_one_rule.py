@@ -13,9 +13,10 @@ UNFUSED = {"engine": "hf", "mode": "compiled", "fused_projection_groups": 0}
 
 
 def _run(tflops: float, when: str, path: dict[str, Any] | None, env: dict[str, Any] = H100_ENV,
-         status: str = "ok", **info: Any) -> tuple[str, ResultSet]:
+         status: str = "ok", placement: dict[str, Any] | None = None, **info: Any) -> tuple[str, ResultSet]:
     c = gemm_case("bf16", tflops, samples=False)
-    c = c.model_copy(update={"code_path": path, "started_at": when, "status": status,
+    params = {**c.params, **({"placement": placement} if placement else {})}
+    c = c.model_copy(update={"code_path": path, "started_at": when, "status": status, "params": params,
                              "reason": None if status == "ok" else "boom", "info": {**c.info, **info}})
     rs = result_set(env, [c], suite="headline", created_at=when)
     return f"set-{when}.json", rs
@@ -51,12 +52,18 @@ def test_runs_without_a_path_pool_only_with_each_other_and_say_so() -> None:
 def test_runs_on_two_gpus_or_beside_other_cases_are_never_pooled_with_one_alone() -> None:
     cr = _chosen(_run(700.0, "2026-11-22T00:00:00Z", FUSED),
                  _run(500.0, "2026-11-23T00:00:00Z", FUSED, ran_beside_cases=True),
-                 _run(900.0, "2026-11-21T00:00:00Z", FUSED, gpus="0,1"))
+                 _run(900.0, "2026-11-21T00:00:00Z", FUSED, placement={"gpus": 2}, gpus="0,1"))
     assert [r.file for r in cr.used] == ["set-2026-11-23T00:00:00Z.json"]  # the newest run's identity
     assert cr.identity.alone is False
     whys = sorted(lo.why for lo in cr.left_out)
     assert whys == ["another measurement (1 GPU, not 1 GPU, beside other cases)",
                     "another measurement (2 GPUs, not 1 GPU, beside other cases)"]
+
+
+def test_a_one_gpu_case_that_saw_two_gpus_is_a_one_gpu_measurement() -> None:
+    """A serial run once showed every case all of --gpus: the GPUs a case used are its placement's."""
+    cr = _chosen(_run(700.0, "2026-11-22T00:00:00Z", FUSED), _run(710.0, "2026-11-23T00:00:00Z", FUSED, gpus="0,1"))
+    assert len(cr.used) == 2 and cr.identity.gpus == 1 and not cr.left_out
 
 
 def test_failed_runs_are_left_out_with_their_status_and_a_case_never_ok_has_no_figure() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
-from llmbench.harness.isolation import child_env
+from llmbench.harness.isolation import check_gpus, child_env
 from llmbench.suite import CaseSpec
 
 
@@ -68,8 +68,8 @@ class SlotGrant:
 
 class GpuSlots:
     """The --gpus entries of a run and which of them the running cases hold. A serial run places each
-    case on all of them (`whole`); a parallel one hands each case the first free slots it needs
-    (`take`, in --gpus order) and gets them back when it ends (`release`)."""
+    case on the first of them its placement asks for (`first`); a parallel one hands each case the first
+    free slots it needs (`take`, in --gpus order) and gets them back when it ends (`release`)."""
 
     def __init__(self, gpus: str | None, extra_env: dict[str, str] | None = None) -> None:
         self.gpus = gpus
@@ -81,6 +81,15 @@ class GpuSlots:
     def whole(self) -> SlotGrant:
         """Every --gpus entry (or the machine's GPUs when none is given): a serial run's cases, the fingerprint."""
         return SlotGrant(tuple(self.slots), self.gpus, child_env(self.gpus, self.extra_env))
+
+    def first(self, need: int, run: SlotGrant) -> SlotGrant:
+        """A serial run's unit: the first `need` --gpus entries (the machine's GPUs in order without
+        --gpus), so a case holds, and records, the GPUs its placement asks for; the run's own grant `run`
+        where it asks for all of them or none are known (a CPU run)."""
+        if not self.slots or need >= len(self.slots):
+            return run
+        visible = ",".join(self.slots[:need])
+        return SlotGrant(tuple(self.slots[:need]), visible, {**run.env, "CUDA_VISIBLE_DEVICES": check_gpus(visible)})
 
     def too_many(self, need: int) -> str | None:
         """Why a case needing `need` slots can never run in this run (a skip reason); None when it can."""

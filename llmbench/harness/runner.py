@@ -352,10 +352,10 @@ def batch_search(case: CaseSpec) -> BatchSearch | None:
 
 
 def _run_serial(units: list[list[CaseSpec]], run: _Run, where: SlotGrant) -> None:
-    """One unit after another, each placed on every --gpus entry (`where`): a case alone in its own
-    process, or a share group's cases one after another in one process (`_run_group`)."""
+    """One unit after another, each on the first GPUs its placement asks for (`GpuSlots.first`; the
+    run's environment `where` otherwise): a case alone in its own process, or a share group's cases one
+    after another in one process (`_run_group`)."""
     index = {c.id: i for i, c in enumerate(c for unit in units for c in unit)}
-    hand = _Direct(run, where)
     for unit in units:
         ready: list[CaseSpec] = []
         ahead = 0.0
@@ -370,7 +370,9 @@ def _run_serial(units: list[list[CaseSpec]], run: _Run, where: SlotGrant) -> Non
             ahead += run.quote(case, shared=bool(ready))
             ready.append(case)
         if ready:
-            _run_unit(ready, run, hand, where, index, hand.others(ready[0]))
+            grant = run.slots.first(max(c.placement.gpus for c in ready), where)
+            hand = _Direct(run, grant)
+            _run_unit(ready, run, hand, grant, index, hand.others(ready[0]))
 
 
 class _Hand(Protocol):
