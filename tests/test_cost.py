@@ -137,6 +137,25 @@ def test_compare_with_prices_adds_costs_and_break_even(app: typer.Typer, tmp_pat
     assert "no price for h100-sxm-80gb" in md.output and "$5.00" in md.output  # break-even needs only the baseline's
 
 
+def test_a_case_on_two_gpus_costs_both_gpus_hours(app: typer.Typer, tmp_path: Path) -> None:
+    """A tensor-parallel (or replica) case pays for every GPU it holds; the break-even stays per GPU-hour."""
+    sides = []
+    for name, env, tps in (("a", {**H200_ENV, "gpu": {**H200_ENV["gpu"], "slug": "a100-sxm-80gb"}}, 1000.0),
+                           ("b", H100_ENV, 2500.0)):
+        p = tmp_path / f"{name}.json"
+        save(result_set(env, [case("generate", {"model": "tiny-llama", "batch_size": 8, "placement": {"gpus": 2}},
+                                   {"output_tokens_per_s": metric("output_tokens_per_s", tps, seed=3)})]), p)
+        sides.append(str(p))
+    out = tmp_path / "c.json"
+    res = runner.invoke(app, ["compare", *sides, "--price", "a100-sxm-80gb=2", "--price", "h100-sxm-80gb=4",
+                              "-f", "json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(out.read_text())["cost"]["rows"]
+    assert row["gpus"] == [2, 2]
+    assert row["costs_usd"] == pytest.approx([2 * 2e6 / 3.6e6, 2 * 4e6 / 9e6], rel=0.02)
+    assert row["break_even_usd_per_hour"][1]["value"] == pytest.approx(5.0, rel=0.02)
+
+
 def test_a_pooled_side_is_priced_at_its_pooled_rate(app: typer.Typer, tmp_path: Path) -> None:
     """Two runs of the H100 side (2000 and 3000 output tok/s) pooled by --pool: the cost and the
     break-even use the pooled rate (the median of the runs' medians, 2500), not the first run's, and

@@ -1,14 +1,19 @@
 """The cost table of a comparison: each set's cost per unit of work at the prices given, and the
-break-even price of each set against the baseline (with the interval of its speed ratio)."""
+break-even price of each set against the baseline (with the interval of its speed ratio). A case on
+several GPUs (tensor parallel, replicas, ranks) costs its GPUs' hours: price x the GPUs its placement
+asks for; a break-even price is per GPU-hour."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.analysis.compare import Comparison, metric_rows
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
+from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.prices import Price
+from llmbench.analysis.runs import placed_gpus
 
 
 @dataclass
@@ -18,6 +23,7 @@ class CostRow:
     unit: str
     costs: list[float | None]  # per set; None: no price for that set's GPU
     break_even: list[tuple[float, tuple[float, float] | None] | None] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)  # per set: the GPUs the case held (what its cost pays for)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -25,6 +31,7 @@ class CostRow:
             "case": self.case,
             "unit": self.unit,
             "costs_usd": self.costs,
+            "gpus": self.gpus,
             "break_even_usd_per_hour": [
                 None if b is None else {"value": b[0], "ci95": list(b[1]) if b[1] else None} for b in self.break_even
             ],
@@ -51,20 +58,29 @@ def cost_rows(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEF
             rates = [v for v in mrow.values if v is not None and v > 0]
             if len(rates) < len(sets):
                 continue
+            gpus = [_gpus(s, mrow.case_id) for s in sets]
             costs: list[float | None] = []
-            for s, rate in zip(sets, rates, strict=True):
+            for s, rate, n in zip(sets, rates, gpus, strict=True):
                 p = prices.get(s.rs.gpu_slug)
-                costs.append(cost_per(p.usd_per_hour, rate, unit.amount) if p else None)
+                costs.append(cost_per(p.usd_per_hour * n, rate, unit.amount) if p else None)
             even: list[tuple[float, tuple[float, float] | None] | None] = []
             for i, rate in enumerate(rates):
                 if i == b or base_price is None:
                     even.append(None)
                     continue
                 r = mrow.ratios[i]
-                ci = (base_price.usd_per_hour * r.ci[0], base_price.usd_per_hour * r.ci[1]) if r and r.ci else None
-                even.append((break_even_price(base_price.usd_per_hour, rates[b], rate), ci))
-            rows.append(CostRow(mrow.scenario, mrow.case, unit.label, costs, even))
+                per_gpu = gpus[b] / gpus[i]  # the baseline's hours are its GPUs', this side's are its own
+                ci = (base_price.usd_per_hour * r.ci[0] * per_gpu, base_price.usd_per_hour * r.ci[1] * per_gpu) \
+                    if r and r.ci else None
+                even.append((break_even_price(base_price.usd_per_hour, rates[b], rate) * per_gpu, ci))
+            rows.append(CostRow(mrow.scenario, mrow.case, unit.label, costs, even, gpus))
     return rows
+
+
+def _gpus(s: SetRef, case_id: str) -> int:
+    """The GPUs a case of a set held: its placement's (one where this llmbench cannot read it)."""
+    case = s.case(case_id)
+    return (placed_gpus(case.scenario, json.dumps(case.params, sort_keys=True)) or 1) if case else 1
 
 
 def cost_data(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEFAULT_RUN_TOKENS) -> dict[str, Any]:
