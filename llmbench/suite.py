@@ -311,11 +311,12 @@ def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, 
         options = None
         if slot is not None and table is not None:
             model = engine_class(str(table.get("name")), slot.interface).options_model(slot.interface)
-            tp, copies = table.get("tensor_parallel"), int(place.get("replicas") or 1)
+            dp = int(table.get("data_parallel") or 1) if "data_parallel" in model.model_fields else 1
+            tp, copies = table.get("tensor_parallel"), int(place.get("replicas") or 1) * dp
             each = place["gpus"] // copies if isinstance(place.get("gpus"), int) and copies > 0 else None
             if "tensor_parallel" in model.model_fields:
                 if tp is not None and each is not None and tp != each:
-                    per = f" / replicas = {copies}" if copies > 1 else ""
+                    per = f" / {copies} copies (replicas x data_parallel)" if copies > 1 else ""
                     raise ValueError(f"engine tensor_parallel = {tp} but placement gpus = {place['gpus']}{per}: a "
                                      "tensor-parallel engine runs on the GPUs the case (each replica) is placed on; "
                                      "give one, or the same number")

@@ -70,6 +70,22 @@ def test_vllm_options_reach_the_command() -> None:
     assert hub[hub.index("--model") + 1] == "org/model" and hub[hub.index("--load-format") + 1] == "auto"
 
 
+def test_data_parallel_puts_engine_copies_behind_one_endpoint_on_the_cases_gpus() -> None:
+    """DP2 against TP2 at the same two GPUs: the placement's GPUs are tensor_parallel x data_parallel."""
+    dp = case_from("serving", {**BASE, "engine": {"name": "vllm", "data_parallel": 2}, "placement": {"gpus": 2}})
+    tp = case_from("serving", {**BASE, "engine": {"name": "vllm"}, "placement": {"gpus": 2}})
+    assert dp.engine.tensor_parallel == 1 and dp.engine.data_parallel == 2  # type: ignore[union-attr]
+    assert tp.engine.tensor_parallel == 2 and dp.placement.gpus == tp.placement.gpus == 2  # type: ignore[union-attr]
+    assert dp.id != tp.id
+    cmd = " ".join(server_command(dp.engine, SITE))  # type: ignore[arg-type]
+    assert "--data-parallel-size 2" in cmd and "--tensor-parallel-size" not in cmd
+    assert "--compilation-config" not in cmd  # no all-reduce between the copies: nothing multicast could fuse
+    assert case_from("serving", {**BASE, "engine": {"name": "vllm", "data_parallel": 2, "tensor_parallel": 2}}
+                     ).placement.gpus == 4
+    assert "2 copies" in error(engine={"name": "vllm", "data_parallel": 2, "tensor_parallel": 2},
+                               placement={"gpus": 2})
+
+
 def error(**values: Any) -> str:
     with pytest.raises(SuiteError) as e:
         case_from("serving", {**BASE, **values})

@@ -114,6 +114,7 @@ def test_answer_blocks_given_come_first_in_their_order() -> None:
     assert "<h2>What was measured</h2>" in render_html([section("one", refs(h100_set()))])
 
 
+@pytest.mark.xdist_group("long_page")  # one worker builds the long page once for both tests
 def test_every_id_is_unique_and_every_reference_resolves() -> None:
     """Charts reuse SVG ids (hatch patterns, markers); a browser takes the first of an id on the page,
     and one inside a folded <details> draws nothing: a published bar in an open section went blank."""
@@ -124,6 +125,7 @@ def test_every_id_is_unique_and_every_reference_resolves() -> None:
     assert refs_ and refs_ <= set(ids)
 
 
+@pytest.mark.xdist_group("long_page")
 def test_each_source_text_appears_once() -> None:
     """Two published sets of one source, with tables that each repeated it: the page names it once."""
     page = _long_page()

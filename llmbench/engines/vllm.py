@@ -146,6 +146,8 @@ class VLLMServeOptions(ServeOptions):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="None: vLLM's default")
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
     enforce_eager: bool = Field(False, description="no torch.compile or CUDA graphs")
+    data_parallel: int = Field(1, ge=1, description="engine copies behind the one endpoint (--data-parallel-size), "
+                               "each on tensor_parallel GPUs: the case's GPUs are tensor_parallel x data_parallel")
 
 
 def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
@@ -165,6 +167,8 @@ def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
         cmd += ["--quantization", "fp8"]
     if options.tensor_parallel > 1:
         cmd += ["--tensor-parallel-size", str(options.tensor_parallel)]
+    if options.data_parallel > 1:
+        cmd += ["--data-parallel-size", str(options.data_parallel)]
     if multicast_off(options.tensor_parallel):
         cmd += ["--compilation-config", json.dumps(NO_ALLREDUCE_FUSION)]
     if options.max_num_seqs is not None:
