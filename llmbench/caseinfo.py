@@ -62,6 +62,7 @@ class ReplicasInfo(InfoModel):
     count: int = 1  # the copies
     gpus: list[str | None] | None = None  # each copy's CUDA_VISIBLE_DEVICES
     overlap: float | None = None  # the time all timed windows were open together / their whole span
+    windows_unix: list[list[float]] = Field(default_factory=list)  # each copy's: ready, window start, end
     metrics: dict[str, list[float]] = Field(default_factory=dict)  # each copy's value of each metric
 
 

@@ -89,7 +89,9 @@ def test_generate_as_two_replicas_runs_both_copies_and_sums_their_throughput() -
     assert len(per) == 2 and m["decode_tokens_per_s"]["value"] == pytest.approx(
         sum(per), rel=0.5)  # a median of sums is near the sum of medians, not equal to it
     assert len(m["tpot_ms"]["samples"]) >= 2 * SETTINGS["min_iters"]  # both copies' iterations, pooled
-    assert 0.0 < info["replicas"]["overlap"] <= 1.0
+    ready, start = zip(*((w[0], w[1]) for w in info["replicas"]["windows_unix"]), strict=True)
+    assert min(start) >= max(ready)  # no copy opened its timed window before every copy was ready
+    assert 0.0 <= info["replicas"]["overlap"] <= 1.0
     assert r["code_path"]["same_on_every_replica"] is True
 
 

@@ -32,14 +32,14 @@ class ReplicaSync:
 
     def wait_for_all(self, progress: Callable[[float, str], None] | None = None) -> float:
         """Mark this replica ready and wait for the others (the case's timeout bounds the wait); the
-        seconds waited. Raises ReplicaStopped when the case process says another one ended."""
+        wall-clock time it was ready. Raises ReplicaStopped when the case process says another one ended."""
+        ready = time.time()
         (self.folder / f"ready{self.index}").touch()
-        t0 = time.monotonic()
         if progress is not None:
             progress(0.0, f"replica {self.index + 1} of {self.of}: waiting for the others")
         while True:
             if (self.folder / STOPPED).exists():
                 raise ReplicaStopped("another replica of this case ended before its timed window")
             if sum(1 for _ in self.folder.glob("ready*")) >= self.of:
-                return time.monotonic() - t0
+                return ready
             time.sleep(POLL_S)

@@ -121,12 +121,15 @@ class CaseContext:
         self.timer.sync()
 
     def measure(self, fn: Callable[[], Any], rule: StopRule | None = None, monitor: bool = True) -> Measurement:
-        """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window. A replica
-        waits for the others first, and notes its window's wall-clock start and end."""
+        """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window. A replica's
+        timed window opens when every replica is ready for its own (after warm-up), and it notes when it
+        was ready and its window's wall-clock start and end."""
         sampler = open_sampler(self.device.kind) if monitor else None
         window: list[float] = []
 
         def start() -> None:
+            if self.replica is not None:
+                window.append(self.replica.wait_for_all(self.progress))
             window.append(time.time())
             if sampler:
                 sampler.start()
@@ -135,13 +138,11 @@ class CaseContext:
             window.append(time.time())
             return sampler.stop() if sampler else {}
 
-        if self.replica is not None:
-            self.replica.wait_for_all(self.progress)
         m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
                     on_window_end=end)
         self.info["calls_per_sample"] = m.inner
         if self.replica is not None:
-            self.info["window_unix"] = window
+            self.info["window_unix"] = window  # ready, start, end
         return m
 
     def reset_peak_memory(self) -> None:

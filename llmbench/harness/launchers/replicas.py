@@ -74,9 +74,11 @@ def run_replica_case(scenario: Scenario, spec: dict[str, Any], ctx: CaseContext,
 
 
 def overlap(windows: list[list[float]]) -> float | None:
-    """The time every replica's timed window was open / the time from the first start to the last end."""
-    if not windows or any(len(w) != 2 for w in windows):
+    """The time every replica's timed window was open / the time from the first start to the last end
+    (each window: its start and end, last)."""
+    if not windows or any(len(w) < 2 for w in windows):
         return None
+    windows = [w[-2:] for w in windows]
     together = min(w[1] for w in windows) - max(w[0] for w in windows)
     span = max(w[1] for w in windows) - min(w[0] for w in windows)
     return max(together, 0.0) / span if span > 0 else 1.0
@@ -89,7 +91,8 @@ def combine(payloads: list[dict[str, Any]], ctx: CaseContext) -> None:
     ctx.info.update({k: v for k, v in first.get("info", {}).items() if k not in ("launcher", "window_unix")})
     ctx.code_path.update(first.get("code_path", {}))
     ctx.code_path["same_on_every_replica"] = all(p.get("code_path") == first.get("code_path") for p in payloads)
-    share = overlap([p.get("info", {}).get("window_unix", []) for p in payloads])
+    windows = [p.get("info", {}).get("window_unix", []) for p in payloads]
+    share = overlap(windows)
     apart = ([] if share is None or share >= MIN_OVERLAP else
              [f"the replicas' timed windows were open together for {share:.0%} of their span: part of the sum "
               "ran alone"])
@@ -116,4 +119,4 @@ def combine(payloads: list[dict[str, Any]], ctx: CaseContext) -> None:
             worst = pick(ms, key=lambda m: m.value)
             ctx.metrics[name] = worst.model_copy(update={"flags": flags})
     ctx.info["replicas"] = {"count": len(payloads), "gpus": None, "overlap": None if share is None else round(share, 4),
-                            "metrics": per}
+                            "windows_unix": windows, "metrics": per}
