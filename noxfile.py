@@ -46,6 +46,8 @@ def tests(session: nox.Session) -> None:
     # torchao's int8 weight-only path runs on a CPU: with it installed the int8 tests run for real
     # (bitsandbytes and the GPU-only torchao formats are skipped on the CPU with their reasons).
     session.install("torchao==0.18.0")
+    if os.environ.get("LLMBENCH_LINT_FIRST"):  # CI: the lint session's checks here, one virtualenv fewer
+        _lint(session)
     # pytest-xdist: a worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N sets another count; `nox -s
     # tests -- -n 0` runs in one process). "logical", not "auto": auto counts physical cores, one on a
     # two-vCPU machine whose vCPUs are one core's two threads. loadgroup: tests marked xdist_group
@@ -133,6 +135,10 @@ def wheel(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff on everything, mypy on the package."""
     _install(session, "hf", "report", "dev")
+    _lint(session)
+
+
+def _lint(session: nox.Session) -> None:
     session.run("ruff", "check", "llmbench", "tests", "benchmarks", "docs/runbooks", "noxfile.py")
     session.run("mypy", "llmbench")
 

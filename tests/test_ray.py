@@ -9,8 +9,8 @@ skip is a failure. The others (kinds, what reaches a task, the missing extra, cr
 
 from __future__ import annotations
 
-import _thread
 import os
+import signal
 import socket
 import sys
 import threading
@@ -270,7 +270,7 @@ class _InterruptAt(SessionUI):
         if case.params_dict.get("kind") == "sleep":
             def interrupt() -> None:
                 wait_for(self.pids, ".pid")
-                _thread.interrupt_main()
+                os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C: it also wakes a main thread blocked in a call
 
             threading.Thread(target=interrupt, daemon=True).start()
 
