@@ -313,7 +313,11 @@ def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, 
             model = engine_class(str(table.get("name")), slot.interface).options_model(slot.interface)
             dp = int(table.get("data_parallel") or 1) if "data_parallel" in model.model_fields else 1
             tp, copies = table.get("tensor_parallel"), int(place.get("replicas") or 1) * dp
-            each = place["gpus"] // copies if isinstance(place.get("gpus"), int) and copies > 0 else None
+            gpus = place.get("gpus")
+            if isinstance(gpus, int) and gpus % copies:
+                raise ValueError(f"placement gpus = {gpus} does not split evenly over {copies} copies "
+                                 "(replicas x the engine's data_parallel)")
+            each = gpus // copies if isinstance(gpus, int) else None
             if "tensor_parallel" in model.model_fields:
                 if tp is not None and each is not None and tp != each:
                     per = f" / {copies} copies (replicas x data_parallel)" if copies > 1 else ""

@@ -73,6 +73,8 @@ def test_placement_and_suite_rules_for_replicas() -> None:
     assert two.placement.gpus == 2 and len({one.id, tp2.id, two.id}) == 3
     assert case_from("generate", {**vllm, "engine": {"name": "vllm", "tensor_parallel": 2},
                                   "placement": {"replicas": 2}}).placement.gpus == 4
+    with pytest.raises(SuiteError, match=r"gpus = 3 does not split evenly over 2 copies"):
+        case_from("generate", {**vllm, "placement": {"gpus": 3, "replicas": 2}})
     with pytest.raises(SuiteError, match=r"tensor_parallel = 2 but placement gpus = 2 / 2 copies"):
         case_from("generate", {**vllm, "engine": {"name": "vllm", "tensor_parallel": 2},
                                "placement": {"gpus": 2, "replicas": 2}})
