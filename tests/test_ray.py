@@ -281,8 +281,14 @@ def test_an_interrupt_cancels_the_task_keeps_what_finished_and_resume_finishes(c
                                                                                pids: Path) -> None:
     path = suite(tmp_path, ["ok", "sleep", "env"], seconds=6)
     out = tmp_path / "out"
-    with pytest.raises(KeyboardInterrupt):
-        run(path, out, _InterruptAt(pids))
+    # Ctrl-C raises KeyboardInterrupt also where this test runs in a background job (which starts with
+    # SIGINT ignored, so Python installs no handler of its own)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(path, out, _InterruptAt(pids))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     (kept,) = out.rglob("overray-*.json")
     first = load(kept)
     assert [c.status for c in first.cases] == ["ok"]  # finished before the interrupt; nothing else recorded
