@@ -84,13 +84,13 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
     from llmbench.hardware.power import PowerLimitError, case_power_limit
 
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case
-    ranks_failed = None  # a rank launch or a replica that failed: the case's status and reason
+    launch_failed = None  # a rank launch or a replica that failed: the case's status and reason
     try:
         with case_power_limit(settings.power_limit_w):  # restored on any end
             if isinstance(scenario, RankScenario):  # its ranks through the torchrun launcher
-                ranks_failed = run_rank_case(scenario, params, ctx, rule.timeout_s)
+                launch_failed = run_rank_case(scenario, params, ctx, rule.timeout_s)
             elif scenario.placement.replicas > 1:  # its copies side by side, each a case process
-                ranks_failed = run_replica_case(scenario, spec, ctx, rule.timeout_s)
+                launch_failed = run_replica_case(scenario, spec, ctx, rule.timeout_s)
             else:
                 scenario.run(params, ctx)
     except (Skip, PowerLimitError) as e:
@@ -101,9 +101,9 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
         return {**out, "status": status, "reason": f"{type(e).__name__}: {first}"[:500],
                 "traceback": traceback.format_exc()[-TRACEBACK_TAIL:], "info": ctx.info,
                 "code_path": ctx.code_path, "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
-    if ranks_failed is not None:
-        return {**out, "status": ranks_failed.status, "reason": ranks_failed.reason,
-                "traceback": ranks_failed.traceback, "info": ctx.info, "code_path": ctx.code_path,
+    if launch_failed is not None:
+        return {**out, "status": launch_failed.status, "reason": launch_failed.reason,
+                "traceback": launch_failed.traceback, "info": ctx.info, "code_path": ctx.code_path,
                 "metrics": {k: v.model_dump() for k, v in ctx.metrics.items()}}
     try:  # what others read back from the info is typed: a wrong type fails here, not in a report
         scenario.Info.model_validate(ctx.info)  # strict: `of` reads a wrong type as absent

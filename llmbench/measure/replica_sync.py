@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 POLL_S = 0.05
 STOPPED = "stopped"
@@ -25,10 +26,10 @@ class ReplicaSync:
     folder: Path
 
     @classmethod
-    def from_spec(cls, spec: dict[str, object] | None) -> ReplicaSync | None:
+    def from_spec(cls, spec: dict[str, Any] | None) -> ReplicaSync | None:
         if not spec:
             return None
-        return cls(int(spec["index"]), int(spec["of"]), Path(str(spec["folder"])))  # type: ignore[call-overload]
+        return cls(int(spec["index"]), int(spec["of"]), Path(spec["folder"]))
 
     def wait_for_all(self, progress: Callable[[float, str], None] | None = None) -> float:
         """Mark this replica ready and wait for the others (the case's timeout bounds the wait); the

@@ -18,7 +18,7 @@ from typing import Any
 
 from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, run_case_process
 from llmbench.harness.launchers.torchrun import node_env
-from llmbench.measure.replica_sync import STOPPED
+from llmbench.measure.replica_sync import STOPPED, ReplicaStopped
 from llmbench.metrics import metric
 from llmbench.results import MetricResult
 from llmbench.scenarios.base import CaseContext, Scenario
@@ -65,11 +65,10 @@ def run_replica_case(scenario: Scenario, spec: dict[str, Any], ctx: CaseContext,
     ended = [o if o is not None else ChildOutcome("failed", "ended without an outcome") for o in outcomes]
     failed = [(i, o) for i, o in enumerate(ended) if o.status != "ok"]
     if failed:  # the first to fail on its own, not one told to stop because of it
-        i, first = next(((i, o) for i, o in failed if "another replica" not in (o.reason or "")), failed[0])
+        i, first = next(((i, o) for i, o in failed if ReplicaStopped.__name__ not in (o.reason or "")), failed[0])
         first.reason = f"replica {i + 1} of {n}: {first.reason}"
         return first
-    combine([o.payload for o in ended], ctx)
-    ctx.info["replicas"]["gpus"] = [e.get("CUDA_VISIBLE_DEVICES") for e in envs]
+    combine([o.payload for o in ended], ctx, [e.get("CUDA_VISIBLE_DEVICES") for e in envs])
     return None
 
 
@@ -84,9 +83,9 @@ def overlap(windows: list[list[float]]) -> float | None:
     return max(together, 0.0) / span if span > 0 else 1.0
 
 
-def combine(payloads: list[dict[str, Any]], ctx: CaseContext) -> None:
+def combine(payloads: list[dict[str, Any]], ctx: CaseContext, gpus: list[str | None] | None = None) -> None:
     """The case's metrics, info and code path from its replicas' (replica 0's info and code path, with
-    what differs noted)."""
+    what differs noted); `gpus`: each replica's CUDA_VISIBLE_DEVICES."""
     first = payloads[0]
     ctx.info.update({k: v for k, v in first.get("info", {}).items() if k not in ("launcher", "window_unix")})
     ctx.code_path.update(first.get("code_path", {}))
@@ -118,5 +117,5 @@ def combine(payloads: list[dict[str, Any]], ctx: CaseContext) -> None:
             pick = min if d.better == "higher" else max
             worst = pick(ms, key=lambda m: m.value)
             ctx.metrics[name] = worst.model_copy(update={"flags": flags})
-    ctx.info["replicas"] = {"count": len(payloads), "gpus": None, "overlap": None if share is None else round(share, 4),
+    ctx.info["replicas"] = {"count": len(payloads), "gpus": gpus, "overlap": None if share is None else round(share, 4),
                             "windows_unix": windows, "metrics": per}
