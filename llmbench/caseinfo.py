@@ -78,6 +78,7 @@ class CaseInfo(InfoModel):
     node: NodeInfo | None = None  # the cluster node it ran on (a cluster launcher's); None: this machine
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
+    cpus: str | None = None  # beside other cases, the host CPUs its processes were bound to (hardware/cpus.py)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None

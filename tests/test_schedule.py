@@ -5,6 +5,7 @@ fake GPUs on the CPU, as tests/test_parallel.py."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from llmbench.hardware.cpus import cpu_list, cpu_shares
 from llmbench.harness.isolation import ChildOutcome
 from llmbench.harness.launch import node_placement
 from llmbench.harness.launchers.process import IsolatedProcess
@@ -103,6 +105,14 @@ placement = {exclusive = false}
     assert alone.info["ran_alone"] == "planted: it loads the host" and "ran_beside_cases" not in alone.info
     assert by_tag[1].info["peers_seen"] >= 2  # the others did run side by side
     assert "ran_alone" not in by_tag[6].info and by_tag[6].info["ran_beside_cases"]  # the suite said no
+    # beside others, a case process is bound to its slot's share of the cores; alone, it keeps them all
+    host = sorted(os.sched_getaffinity(0))
+    shares = dict(zip(("0", "1"), cpu_shares(2), strict=True))
+    for tag in (1, 2, 4, 5, 6):
+        case = by_tag[tag]
+        assert case.info["affinity"] == sorted(shares[case.info["visible"]]), case.info
+        assert case.info["cpus"] == cpu_list(shares[case.info["visible"]])
+    assert alone.info["affinity"] == host and "cpus" not in alone.info
 
 
 def test_where_a_case_must_run_alone_is_its_scenarios_word_unless_its_suite_says(fault_plugin: str) -> None:
@@ -111,12 +121,14 @@ def test_where_a_case_must_run_alone_is_its_scenarios_word_unless_its_suite_says
     assert alone_reason(case_from("bandwidth", {"kind": "h2d"})) == "a h2d copy loads PCIe and host memory"
     assert alone_reason(case_from("bandwidth", {"kind": "d2d"})) is None
     assert alone_reason(case_from("host_bound", {})) is not None
+    # a compiling case shares the host (on cores of its own); an eager in-process decode is the host's speed
     compiled = case_from("generate", {"model": "tiny-llama", "engine": {"name": "hf", "mode": "compiled"}})
-    assert "compiles" in (alone_reason(compiled) or "")
-    assert alone_reason(case_from("generate", {"model": "tiny-llama", "engine": {"name": "hf"}})) is None
+    assert alone_reason(compiled) is None
+    eager = case_from("generate", {"model": "tiny-llama", "engine": {"name": "hf"}})
+    assert "eager" in (alone_reason(eager) or "")
+    assert alone_reason(case_from("generate", {"model": "tiny-llama", "engine": {"name": "vllm"}})) is None
     served = {"preset": "tiny-llama", "concurrency": 1}
-    assert alone_reason(case_from("serving", {"engine": {"name": "vllm"}, **served})) is not None
-    assert alone_reason(case_from("serving", {"engine": {"name": "vllm", "enforce_eager": True}, **served})) is None
+    assert alone_reason(case_from("serving", {"engine": {"name": "vllm"}, **served})) is None
     assert alone_reason(case_from("gemm", {"placement": {"exclusive": True}})) == SUITE_SAYS
     assert alone_reason(case_from("host_bound", {"placement": {"exclusive": False}})) is None
 
@@ -232,6 +244,42 @@ def test_a_budget_leaves_for_resume_what_would_start_too_late_on_the_timeline(tm
     line = run_schedule(suite, suite.cases, measured, CPU, 2).timeline(budget_s=4.5)
     tag = {c.id: c.params_dict["tag"] for c in suite.cases}
     assert sorted(tag[i] for i in line.left) == [5, 6, 7]  # they would start at 4 s and 5 s: no room left
+
+
+LONG_LAST = """
+name = "long-last"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "shared"
+share = ""
+matrix.tag = [0, 1, 2, 3]
+seconds = 1.0
+[[case]]
+scenario = "shared"
+share = ""
+tag = 4
+seconds = 4.0
+"""
+
+
+def test_over_several_slots_the_longest_start_first_where_that_ends_sooner(tmp_path: Path,
+                                                                            fault_plugin: str) -> None:
+    """Four 1 s cases then a 4 s one over two slots: in suite order the long one starts last (6 s in all,
+    and a 5 s budget leaves it); longest first ends at 4 s. One slot keeps the suite's order; where
+    longest first gains nothing (a budget that leaves as many cases either way, at the same end), the
+    suite's order stands."""
+    suite = load_suite(str(write(tmp_path, LONG_LAST)))
+    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
+    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    two = run_schedule(suite, suite.cases, measured, CPU, 2)
+    assert [tag[c.id] for c in two.cases] == [4, 0, 1, 2, 3] and two.timeline().makespan_s == 4.0
+    within = run_schedule(suite, suite.cases, measured, CPU, 2, budget_s=5.0)
+    assert within.timeline(5.0).left == () and tag[within.cases[0].id] == 4
+    assert [tag[c.id] for c in run_schedule(suite, suite.cases, measured, CPU, 1).cases] == [0, 1, 2, 3, 4]
+    tight = run_schedule(suite, suite.cases, measured, CPU, 2, budget_s=1.5)  # 3 left either way, both end at 1 s
+    assert [tag[c.id] for c in tight.cases] == [0, 1, 2, 3, 4]
 
 
 def test_a_node_goes_side_by_side_over_every_gpu_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:

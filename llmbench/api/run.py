@@ -95,7 +95,8 @@ def select_cases(suite: str | Path | Suite, filters: Sequence[str] = (), timeout
 
 
 def plan_run(selection: Selection, out: Path = Path("results"), gpus: str | None = None,
-             cpu: bool = False, resume: bool = False, force: bool = False, parallel: bool = False) -> Plan:
+             cpu: bool = False, resume: bool = False, force: bool = False, parallel: bool = False,
+             budget_s: float | None = None) -> Plan:
     """`run --dry-run`: each case's quote from the newest earlier run of the suite on this GPU under
     `out`, the most similar measured cases, or the scenario's estimate; nothing where it will skip. With
     `resume` (and not `force`), only the cases `run --resume` would run: not those its set has done."""
@@ -108,7 +109,7 @@ def plan_run(selection: Selection, out: Path = Path("results"), gpus: str | None
     if newest is not None and not force:
         done = done_before(resumed_set(newest).cases, todo, device)
         todo = [c for c in todo if c.id not in done]
-    plan = run_schedule(selection.suite, todo, measured, device, run_slots(gpus, parallel))
+    plan = run_schedule(selection.suite, todo, measured, device, run_slots(gpus, parallel), budget_s)
     return Plan(plan.cases, plan.times, slug, source, len(selection.cases) - len(todo), unread_note(unread), plan)
 
 

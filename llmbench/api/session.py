@@ -107,13 +107,13 @@ def _oneshot_session(suites: Sequence[str | Path], out: Path, resume: Path | Non
 
 def plan_oneshot(suites: Sequence[str | Path] = (), *, out: Path = Path("oneshot"), resume: Path | None = None,
                  gpus: str | None = None, parallel: bool = False, cpu: bool = False,
-                 suite_dirs: Sequence[Path] = (), ceilings: Path | None = None) -> Plan:
+                 suite_dirs: Sequence[Path] = (), ceilings: Path | None = None, budget_s: float | None = None) -> Plan:
     """`oneshot --dry-run`: the cases still to run and their quotes (as the budget reads them)."""
     session = _oneshot_session(suites, out, resume, gpus, parallel, cpu, suite_dirs, ceilings)
-    return _quote(session, out, local_device(gpus, cpu))
+    return _quote(session, out, local_device(gpus, cpu), budget_s)
 
 
-def _quote(session: _Session, out: Path, device: Any) -> Plan:
+def _quote(session: _Session, out: Path, device: Any, budget_s: float | None = None) -> Plan:
     """The cases still to run and their quotes: the resumed bundle's times, this folder's earlier runs,
     the committed results/ of this GPU (or, for a case never measured on it, of another GPU, named),
     else the scenarios' estimates; nothing for a case this device will skip."""
@@ -129,7 +129,8 @@ def _quote(session: _Session, out: Path, device: Any) -> Plan:
         done |= done_before(rs.cases, every, device)
     plan = Schedule((), slots=run_slots(session.gpus, session.parallel))
     for s in session.suites:
-        plan = plan.then(run_schedule(s, [c for c in s.cases if c.id not in done], measured, device, plan.slots))
+        left = None if budget_s is None else max(budget_s - plan.timeline().makespan_s, 1.0)  # as each suite's run
+        plan = plan.then(run_schedule(s, [c for c in s.cases if c.id not in done], measured, device, plan.slots, left))
     return Plan(plan.cases, plan.times, session.slug, done_before=len(done), unread=unread_note(unread), schedule=plan)
 
 
@@ -182,7 +183,7 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
                   "they share it and falsify timings")
     files = environment_files(checks, part)
 
-    plan = _quote(session, out, local_device(gpus, cpu))
+    plan = _quote(session, out, local_device(gpus, cpu), budget_s)
     journal.quoted(plan)
     for note in filter(None, (plan.unread, skipped_here(plan))):
         said.warn(note)

@@ -67,7 +67,7 @@ def oneshot(
     gpus, parallel = node_placement(gpus, parallel, cpu)
     if dry_run:
         plan = api.plan_oneshot(suites or [], out=out, resume=resume, gpus=gpus, parallel=parallel, cpu=cpu,
-                                suite_dirs=suite_dirs or [], ceilings=ceilings)
+                                suite_dirs=suite_dirs or [], ceilings=ceilings, budget_s=seconds)
         earlier = f" ({plan.done_before} done in the bundle)" if plan.done_before else ""
         print_plan(plan, seconds, f"{len(plan.cases)} case(s) to run{earlier}, about {plan.total_s / 60:.1f} min on "
                    f"{gpu_display_name(plan.slug)}{over_slots(plan)} "

@@ -290,7 +290,8 @@ def run(
         console.print(escape(line), highlight=False)
     selection = api.select_cases(s, filter or [], timeout)
     if dry_run:
-        plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force, parallel=parallel)
+        plan = api.plan_run(selection, out, gpus, cpu, resume=resume and repeat == 1, force=force, parallel=parallel,
+                            budget_s=budget_s)
         how = quote_summary(plan.times, plan.slug) + (f"; earlier run: {plan.earlier}" if plan.earlier else
                                                       f"; no earlier run of {s.name} under {out}")
         total = plan.total_s

@@ -256,11 +256,6 @@ class Engine(ABC):
             return f"engine {cls.name!r} needs {', '.join(missing)}, which is not installed: {cls.install}"
         return None
 
-    def compiles(self) -> bool:
-        """Whether this engine, as its options say, compiles before it runs (torch.compile, CUDA graphs, an
-        engine build): work that loads the host's CPU (Scenario.host_exclusive reads it)."""
-        return getattr(self.options, "mode", "eager") == "compiled"
-
     @classmethod
     def kinds(cls) -> list[str]:
         """The interfaces this engine implements, by their `kind` ("inference engine", ...), for listings."""

@@ -204,10 +204,6 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         if not isinstance(options, ServeOptions):
             self.options = options if options is not None else VLLMOptions.model_validate({"name": self.name})
 
-    def compiles(self) -> bool:
-        """Offline, in mode "compiled"; served, unless enforce_eager (its server compiles by default)."""
-        return not self.options.enforce_eager if isinstance(self.options, VLLMServeOptions) else super().compiles()
-
     def command(self, site: ServerSite) -> list[str]:
         assert isinstance(self.options, VLLMServeOptions)
         return server_command(self.options, site)

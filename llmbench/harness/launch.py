@@ -4,7 +4,8 @@ what runs and writes the result set; it asks this module where a case goes and a
 
 `GpuSlots` owns the --gpus entries (slots): which running case holds which, handed out in --gpus order
 (as many as the case's placement asks), given back when the case ends; a case gets its slots as
-CUDA_VISIBLE_DEVICES (`SlotGrant.env`), set before torch is imported in its process."""
+CUDA_VISIBLE_DEVICES (`SlotGrant.env`), set before torch is imported in its process, and, side by side
+with others, its slots' share of the host's cores (hardware/cpus.py), which it binds itself to."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
+from llmbench.hardware.cpus import CPUS_ENV, cpu_list, cpu_shares
 from llmbench.harness.isolation import check_gpus, child_env
 from llmbench.suite import CaseSpec
 
@@ -77,6 +79,7 @@ class GpuSlots:
         self.extra_env = dict(extra_env or {})
         self._free = list(self.slots)
         self._alone = False  # an exclusive case holds the run's GPUs to itself
+        self._cpus: dict[str, tuple[int, ...]] | None = None  # each slot's share of the host's cores (`take`)
 
     def whole(self) -> SlotGrant:
         """Every --gpus entry (or the machine's GPUs when none is given): a serial run's cases, the fingerprint."""
@@ -96,12 +99,23 @@ class GpuSlots:
         return f"the case needs {need} GPUs; --gpus gives {len(self.slots)}" if need > len(self.slots) else None
 
     def take(self, need: int, exclusive: bool = False) -> SlotGrant | None:
-        """The first `need` free slots, now held, with their case process's environment (`claim`)."""
+        """The first `need` free slots, now held, with their case process's environment (`claim`): a unit
+        that may have others beside it is bound to its slots' share of the host's cores (`CPUS_ENV`); an
+        exclusive one keeps every core."""
         taken = self.claim(need, exclusive)
         if taken is None:
             return None
         visible = ",".join(taken)
-        return SlotGrant(taken, visible, child_env(visible, self.extra_env))
+        env = child_env(visible, self.extra_env)
+        if not exclusive and len(taken) < len(self.slots):
+            env[CPUS_ENV] = self.cpus_of(taken)
+        return SlotGrant(taken, visible, env)
+
+    def cpus_of(self, slots: tuple[str, ...]) -> str:
+        """The host CPUs of `slots`: each slot of the run has an equal share of the cores, in --gpus order."""
+        if self._cpus is None:
+            self._cpus = dict(zip(self.slots, cpu_shares(len(self.slots)), strict=True))
+        return cpu_list(c for s in slots for c in self._cpus[s])
 
     def claim(self, need: int, exclusive: bool = False) -> tuple[str, ...] | None:
         """The first `need` free slots, now held; None while fewer are free (units wait in order), and

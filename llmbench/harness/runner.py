@@ -22,6 +22,7 @@ from llmbench import __version__
 from llmbench.caseinfo import INFO_VERSION, CaseInfo, ShareGroupInfo
 from llmbench.errors import NotSaved, UserError
 from llmbench.hardware import nvml
+from llmbench.hardware.cpus import CPUS_ENV
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
 from llmbench.harness.isolation import ChildOutcome, sweep_stale_tmp
@@ -47,13 +48,14 @@ from llmbench.harness.plan import (
     measured_cases,
     ok_case_times,
     overlay,
+    quote_units,
     resumed_set,
     share_groups,
     shared_time,
     skip_reason,
     unread_note,
 )
-from llmbench.harness.schedule import Unit, run_units
+from llmbench.harness.schedule import Unit, run_units, start_order
 from llmbench.harness.ui import UI
 from llmbench.precision import DeviceInfo
 from llmbench.results import (
@@ -162,7 +164,8 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
     done = set() if opts.force else done_before(rs.cases, cases, device)
     todo = [c for c in cases if c.id not in done]
     measured: dict[str, MeasuredCase] = {}
-    if opts.budget_s is not None:  # the set being resumed, else the newest earlier one (read before saving a new one)
+    if opts.budget_s is not None or opts.parallel:  # the budget's and the start order's quotes: the set being
+        # resumed, else the newest earlier one (read before saving a new one)
         unread: list[str] = []
         own = ok_case_times(rs) if existing is not None else measured_cases(opts.out_dir, slug, suite.name, unread)[0]
         measured = overlay(opts.reference_times, own)
@@ -183,7 +186,9 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         if opts.parallel:  # no shared servers: each serving case starts and stops its own (see _run_parallel)
             if any(suite_scoped_server(c) for c in todo):
                 ui.warn(PARALLEL_SERVER_NOTE)
-            _run_parallel(run_units(todo, device, share), state)
+            side = run_units(todo, device, share)
+            quotes = quote_units([list(u.cases) for u in side], measured, device)
+            _run_parallel(start_order(side, quotes, len(slots.slots), opts.budget_s), state)
         else:
             shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
             units = share_groups(todo, device) if share else [[c] for c in todo]
@@ -320,12 +325,12 @@ class _Run:
         return replicas.NAME if case.placement.replicas > 1 else outer
 
     def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
-               group: ShareGroupInfo | None = None) -> None:
+               group: ShareGroupInfo | None = None, cpus: str | None = None) -> None:
         """Add a finished case to the result set and write it (atomically)."""
         noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
                          llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None,
                          share_group=group, ran_beside_cases=(self.beside and case.id not in self.alone) or None,
-                         ran_alone=self.alone.get(case.id),
+                         ran_alone=self.alone.get(case.id), cpus=cpus,
                          launcher=self.launcher_of(case, result))
         result.info.update(noted.model_dump(exclude_none=True))
         search = CaseInfo.of(result.info).max_batch
@@ -591,7 +596,7 @@ def _hear(event: _Event, run: _Run) -> None:
     """A unit's report, on the main thread: a case started or ended, a probe, a warning."""
     case = event.case
     if event.kind == "done" and case is not None and event.result is not None:
-        run.record(case, event.result, event.where.visible, event.others, event.group)
+        run.record(case, event.result, event.where.visible, event.others, event.group, event.where.env.get(CPUS_ENV))
     elif event.kind == "start" and case is not None:
         run.ui.case_start(case, event.detail)
     elif event.kind == "probe" and case is not None:

@@ -1,10 +1,11 @@
 """What runs when over a run's GPU slots, for the runner and the quotes alike, so that they cannot
 disagree: the units a run starts (`run_units`: a case alone, or a share group's cases in one process),
 the slots each holds (the most its cases' placements ask) and why it must run with nothing beside it
-(`alone_reason`: host-exclusive), and the timeline of a run as the runner lays it out (`Schedule`): units
-in order, each started when `GpuSlots.claim` gives it its slots (an exclusive one once every slot is
-free), a unit waiting for the one before it. A quote reads the makespan and the cases a budget leaves for
---resume from that timeline; a serial run is the timeline over one slot."""
+(`alone_reason`: host-exclusive), the order units start in over several slots (`start_order`: the suite's,
+or longest first where that ends sooner), and the timeline of a run as the runner lays it out
+(`Schedule`): units in order, each started when `GpuSlots.claim` gives it its slots (an exclusive one once
+every slot is free), a unit waiting for the one before it. A quote reads the makespan and the cases a
+budget leaves for --resume from that timeline; a serial run is the timeline over one slot."""
 
 from __future__ import annotations
 
@@ -126,10 +127,26 @@ class Schedule:
         return Timeline(starts, t, tuple(left))
 
 
+def start_order(units: list[Unit], quotes: dict[str, CaseTime], slots: int, budget_s: float | None) -> list[Unit]:
+    """The order units start in over `slots`: the suite's (on one slot always: it puts the answers that
+    cost least first, for a budget to cut the rest), unless the longest-first order (the classic rule for
+    a short makespan over several machines) leaves fewer cases for --resume within `budget_s`, or as many
+    and ends sooner. The runner and the quotes both call it, with the same quotes."""
+    if slots < 2:
+        return units
+    longest = sorted(units, key=lambda u: -sum(quotes[c.id].seconds for c in u.cases
+                                                if quotes[c.id].source != "skipped"))
+    as_said = Schedule((tuple(units),), quotes, slots).timeline(budget_s)
+    sooner = Schedule((tuple(longest),), quotes, slots).timeline(budget_s)
+    better = (len(sooner.left), sooner.makespan_s) < (len(as_said.left), as_said.makespan_s)
+    return longest if better else units
+
+
 def run_schedule(suite: Suite, cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
-                 slots: int) -> Schedule:
+                 slots: int, budget_s: float | None = None) -> Schedule:
     """A suite's cases as a run over `slots` lays them out (share groups where the suite shares engines,
-    under --parallel too), each with its quote (a shared case's without the load its group's first case
-    pays)."""
+    under --parallel too; `start_order` within `budget_s`), each with its quote (a shared case's without
+    the load its group's first case pays)."""
     units = run_units(cases, device, suite.share_engines)
-    return Schedule((tuple(units),), quote_units([list(u.cases) for u in units], measured, device), slots)
+    quotes = quote_units([list(u.cases) for u in units], measured, device)
+    return Schedule((tuple(start_order(units, quotes, slots, budget_s)),), quotes, slots)

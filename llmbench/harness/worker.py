@@ -138,7 +138,10 @@ def run_group(specs: list[dict[str, Any]], out_dir: Path) -> None:
 
 def main(argv: list[str]) -> int:
     faulthandler.enable()  # a segfault still leaves a Python stack in stderr
+    from llmbench.hardware.cpus import bind_from_env
     from llmbench.harness.isolation import watch_runner
+
+    bind_from_env()  # beside other cases: this slot's cores, before torch (and its threads) start
 
     watch_runner()  # a runner killed with kill -9 takes this process and what it started with it
     if len(argv) == 2 and argv[0] == "fingerprint":

@@ -26,9 +26,6 @@ from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
 
-# Scenario.host_exclusive's reason for a case that compiles (torch.compile, CUDA graphs, an engine build)
-COMPILES = "it compiles: compilation loads the CPU that a case beside it times on"
-
 
 class ScenarioParams(AddedLater):
     """Parameters of one case. Every field is part of the case id (but those `added_later`, at their
@@ -368,11 +365,10 @@ class Scenario(ABC):
         return None
 
     def host_exclusive(self, params: Any) -> str | None:
-        """Why a case must run with nothing beside it on the host under --parallel (it loads the host or
-        PCIe, or compiles: compilation loads the CPU and moves a neighbour's timing); None: it may share
-        the host. By default: where its engine compiles (`Engine.compiles`)."""
-        if self.engine is not None and self.engine.compiles():
-            return f"{COMPILES} (engine {self.engine.name})"
+        """Why a case must run with nothing beside it on the host under --parallel: it loads what the
+        slots share (PCIe, the host's memory bandwidth) or its figure is the host's own speed; None: it may
+        share the host. CPU time is not shared: each slot's processes are bound to cores of their own
+        (hardware/cpus.py), so a case that compiles runs beside others."""
         return None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:

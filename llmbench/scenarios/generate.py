@@ -211,6 +211,15 @@ class GenerateScenario(Scenario):
             return f"engine {engine.name!r} reports no generation timing: {engine.lacks(TIMING)}"
         return _memory_reason(params, device) if Capability.CONVERT in engine.capabilities else None
 
+    def host_exclusive(self, params: GenerateParams) -> str | None:
+        """An eager engine in this process launches every kernel of every step from Python: its decode rate
+        is the host's launch speed (CPU time per step above the GPU's), which a neighbour's load moves
+        even on cores of its own (shared caches, memory bandwidth, the package's clock)."""
+        engine = self.inference
+        if engine.in_process and getattr(engine.options, "mode", None) == "eager":
+            return f"engine {engine.name!r} in mode eager: its decode runs at the host's launch speed"
+        return None
+
     def projected_composites(
         self, metrics: dict[str, MetricResult], time_factor: Callable[[Bound], float]
     ) -> dict[str, float]:

@@ -25,7 +25,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.results import Stats
 from llmbench.scenarios import fp8_impls
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
-from llmbench.scenarios.base import COMPILES, SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
 from llmbench.scenarios.gemm import measured_peak_tflops
 
 Impl = Literal[
@@ -129,9 +129,6 @@ class LinearFp8(Scenario):
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         return fp8_impls.mode_reason(params.impl, params.run_mode) or impl_reason(params.impl, device, params.dims())
-
-    def host_exclusive(self, params: Any) -> str | None:
-        return COMPILES if params.run_mode == "compiled" else None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return 2 * rule.min_seconds + 5.0

@@ -14,7 +14,6 @@ from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import (
-    COMPILES,
     SCENARIOS,
     CaseContext,
     Scenario,
@@ -76,9 +75,6 @@ class Vision(Scenario):
 
     def compute_precision(self, params: dict[str, Any]) -> str:
         return PEAK_KEY.get(str(params.get("precision", "fp32")), "fp32")
-
-    def host_exclusive(self, params: Any) -> str | None:
-        return COMPILES if params.compile or params.precision == "trt-fp16" else None
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + (60.0 if params.compile or params.precision == "trt-fp16" else 10.0)

@@ -152,6 +152,7 @@ class Probe(Scenario):
             time.sleep(0.05)
         ctx.info["peers_seen"] = seen
         ctx.info["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ctx.info["affinity"] = sorted(os.sched_getaffinity(0))  # the CPUs this process may run on
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
         ctx.info["end"] = time.time()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The two-GPU machine (nvidia-h100-x2) as one background job that outlives a device command, steps in
+# order (STEPS, default all of them):
+#   oneshot   `llmbench oneshot --budget ${BUDGET:-15m}` of the headline from a fresh machine: cases side by
+#             side over both GPUs (the default with several GPUs), its --dry-run quote kept beside it
+#   plain     benchmarks/plain_vllm_tp.py: vLLM outside llmbench, TP2 and two replicas at totals 1/2 and 32
+#   tp70b     the tp-vs-replicas suite's 70B-class fp8 cases not yet in its committed set (--resume of it)
+#   serving   the serving-tp-vs-dp suite (one TP2 endpoint against two data-parallel copies)
+# Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md) and .whl/.
+# From the repository root on the GPU machine:
+#   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/node.sh start
+#   bash docs/runbooks/gpu/node.sh wait SECONDS       (again until it says JOB DONE)
+# `wait` packs $WORK (bundle, result sets, logs, the plain check's JSON) into $OUT/work.tgz each time.
+set -u
+WORK=${WORK:-/root/node}
+OUT=${OUT:-/tmp/llmbench-out}
+. "$(dirname "$0")/_job.sh"
+if [ "${1:-start}" = start ]; then
+  . "$(dirname "$0")/_setup.sh"
+  PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
+    || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
+  mkdir -p "$WORK"; rm -f "$WORK/done"
+  for d in results/*/; do  # the committed tp-vs-replicas sets, for tp70b's --resume (each under its GPU's slug)
+    compgen -G "$d/tp-vs-replicas-*.json" >/dev/null && mkdir -p "$WORK/r/$(basename "$d")" \
+      && cp "$d"/tp-vs-replicas-*.json "$WORK/r/$(basename "$d")/"
+  done
+  cat >"$WORK/job.sh" <<JOB
+set -u
+export PYTHONPATH=/tmp/vsite:$PYTHONPATH PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1${LLMBENCH_GIT_COMMIT:+ LLMBENCH_GIT_COMMIT=$LLMBENCH_GIT_COMMIT}
+cd $PWD
+step() { echo "== \$(date -u +%T) \$1"; }
+nvidia-smi topo -m > $WORK/topo.txt 2>&1
+env | grep -E '^(NCCL_NVLS_ENABLE|TORCH_SYMM_MEM_DISABLE_MULTICAST|NVSHMEM_DISABLE_NVLS)=' > $WORK/multicast.txt
+for s in ${STEPS:-oneshot plain tp70b serving}; do
+  t0=\$(date +%s); step "\$s"
+  case \$s in
+    oneshot) python3 -m llmbench oneshot --dry-run --out $WORK/oneshot --budget ${BUDGET:-15m} >$WORK/dryrun.txt 2>&1
+             python3 -m llmbench oneshot --budget ${BUDGET:-15m} --out $WORK/oneshot >$WORK/oneshot.log 2>&1 ;;
+    plain)   python3 benchmarks/plain_vllm_tp.py --out $WORK/plain-vllm.json >$WORK/plain.log 2>&1 ;;
+    tp70b)   python3 -m llmbench run tp-vs-replicas --gpus 0,1 --out $WORK/r --resume -k model=llama-3-70b \
+               -y >$WORK/tp70b.log 2>&1 ;;
+    serving) python3 -m llmbench run serving-tp-vs-dp --gpus 0,1 --out $WORK/r -y >$WORK/serving.log 2>&1 ;;
+  esac
+  step "\$s: exit \$?, \$(( \$(date +%s) - t0 )) s"
+done
+touch $WORK/done
+JOB
+  start_job "$WORK"
+  sleep 2; cat "$WORK/job.log"
+else
+  LOG_TAIL=14 wait_job "$WORK" "$OUT" "${2:-540}"
+fi
