@@ -18,6 +18,7 @@ from llmbench.bundle import read_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import cpu_slug
 from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.plan import MeasuredCase
 from llmbench.harness.runner import RunOptions, run_suite, skipped_result
 from llmbench.harness.ui import UI
 from llmbench.results import CaseResult, ResultSet, history_of, latest_result, load, save
@@ -241,7 +242,10 @@ def test_under_parallel_every_ended_case_is_on_disk_before_the_next_one_starts(
                 assert gate.returned.wait(60)
                 time.sleep(0.3)  # the 0.5 s case's thread puts its result in the queue
 
-    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1", parallel=True, launcher=gate)
+    # equal quotes: the cases start in suite order (longest-first would gain nothing), as the gate needs
+    same = {c.id: MeasuredCase(c.scenario, c.params_dict, 1.0) for c in suite.cases}
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1", parallel=True, launcher=gate,
+                      reference_times=same)
     rs = load(run_suite(suite, suite.cases, opts, Watch()))
     assert len(rs.cases) == 4
     seconds = {c.id: c.params_dict["seconds"] for c in suite.cases}

@@ -50,14 +50,18 @@ def test_runs_without_a_path_pool_only_with_each_other_and_say_so() -> None:
 
 
 def test_runs_on_two_gpus_or_beside_other_cases_are_never_pooled_with_one_alone() -> None:
-    cr = _chosen(_run(700.0, "2026-11-22T00:00:00Z", FUSED),
-                 _run(500.0, "2026-11-23T00:00:00Z", FUSED, ran_beside_cases=True),
+    """Identities never pool; a run beside other cases stands only where no run had the host to itself
+    (a newer side-by-side node run does not displace the one-GPU figures compared with other GPUs)."""
+    beside = _run(500.0, "2026-11-23T00:00:00Z", FUSED, ran_beside_cases=True)
+    cr = _chosen(_run(700.0, "2026-11-22T00:00:00Z", FUSED), beside,
                  _run(900.0, "2026-11-21T00:00:00Z", FUSED, placement={"gpus": 2}, gpus="0,1"))
-    assert [r.file for r in cr.used] == ["set-2026-11-23T00:00:00Z.json"]  # the newest run's identity
-    assert cr.identity.alone is False
+    assert [r.file for r in cr.used] == ["set-2026-11-22T00:00:00Z.json"]  # the newest alone run's identity
+    assert cr.identity.alone is True and cr.identity.gpus == 1
     whys = sorted(lo.why for lo in cr.left_out)
-    assert whys == ["another measurement (1 GPU, not 1 GPU, beside other cases)",
-                    "another measurement (2 GPUs, not 1 GPU, beside other cases)"]
+    assert whys == ["another measurement (1 GPU, beside other cases, not 1 GPU)",
+                    "another measurement (2 GPUs, not 1 GPU)"]
+    only_beside = _chosen(beside, _run(450.0, "2026-11-20T00:00:00Z", FUSED, ran_beside_cases=True))
+    assert only_beside.identity.alone is False and only_beside.value("tflops") == 475.0
 
 
 def test_a_one_gpu_case_that_saw_two_gpus_is_a_one_gpu_measurement() -> None:

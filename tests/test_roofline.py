@@ -110,6 +110,21 @@ def test_ceiling_prefers_a_measured_bandwidth() -> None:
     assert "datasheet" in rf.ceiling_for(h100, "bf16").bandwidth_source
 
 
+def test_a_model_sharded_over_two_gpus_has_twice_the_roof_and_half_the_decode_bound() -> None:
+    """Tensor parallel 2: each GPU reads half the weights, so the memory-bound decode step's floor halves
+    (an efficiency against one GPU's roof could pass 1: the 70B TP2 case read 1.12 before this)."""
+    h200 = lookup("h200-sxm-141gb")
+    assert h200 is not None
+    one = rf.ceiling_for(h200, "fp8")
+    two = one.over(2)
+    assert (two.bandwidth_tb_s, two.peak_tflops) == (2 * one.bandwidth_tb_s, 2 * one.peak_tflops)
+    assert "x2 GPUs" in two.bandwidth_source and one.over(1) is one
+    shape = get_preset("llama-3-70b").shape()
+    step = {c: rf.generation_bound(shape, c, batch=1, input_len=128, output_len=128, weight_bits=8,
+                                   elem_bytes=2).decode_step_s for c in (one, two)}
+    assert step[two] == pytest.approx(step[one] / 2)
+
+
 def _ceilings(path, tb: float, kind: str = "d2d", status: str = "ok") -> None:
     case = {
         "id": "bandwidth/x",

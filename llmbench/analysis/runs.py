@@ -146,7 +146,10 @@ def _differs(a: Run, b: Run) -> str:
 
 def choose(gpu: str, case_id: str, runs: list[Run]) -> CaseRuns | None:
     """The rule (module docstring) over every run of one case on one GPU; None where none ran ok."""
-    ok = sorted((r for r in runs if r.case.status == "ok"), key=lambda r: (r.when, r.file), reverse=True)
+    # alone before beside (a case measured beside others stands for it only where no run had the host to
+    # itself: comparisons across GPUs read like with like), then the newest
+    ok = sorted((r for r in runs if r.case.status == "ok"), key=lambda r: (r.identity.alone, r.when, r.file),
+                reverse=True)
     left = [LeftOut(r, f"{r.case.status}: {r.case.reason or ''}".rstrip(": ")) for r in runs if r.case.status != "ok"]
     if not ok:
         return None

@@ -61,6 +61,14 @@ class Ceiling:
     peak_tflops: float
     bandwidth_source: str
 
+    def over(self, gpus: int) -> Ceiling:
+        """The roof of a model sharded over `gpus` GPUs (tensor parallel): each reads and multiplies its
+        own shard, so bandwidth and peak add up; what the all-reduce costs is what the efficiency shows."""
+        if gpus <= 1:
+            return self
+        return Ceiling(self.bandwidth_tb_s * gpus, self.peak_tflops * gpus,
+                       f"{self.bandwidth_source}, x{gpus} GPUs (tensor parallel)")
+
 
 @dataclass(frozen=True)
 class GenerationBound:

@@ -445,6 +445,7 @@ class GenerateScenario(Scenario):
             ctx.info["roofline"] = f"no spec for {ctx.device.name}: roofline_efficiency not recorded"
             return
         ceiling = roofline.ceiling_for(spec, params.precision, measured_copy_tb_s(spec.slug))
+        ceiling = ceiling.over(self.inference.options.tensor_parallel)  # tensor parallel: each GPU reads its shard
         bound = roofline.generation_bound(
             shape,
             ceiling,

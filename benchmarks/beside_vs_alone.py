@@ -1,0 +1,89 @@
+"""A result set measured side by side (`oneshot` or `run --parallel` over several GPUs) against the same
+cases measured alone on the same GPU model: for each case and headline metric, the figure beside others,
+the alone runs' median, range and count, and the case's own between-run spread (the standard deviation
+of the log of its alone runs: a CV), not the pooled noise floor of the pages. `within` is True where the
+figure lies within two of the case's own CVs of the alone median (about 95% of single alone runs do, where
+the CV is the between-run spread), None where fewer than three alone runs give no spread.
+
+Alone runs: every committed case of the same id (results/<slug>/ and results/spread/<slug>/, the set
+itself left out, and the sets in each --also folder: alone runs of the same machine kept as evidence)
+that is `ok` and was not measured beside others (`info.ran_beside_cases`). A ratio against alone runs of
+other machines carries their machine-to-machine spread too.
+
+    python benchmarks/beside_vs_alone.py SIDE_BY_SIDE.json [--results results] [--also DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from against_committed import committed
+from report_out import emit
+
+from llmbench.analysis.compare import headline_metric_names
+from llmbench.results import ResultSet, load
+
+MIN_RUNS = 3  # alone runs needed for a spread
+
+
+def rows(new: ResultSet, sets: list[ResultSet]) -> list[dict[str, Any]]:
+    names = set(headline_metric_names())
+    out = []
+    for c in new.cases:
+        if c.status != "ok":
+            continue
+        for name, m in sorted(c.metrics.items()):
+            if name not in names:
+                continue
+            alone = [float(o.metrics[name].value) for rs in sets for o in rs.cases
+                     if o.id == c.id and o.status == "ok" and name in o.metrics
+                     and not o.info.get("ran_beside_cases") and float(o.metrics[name].value) > 0]
+            if not alone or float(m.value) <= 0:
+                continue
+            median = statistics.median(alone)
+            cv = statistics.stdev(math.log(v) for v in alone) if len(alone) >= MIN_RUNS else None
+            ratio = float(m.value) / median
+            out.append({"case": c.id, "scenario": c.scenario, "metric": name, "beside": round(float(m.value), 4),
+                        "alone_median": round(median, 4), "alone_min": round(min(alone), 4),
+                        "alone_max": round(max(alone), 4), "alone_runs": len(alone), "ratio": round(ratio, 4),
+                        "case_cv": None if cv is None else round(cv, 4),
+                        "within": None if cv is None else abs(math.log(ratio)) <= 2 * cv,
+                        "in_range": min(alone) <= float(m.value) <= max(alone),
+                        "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus")})
+    return out
+
+
+def markdown(table: list[dict[str, Any]]) -> str:
+    lines = ["| case | metric | beside | alone median [min, max] (n) | ratio | case CV | within 2 CV |",
+             "|---|---|---|---|---|---|---|"]
+    for r in table:
+        how = "ran alone" if r["ran_alone"] else {True: "yes", False: "**no**", None: "n < 3"}[r["within"]]
+        cv = "" if r["case_cv"] is None else f"{r['case_cv']:.3f}"
+        lines.append(f"| {r['case']} | {r['metric']} | {r['beside']:,.4g} | {r['alone_median']:,.4g} "
+                     f"[{r['alone_min']:,.4g}, {r['alone_max']:,.4g}] ({r['alone_runs']}) | {r['ratio']:.3f} | {cv} "
+                     f"| {how} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("new", type=Path)
+    ap.add_argument("--results", type=Path, default=Path("results"))
+    ap.add_argument("--also", type=Path, action="append", default=[], help="a folder of more alone runs' sets")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+    new = load(a.new)
+    extra = [load(p) for d in a.also for p in sorted(d.glob("*.json"))]
+    table = rows(new, committed(a.results, new.gpu_slug, a.new) + extra)
+    emit({"set": str(a.new), "rows": table}, a.out)
+    print(markdown(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
