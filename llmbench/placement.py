@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class Placement(BaseModel):
     """The GPUs a case needs; `exclusive`: nothing else runs beside it under --parallel (it waits until
     every slot is free and holds the run's GPUs to itself while it runs); None: as its scenario declares
-    (`Scenario.host_exclusive`: a case that loads the host or PCIe, or compiles)."""
+    (`Scenario.host_exclusive`: a case that loads the host or PCIe, or whose figure is the host's speed)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -134,6 +134,26 @@ def test_skypilot_launcher_hands_sky_a_managed_job_for_the_gpu(monkeypatch: pyte
     assert launcher.wait(7) == "SUCCEEDED" and launcher.wait(8) == "FAILED"
 
 
+def test_a_whole_node_is_one_entry_whose_task_asks_for_every_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--gpus H100:8 is one machine of eight GPUs: one managed job whose resources ask for all of them
+    (its oneshot then places cases over every visible GPU: launch.node_placement)."""
+    sky = _sky()
+    seen = {}
+
+    def launch(task: object, name: str) -> str:
+        seen["task"] = task
+        return "request-1"
+
+    monkeypatch.setattr(sky.jobs, "launch", launch)
+    monkeypatch.setattr(sky, "stream_and_get", lambda request: ([3], None))
+    assert parse_gpus("H100:8") == ["H100:8"]
+    envs = {"LLMBENCH_BUCKET": "s3://b/x", "LLMBENCH_RUN": "fleet-1"}
+    assert SkyPilotLauncher().launch(TASK, "H100:8", False, envs, job_name("fleet-1", "H100:8")) == 3
+    (res,) = seen["task"].resources  # type: ignore[attr-defined]
+    assert res.accelerators == {"H100": 8} and seen["task"].num_nodes == 1  # type: ignore[attr-defined]
+    assert "--gpus" not in seen["task"].run and "--no-parallel" not in seen["task"].run  # type: ignore[attr-defined]
+
+
 def test_without_skypilot_the_fleet_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sky", None)  # import sky -> ImportError
     with pytest.raises(UserError, match=r"pip install 'llmbench\[fleet\]'"):

@@ -11,10 +11,13 @@ connections is lifted, and the open-file limit is raised when the run needs more
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import resource
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -146,9 +149,31 @@ def open_session(ep: Endpoint, connections: int, strict: bool = True) -> object:
     import aiohttp
 
     ensure_open_files(connections + 64, strict=strict)
-    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=ep.request_timeout_s)
-    return aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=2**20)
+    with sigint_deferred():  # a Ctrl-C inside aiohttp's constructors leaves a half-built connector whose
+        # finaliser prints a traceback at exit; it is handled once they are built
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=ep.request_timeout_s)
+        return aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=2**20)
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """SIGINT held back for the block (main thread only) and handed to the handler that was in place
+    when the block ends: Python's (KeyboardInterrupt) or asyncio's (the main task cancelled)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if got:
+            if callable(old):
+                old(signal.SIGINT, None)
+            elif old == signal.SIG_DFL:
+                raise KeyboardInterrupt
 
 
 def ensure_open_files(needed: int, strict: bool = True) -> None:

@@ -6,6 +6,9 @@
 #   plain     benchmarks/plain_vllm_tp.py: vLLM outside llmbench, TP2 and two replicas at totals 1/2 and 32
 #   tp70b     the tp-vs-replicas suite's 70B-class fp8 cases not yet in its committed set (--resume of it)
 #   serving   the serving-tp-vs-dp suite (one TP2 endpoint against two data-parallel copies)
+#   alone     the headline cases given in ALONE_IDS (id,id,...), one at a time on GPU 0: the same
+#             machine's alone runs against which the oneshot's side-by-side figures are read
+#   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
 # Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md) and .whl/.
 # From the repository root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/node.sh start
@@ -40,6 +43,9 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
     tp70b)   python3 -m llmbench run tp-vs-replicas --gpus 0,1 --out $WORK/r --resume -k model=llama-3-70b \
                -y >$WORK/tp70b.log 2>&1 ;;
     serving) python3 -m llmbench run serving-tp-vs-dp --gpus 0,1 --out $WORK/r -y >$WORK/serving.log 2>&1 ;;
+    alone)   python3 -m llmbench run headline --gpus 0 --out $WORK/alone -k id=${ALONE_IDS:-} -y >$WORK/alone.log 2>&1 ;;
+    plain-one) python3 benchmarks/plain_vllm_tp.py --layouts one --batches 1,16,32 --out $WORK/plain-one.json \
+               >$WORK/plain-one.log 2>&1 ;;
   esac
   step "\$s: exit \$?, \$(( \$(date +%s) - t0 )) s"
 done
