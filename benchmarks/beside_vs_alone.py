@@ -19,6 +19,7 @@ import argparse
 import math
 import statistics
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,28 @@ from against_committed import committed
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
-from llmbench.results import ResultSet, load
+from llmbench.results import CaseResult, ResultSet, load
 
 MIN_RUNS = 3  # alone runs needed for a spread
+
+
+def _start(case: CaseResult) -> float | None:
+    return datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() if case.started_at else None
+
+
+def window_in_setup_s(case: CaseResult, others: list[CaseResult]) -> float | None:
+    """Seconds of `case`'s timed windows during which another case was between its start and its own
+    first timed window; None without recorded windows."""
+    mine = case.info.get("windows_unix")
+    if not mine:
+        return None
+    setups = []
+    for o in others:
+        start, theirs = _start(o), o.info.get("windows_unix")
+        if o is case or start is None or not theirs:
+            continue
+        setups.append((start, theirs[0][0]))
+    return round(sum(max(0.0, min(we, se) - max(ws, ss)) for ws, we in mine for ss, se in setups), 3)
 
 
 def rows(new: ResultSet, sets: list[ResultSet]) -> list[dict[str, Any]]:
@@ -54,7 +74,8 @@ def rows(new: ResultSet, sets: list[ResultSet]) -> list[dict[str, Any]]:
                         "case_cv": None if cv is None else round(cv, 4),
                         "within": None if cv is None else abs(math.log(ratio)) <= 2 * cv,
                         "in_range": min(alone) <= float(m.value) <= max(alone),
-                        "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus")})
+                        "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus"),
+                        "window_in_setup_s": window_in_setup_s(c, new.cases)})
     return out
 
 

@@ -79,6 +79,7 @@ class CaseInfo(InfoModel):
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     cpus: str | None = None  # beside other cases, the host CPUs its processes were bound to (hardware/cpus.py)
+    windows_unix: list[list[float]] | None = None  # each timed window's wall-clock [start, end] (CaseContext.measure)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None

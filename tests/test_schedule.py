@@ -113,6 +113,9 @@ placement = {exclusive = false}
         assert case.info["affinity"] == sorted(shares[case.info["visible"]]), case.info
         assert case.info["cpus"] == cpu_list(shares[case.info["visible"]])
     assert alone.info["affinity"] == host and "cpus" not in alone.info
+    for case in rs.cases:  # each timed window recorded, inside its case's run
+        ((w0, w1),) = case.info["windows_unix"]
+        assert case.info["start"] <= w0 <= w1 <= case.info["end"], case.info
 
 
 def test_where_a_case_must_run_alone_is_its_scenarios_word_unless_its_suite_says(fault_plugin: str) -> None:

@@ -87,7 +87,8 @@ def combine(payloads: list[dict[str, Any]], ctx: CaseContext, gpus: list[str | N
     """The case's metrics, info and code path from its replicas' (replica 0's info and code path, with
     what differs noted); `gpus`: each replica's CUDA_VISIBLE_DEVICES."""
     first = payloads[0]
-    ctx.info.update({k: v for k, v in first.get("info", {}).items() if k not in ("launcher", "window_unix")})
+    own = ("launcher", "window_unix", "windows_unix")  # each copy's: kept per copy in info.replicas
+    ctx.info.update({k: v for k, v in first.get("info", {}).items() if k not in own})
     ctx.code_path.update(first.get("code_path", {}))
     ctx.code_path["same_on_every_replica"] = all(p.get("code_path") == first.get("code_path") for p in payloads)
     windows = [p.get("info", {}).get("window_unix", []) for p in payloads]
