@@ -81,3 +81,11 @@ def test_a_process_binds_itself_to_the_cpus_it_is_given_and_its_children_inherit
                          capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == str(one) and out[1] == f"[{one}]"  # a CPU outside the process's own affinity is left out
     assert bind_from_env({}) is None
+
+
+def test_a_case_process_is_bound_only_where_its_run_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An LLMBENCH_CPUS this process inherited does not reach a serial run's case processes."""
+    from llmbench.harness.isolation import child_env
+
+    monkeypatch.setenv(CPUS_ENV, "0")
+    assert CPUS_ENV not in child_env("0") and CPUS_ENV not in GpuSlots("0,1").whole().env
