@@ -25,7 +25,7 @@ SETTINGS = {"warmup_iters": 1, "min_iters": 3, "min_seconds": 0.0}
 
 
 def payload(window: list[float], **metrics: list[float]) -> dict[str, Any]:
-    return {"info": {"window_unix": window, "build_s": 1.0}, "code_path": {"engine": "x"},
+    return {"info": {"windows_unix": [window], "build_s": 1.0}, "code_path": {"engine": "x"},
             "metrics": {k: MetricResult.from_samples(k, v).model_dump() for k, v in metrics.items()}}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from itertools import groupby
 from pathlib import Path
 
 CPUS_ENV = "LLMBENCH_CPUS"  # a case process binds itself to these CPUs ("0-7,16-23") before it imports torch
@@ -60,16 +61,8 @@ def cpu_shares(n: int, cores: Sequence[tuple[int, ...]] | None = None) -> list[t
 
 def cpu_list(cpus: Iterable[int]) -> str:
     """CPUs as Linux writes them: "0-7,16-23"."""
-    out: list[str] = []
-    run: list[int] = []
-    for c in sorted(set(cpus)):
-        if run and c != run[-1] + 1:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-            run = []
-        run.append(c)
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
+    runs = [[c for _, c in run] for _, run in groupby(enumerate(sorted(set(cpus))), key=lambda ic: ic[1] - ic[0])]
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def parse_cpu_list(text: str) -> set[int]:

@@ -126,7 +126,7 @@ class CaseContext:
 
         def start() -> None:
             if self.replica is not None:
-                window.append(self.replica.wait_for_all(self.progress))
+                self.info["replica_ready_unix"] = self.replica.wait_for_all(self.progress)
             window.append(time.time())
             if sampler:
                 sampler.start()
@@ -138,9 +138,7 @@ class CaseContext:
         m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
                     on_window_end=end)
         self.info["calls_per_sample"] = m.inner
-        self.info.setdefault("windows_unix", []).append([round(t, 3) for t in window[-2:]])  # start, end
-        if self.replica is not None:
-            self.info["window_unix"] = window  # ready, start, end
+        self.info.setdefault("windows_unix", []).append([round(t, 3) for t in window])  # start, end
         return m
 
     def reset_peak_memory(self) -> None:

@@ -83,15 +83,23 @@ def overlap(windows: list[list[float]]) -> float | None:
     return max(together, 0.0) / span if span > 0 else 1.0
 
 
+def copy_window(info: dict[str, Any]) -> list[float]:
+    """A copy's last timed window as [ready, start, end] (`CaseContext.measure`: when it reached the start
+    line, then its window); [] where it recorded none."""
+    last = (info.get("windows_unix") or [[]])[-1]
+    ready = info.get("replica_ready_unix")
+    return ([ready] if ready is not None and last else []) + list(last)
+
+
 def combine(payloads: list[dict[str, Any]], ctx: CaseContext, gpus: list[str | None] | None = None) -> None:
     """The case's metrics, info and code path from its replicas' (replica 0's info and code path, with
     what differs noted); `gpus`: each replica's CUDA_VISIBLE_DEVICES."""
     first = payloads[0]
-    own = ("launcher", "window_unix", "windows_unix")  # each copy's: kept per copy in info.replicas
+    own = ("launcher", "windows_unix", "replica_ready_unix")  # each copy's: kept per copy in info.replicas
     ctx.info.update({k: v for k, v in first.get("info", {}).items() if k not in own})
     ctx.code_path.update(first.get("code_path", {}))
     ctx.code_path["same_on_every_replica"] = all(p.get("code_path") == first.get("code_path") for p in payloads)
-    windows = [p.get("info", {}).get("window_unix", []) for p in payloads]
+    windows = [copy_window(p.get("info", {})) for p in payloads]
     share = overlap(windows)
     apart = ([] if share is None or share >= MIN_OVERLAP else
              [f"the replicas' timed windows were open together for {share:.0%} of their span: part of the sum "
