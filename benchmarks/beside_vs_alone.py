@@ -19,21 +19,17 @@ import argparse
 import math
 import statistics
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from against_committed import committed
+from quote_check import started_unix
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
 from llmbench.results import CaseResult, ResultSet, load
 
 MIN_RUNS = 3  # alone runs needed for a spread
-
-
-def _start(case: CaseResult) -> float | None:
-    return datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() if case.started_at else None
 
 
 def window_in_setup_s(case: CaseResult, others: list[CaseResult]) -> float | None:
@@ -44,7 +40,7 @@ def window_in_setup_s(case: CaseResult, others: list[CaseResult]) -> float | Non
         return None
     setups = []
     for o in others:
-        start, theirs = _start(o), o.info.get("windows_unix")
+        start, theirs = started_unix(o), o.info.get("windows_unix")
         if o is case or start is None or not theirs:
             continue
         setups.append((start, theirs[0][0]))

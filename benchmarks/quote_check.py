@@ -18,10 +18,15 @@ from typing import Any
 
 from report_out import emit
 
-from llmbench.results import load
+from llmbench.results import CaseResult, load
 
 QUOTE = re.compile(r"quote: (?:(?P<s>\d+) s|(?P<skip>skipped)).*?id: (?P<id>\S+)", re.S)
 TOTAL = re.compile(r"about (?P<min>[\d.]+) min")
+
+
+def started_unix(case: CaseResult) -> float | None:
+    """When a case started, in seconds since the epoch (its `started_at`, UTC)."""
+    return datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() if case.started_at else None
 
 
 def quotes(dry_run: str) -> dict[str, float | None]:
@@ -35,8 +40,8 @@ def check(dry_run: Path, sets: list[Path]) -> dict[str, Any]:
     spans: list[tuple[float, float]] = []
     for path in sets:
         for case in load(path).cases:
-            if case.started_at and case.duration_s:
-                start = datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp()
+            start = started_unix(case)
+            if start is not None and case.duration_s:
                 spans.append((start, start + case.duration_s))
             q = quoted.get(case.id)
             if case.status == "ok" and q is not None:
