@@ -13,7 +13,9 @@ from llmbench.engines.base import LoadOptions, ModelRef
 from llmbench.engines.hf import HFEngine, HFOptions, HFSession, gpu_compile_options
 from llmbench.hardware.specs import lookup
 from llmbench.harness.worker import run_case
+from llmbench.measure.timing import StopRule
 from llmbench.models.build import synthetic_ids
+from llmbench.models.presets import get_preset
 from llmbench.precision import PRECISIONS, DeviceInfo, unsupported_reason
 from llmbench.scenarios import generate as gen
 
@@ -274,3 +276,25 @@ def test_the_inductor_environment_leaves_out_the_caches_the_runner_sets() -> Non
     given = {**runner, "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER": "0", "PATH": "/bin"}
     assert compile_cache.inductor_environment(given) == {"TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER": "0"}
     assert compile_cache.inductor_environment(runner) == {}
+
+
+def test_a_tensor_parallel_case_is_read_against_the_roof_of_every_gpu_it_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same TPOT on two GPUs is half the efficiency of one GPU's: the roofline of a sharded model is the
+    GPUs' together (a 70B TP2 case read 1.12 against one GPU's roof)."""
+    from types import SimpleNamespace
+
+    from llmbench.scenarios.base import CaseContext
+    from llmbench.suite import case_from
+
+    monkeypatch.setattr(gen, "_spec_for", lambda device: lookup("h200-sxm-141gb"))
+    step = [SimpleNamespace(tpot_ms=10.0, ttft_ms=50.0)]
+    eff, info = {}, {}
+    for gpus in (1, 2):
+        case = case_from("generate", {"model": "llama-3-8b", "engine": {"name": "vllm"}, "placement": {"gpus": gpus}})
+        scenario, params = case.scenario_obj(), case.params
+        ctx = CaseContext(DeviceInfo("cuda", "NVIDIA H200", (9, 0), 139.8), StopRule(), emit_progress=False)
+        scenario._roofline(params, ctx, get_preset("llama-3-8b").shape(), step, 0.1, None)
+        eff[gpus], info[gpus] = ctx.metrics["roofline_efficiency"].value, ctx.info
+    assert eff[2] == pytest.approx(eff[1] / 2)
+    assert info[2]["bandwidth_tb_s"] == pytest.approx(2 * info[1]["bandwidth_tb_s"])
+    assert "x2 GPUs (tensor parallel)" in info[2]["bandwidth_source"]
