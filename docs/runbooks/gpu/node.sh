@@ -9,6 +9,7 @@
 #   alone     the headline cases given in ALONE_IDS (id,id,...), one at a time on GPU 0: the same
 #             machine's alone runs against which the oneshot's side-by-side figures are read
 #   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
+#   neighbour benchmarks/neighbour_load.py: vLLM fp8 decode on GPU 0, quiet against a compiling neighbour
 # Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md) and .whl/.
 # From the repository root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/node.sh start
@@ -46,6 +47,7 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
     alone)   python3 -m llmbench run headline --gpus 0 --out $WORK/alone -k id=${ALONE_IDS:-} -y >$WORK/alone.log 2>&1 ;;
     plain-one) python3 benchmarks/plain_vllm_tp.py --layouts one --batches 1,16,32 --out $WORK/plain-one.json \
                >$WORK/plain-one.log 2>&1 ;;
+    neighbour) python3 benchmarks/neighbour_load.py --out $WORK/neighbour.json >$WORK/neighbour.log 2>&1 ;;
   esac
   step "\$s: exit \$?, \$(( \$(date +%s) - t0 )) s"
 done
