@@ -40,7 +40,7 @@ def test_cases_that_cannot_run_here_are_skipped_without_a_process(
     fp: dict[str, Any], device: str, filters: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_NoProcess, "fingerprint", lambda self, env: {k: dict(v) for k, v in fp.items()})
-    monkeypatch.setattr(runner, "foreign_gpu_processes", lambda gpus: [])
+    monkeypatch.setattr(runner, "foreign_gpu_processes", lambda gpus, ours=(): [])
     suite = load_suite("quickstart")
     cases = filter_cases(suite.cases, filters)
     rs = load(run_suite(suite, cases, RunOptions(out_dir=tmp_path, device=device, launcher=_NoProcess())))

@@ -68,3 +68,27 @@ def test_the_reason_is_the_root_cause_not_the_last_error(tmp_path: Path) -> None
     server = ServerProcess([sys.executable, "-c", script], tmp_path / "server.log")
     with server, pytest.raises(RuntimeError, match=r"exited with code 1 .*: ValueError: not enough memory"):
         server.wait_ready("http://127.0.0.1:9", timeout_s=60)
+
+
+def test_a_shared_servers_own_gpu_processes_are_not_foreign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TP or data-parallel server leaves worker processes on the GPUs between the suite's cases: they are
+    the suite's own (the server's process group), not a foreign process falsifying the next case."""
+    import json
+    import os
+    import subprocess
+
+    from llmbench.harness import runner
+    from llmbench.serving.server import shared_server_groups
+
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        (tmp_path / "server-0_1.json").write_text(json.dumps({"key": "k", "pid": worker.pid, "url": "u", "log": "l"}))
+        monkeypatch.setattr(runner.nvml, "handles", lambda: ["gpu0"])
+        monkeypatch.setattr(runner.nvml, "compute_processes",
+                            lambda h: [{"pid": worker.pid, "used_gib": 60.0}, {"pid": os.getpid(), "used_gib": 1.0}])
+        assert shared_server_groups(tmp_path) == {worker.pid}
+        assert [p["pid"] for p in runner.foreign_gpu_processes("0")] == [worker.pid, os.getpid()]
+        assert [p["pid"] for p in runner.foreign_gpu_processes("0", shared_server_groups(tmp_path))] == [os.getpid()]
+    finally:
+        worker.kill()
+        worker.wait()

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -69,7 +69,7 @@ from llmbench.results import (
     utc_now,
 )
 from llmbench.scenarios.base import BatchSearch, RankScenario
-from llmbench.serving.server import SHARED_ENV, stop_shared_servers
+from llmbench.serving.server import SHARED_ENV, shared_server_groups, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
 PARALLEL_SERVER_NOTE = (
@@ -96,9 +96,9 @@ class RunOptions:
     share_engines: bool | None = None  # share groups (one process per loaded engine session); None: as the suite says
 
 
-def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
-    """Compute processes already on the GPUs this run uses (checked while no case of ours runs):
-    they share the GPU and falsify timings."""
+def foreign_gpu_processes(gpus: str | None, ours: Collection[int] = ()) -> list[dict[str, Any]]:
+    """Compute processes already on the GPUs this run uses (checked while no case of ours runs), but for
+    those in the process groups `ours` (the suite's shared servers): they share the GPU and falsify timings."""
     hs = nvml.handles()
     if not hs:
         return []
@@ -111,8 +111,16 @@ def foreign_gpu_processes(gpus: str | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in indices:
         if 0 <= i < len(hs):
-            out.extend({"gpu": i, **p} for p in nvml.compute_processes(hs[i]))
+            out.extend({"gpu": i, **p} for p in nvml.compute_processes(hs[i]) if _group(p["pid"]) not in ours)
     return out
+
+
+def _group(pid: int) -> int | None:
+    """The process group of `pid` (None where it is gone or not ours to see)."""
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
 
 
 def parent_device(fp: dict[str, Any], device: str) -> DeviceInfo:
@@ -191,6 +199,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
             _run_parallel(start_order(side, quotes, len(slots.slots), opts.budget_s), state)
         else:
             shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
+            state.shared = shared
             units = share_groups(todo, device) if share else [[c] for c in todo]
             try:
                 _run_serial(units, state, replace(whole, env={**whole.env, SHARED_ENV: str(shared)}))
@@ -228,6 +237,7 @@ class _Run:
     unsaved: list[CaseResult] = field(default_factory=list)  # measured, not yet on disk (a write failed)
     save_error: OSError | None = None
     alone: dict[str, str] = field(default_factory=dict)  # under --parallel: case id -> why nothing ran beside it
+    shared: Path | None = None  # where the suite's shared servers are recorded (serial runs)
 
     def save(self) -> bool:
         """Merge this run's new cases and header into the set on disk, under the set's lock (another run
@@ -302,7 +312,7 @@ class _Run:
 
     def others_on(self, case: CaseSpec, gpus: str | None) -> list[dict[str, Any]]:
         """Foreign processes on these GPUs (none of ours runs there now), warned about and recorded."""
-        others = foreign_gpu_processes(gpus) if self.opts.device != "cpu" else []
+        others = foreign_gpu_processes(gpus, shared_server_groups(self.shared)) if self.opts.device != "cpu" else []
         if others:
             msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
                    f"({', '.join(str(p['pid']) for p in others)}): they share the GPU and falsify timings")

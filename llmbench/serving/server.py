@@ -210,6 +210,16 @@ def shared_server(folder: Path, key: str, start: ServerProcess, url: str, ready_
     return url, {"server_reused": False, "server_ready_s": round(ready, 2), "server_log": str(start.log_path)}
 
 
+def shared_server_groups(folder: Path | None) -> set[int]:
+    """The process groups of the servers recorded in `folder`: the suite's own processes on its GPUs
+    (a TP server's workers, a data-parallel server's engine copies), not foreign ones."""
+    groups: set[int] = set()
+    for record in sorted(folder.glob("server-*.json")) if folder is not None and folder.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            groups.add(int(json.loads(record.read_text())["pid"]))
+    return groups
+
+
 def stop_shared_servers(folder: Path) -> int:
     """Stop every server recorded in `folder` (the end of a suite); how many were stopped."""
     n = 0
