@@ -80,6 +80,8 @@ class CaseInfo(InfoModel):
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     cpus: str | None = None  # beside other cases, the host CPUs its processes were bound to (hardware/cpus.py)
     windows_unix: list[list[float]] | None = None  # each timed window's wall-clock [start, end] (CaseContext.measure)
+    quiet_wait_s: float | None = None  # beside other cases, seconds it waited for their set-up or timed part to end
+    # before its own (measure/quiet.py)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None

@@ -196,7 +196,8 @@ scenario = "fault"
 kind = "sleep"
 matrix.seconds = [0.0, 1.0, 60.0]
 """)))
-    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1,2", parallel=True,
+    # quiet_windows off: the 60 s sleep is a set-up, which the short cases would wait out before timing
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1,2", parallel=True, quiet_windows=False,
                       extra_env={"LLMBENCH_TEST_PID_DIR": str(pids)})
     t0 = time.time()
     with pytest.raises(KeyboardInterrupt):
@@ -263,3 +264,32 @@ def test_slots_come_from_the_cases_placement() -> None:
     assert slots_needed(case("serving", url="http://h:1", n_gpus=2, **served)) == 1
     assert slots_needed(case("qlora", model="tiny-llama")) == 1
     assert slots_needed(case("gemm", placement={"gpus": 2})) == 2
+
+
+def test_a_case_beside_another_times_only_once_the_others_set_up_is_over(tmp_path: Path, fault_plugin: str) -> None:
+    """measure/quiet.py through the runner: the case ready first waits for its neighbour's set-up (a
+    compilation, here a sleep) before its timed window, and records the wait, which its quote leaves out."""
+    from llmbench.harness.plan import measured_case
+
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    suite = load_suite(str(write(tmp_path, PROBES.split("[[case]]")[0] + """
+[[case]]
+scenario = "probe"
+wait_for = 2
+tag = 1
+setup_s = 2.0
+[[case]]
+scenario = "probe"
+wait_for = 2
+tag = 2
+""")))
+    opts = RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1", parallel=True,
+                      extra_env={"LLMBENCH_TEST_PROBE_DIR": str(probe_dir)})
+    rs = load(run_suite(suite, suite.cases, opts))
+    by_tag = {c.params["tag"]: c for c in rs.cases}
+    assert [by_tag[t].status for t in (1, 2)] == ["ok", "ok"]
+    fast, compiling = by_tag[2], by_tag[1]
+    assert fast.info["windows_unix"][0][0] >= compiling.info["setup_end"]
+    assert fast.info["quiet_wait_s"] > 1.0 and fast.info["ran_beside_cases"]
+    assert measured_case(fast).seconds == pytest.approx(fast.duration_s - fast.info["quiet_wait_s"])

@@ -31,6 +31,7 @@ from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.cpus import CPUS_ENV
 from llmbench.measure import compile_cache, progress
+from llmbench.measure.quiet import CASE_ENV, QUIET_ENV
 from llmbench.serving.server import CASE_TOKEN_ENV, SHARED_ENV, stop_shared_servers
 
 STDERR_TAIL = 4000
@@ -114,7 +115,8 @@ def child_env(gpus: str | None, extra: dict[str, str] | None = None) -> dict[str
     """The environment of a case process: GPU selection is set here, before torch is imported there.
     CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA's indices the same as nvidia-smi's and NVML's."""
     env = dict(os.environ)
-    env.pop(CPUS_ENV, None)  # bound only where this run's slots say (GpuSlots.take), never by inheritance
+    for own in (CPUS_ENV, QUIET_ENV, CASE_ENV):  # set only where this run's slots say (GpuSlots.take), never
+        env.pop(own, None)  # by inheritance
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     if gpus is not None:
         env["CUDA_VISIBLE_DEVICES"] = check_gpus(gpus)

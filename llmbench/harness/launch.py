@@ -10,12 +10,16 @@ with others, its slots' share of the host's cores (hardware/cpus.py), which it b
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.cpus import CPUS_ENV, cpu_list, cpu_shares
 from llmbench.harness.isolation import check_gpus, child_env
+from llmbench.measure.quiet import QUIET_ENV
 from llmbench.suite import CaseSpec
 
 
@@ -73,13 +77,15 @@ class GpuSlots:
     case on the first of them its placement asks for (`first`); a parallel one hands each case the first
     free slots it needs (`take`, in --gpus order) and gets them back when it ends (`release`)."""
 
-    def __init__(self, gpus: str | None, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, gpus: str | None, extra_env: dict[str, str] | None = None, quiet: bool = True) -> None:
         self.gpus = gpus
         self.slots = gpu_slots(gpus)
         self.extra_env = dict(extra_env or {})
         self._free = list(self.slots)
         self._alone = False  # an exclusive case holds the run's GPUs to itself
         self._cpus: dict[str, tuple[int, ...]] | None = None  # each slot's share of the host's cores (`take`)
+        self._phases: Path | None = None  # the cases' phase folder, side by side (`phases`)
+        self.quiet = quiet  # units side by side keep their timed windows apart from set-ups (measure/quiet.py)
 
     def whole(self) -> SlotGrant:
         """Every --gpus entry (or the machine's GPUs when none is given): a serial run's cases, the fingerprint."""
@@ -109,7 +115,22 @@ class GpuSlots:
         env = child_env(visible, self.extra_env)
         if not exclusive and len(taken) < len(self.slots):
             env[CPUS_ENV] = self.cpus_of(taken)
+            if self.quiet:
+                env[QUIET_ENV] = str(self.phases())
         return SlotGrant(taken, visible, env)
+
+    def phases(self) -> Path:
+        """The folder where the cases side by side keep their phases (measure/quiet.py): made at the first
+        unit that has others beside it, removed by `close`."""
+        if self._phases is None:
+            self._phases = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-quiet-"))
+        return self._phases
+
+    def close(self) -> None:
+        """The run is over: its phase folder goes."""
+        if self._phases is not None:
+            shutil.rmtree(self._phases, ignore_errors=True)
+            self._phases = None
 
     def cpus_of(self, slots: tuple[str, ...]) -> str:
         """The host CPUs of `slots`: each slot of the run has an equal share of the cores, in --gpus order."""

@@ -130,8 +130,10 @@ def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCa
 
 
 def measured_case(case: CaseResult, gpu: str = "") -> MeasuredCase:
-    """What a finished case's run says of the time it takes (its info: build, compile cache, share group)."""
-    return MeasuredCase(case.scenario, case.params, case.duration_s or 0.0, gpu, load_time(case.info),
+    """What a finished case's run says of the time it takes (its info: build, compile cache, share group),
+    less the time it waited for cases beside it (measure/quiet.py): that is theirs, not its own."""
+    own = (case.duration_s or 0.0) - float(case.info.get("quiet_wait_s") or 0.0)
+    return MeasuredCase(case.scenario, case.params, max(own, 0.0), gpu, load_time(case.info),
                         compile_state(case.info), ran_shared(case.info))
 
 

@@ -90,6 +90,8 @@ class RunOptions:
     budget_s: float | None = None  # start only cases whose expected time fits in what is left of this
     header: dict[str, Any] = field(default_factory=dict)  # extra header fields of a new set (run --repeat's `repeat`)
     parallel: bool = False  # one case process per --gpus entry at a time, concurrently
+    quiet_windows: bool = True  # under parallel, no timed window beside a set-up (measure/quiet.py); off only
+    # where the timings do not matter (a test of something else)
     resume_from: Path | None = None  # with resume: this result set, not the newest one under out_dir
     reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
     launcher: CaseLauncher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launchers/)
@@ -141,7 +143,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
     sweep_stale_tmp()
     for line in startup_restore():  # a power limit a killed run left changed goes back first
         ui.warn(line)
-    slots = GpuSlots(opts.gpus, opts.extra_env)
+    slots = GpuSlots(opts.gpus, opts.extra_env, quiet=opts.quiet_windows)
     whole = slots.whole()
     fp = opts.launcher.fingerprint(whole.env)  # where its cases run (a Ray launcher's: on a node of its GPU type)
     code = llmbench_info()
@@ -196,7 +198,10 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
                 ui.warn(PARALLEL_SERVER_NOTE)
             side = run_units(todo, device, share)
             quotes = quote_units([list(u.cases) for u in side], measured, device)
-            _run_parallel(start_order(side, quotes, len(slots.slots), opts.budget_s), state)
+            try:
+                _run_parallel(start_order(side, quotes, len(slots.slots), opts.budget_s), state)
+            finally:
+                slots.close()
         else:
             shared = Path(tempfile.mkdtemp(prefix=f"llmbench-case-{os.getpid()}-shared-"))  # swept like case folders
             state.shared = shared

@@ -82,7 +82,9 @@ def run_case(spec: dict[str, Any], shared: SharedSessions | None = None) -> dict
                       shared=shared, case_id=str(spec.get("id", "")),  # shared: a share group's sessions
                       replica=ReplicaSync.from_spec(spec.get("replica")))  # one copy of a case of several
     from llmbench.hardware.power import PowerLimitError, case_power_limit
+    from llmbench.measure import quiet
 
+    quiet.setup(ctx.info, ctx.progress)  # beside other cases: its set-up starts while none of them times
     settings = scenario.worker_settings(params)  # what the scenario asks set around the case
     launch_failed = None  # a rank launch or a replica that failed: the case's status and reason
     try:

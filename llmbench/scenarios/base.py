@@ -17,7 +17,7 @@ from llmbench.engines.base import Engine, EngineOptions, engine_class
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import AddedLater
-from llmbench.measure import progress
+from llmbench.measure import progress, quiet
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.replica_sync import ReplicaSync
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
@@ -125,6 +125,7 @@ class CaseContext:
         window: list[float] = []
 
         def start() -> None:
+            quiet.timed(self.info, self.progress)  # beside other cases: none of them sets up while it times
             if self.replica is not None:
                 self.info["replica_ready_unix"] = self.replica.wait_for_all(self.progress)
             window.append(time.time())

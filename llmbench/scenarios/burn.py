@@ -16,6 +16,7 @@ from pydantic import Field
 from llmbench.caseinfo import TimelineInfo
 from llmbench.hardware import nvml
 from llmbench.hardware.roofline import Bound
+from llmbench.measure import quiet
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.sustained import THROTTLE_DROP, drop, sustained_level, throttle_flags
 from llmbench.measure.timing import StopRule
@@ -70,6 +71,7 @@ class Burn(Scenario):
         table = nvml.reason_table() if h is not None else {}
         tl: dict[str, list[Any]] = {k: [] for k in ("t_s", "tflops", "sm_clock_mhz", "power_w", "temp_c", "reasons")}
         sampler = open_sampler(ctx.device.kind)
+        quiet.timed(ctx.info, ctx.progress)
         if sampler is not None:
             sampler.start()
         t0 = time.perf_counter()

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from llmbench.hardware.roofline import Bound
+from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
@@ -68,6 +69,7 @@ class Mamf(Scenario):
     def run(self, params: Any, ctx: CaseContext) -> None:
         shapes = params.shapes()
         pts: dict[str, list[Any]] = {"m": [], "n": [], "k": [], "tflops": []}
+        quiet.timed(ctx.info, ctx.progress)  # every point is timed
         for i, (m, n, k) in enumerate(shapes):
             ctx.progress(i / len(shapes), f"{m}x{n}x{k}")
             fn, *_ = matmul(params.precision, m, n, k, ctx.device.torch_device)

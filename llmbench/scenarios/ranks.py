@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmbench.hardware.topology import MULTICAST_OFF_ENV, multicast_off
+from llmbench.measure import quiet
 from llmbench.precision import DeviceInfo
 
 # NVLink multicast stays off in every rank (hardware/topology.py: the machine's own setting stands where it
@@ -76,6 +77,7 @@ def timed_iterations(fn: Any, iters: int, cuda: bool) -> list[float]:
 
     import torch
 
+    quiet.timed()  # beside other cases: the case's timed part (every rank speaks for it)
     if cuda:
         torch.cuda.synchronize()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]

@@ -26,6 +26,7 @@ from llmbench.caseinfo import RequestRateInfo
 from llmbench.engines.served import ServedEngine, ServerSite
 from llmbench.errors import UserError
 from llmbench.ids import case_id
+from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
@@ -159,6 +160,7 @@ def measure(params: ServingParams, info: dict[str, Any], engine: ServedEngine, p
         with _server(params, engine, work, tok_dir, info, shared) as url:
             ep = Endpoint(url, params.endpoint, params.served_model, params.request_timeout_s)
             info["url"] = url
+            quiet.timed(info)  # beside other cases: none of them sets up under its load
             return run_point(ep, sessions, sched, slo=parse_slo(params.slo), n_gpus=engine.gpus(placed_gpus),
                              asked_rate=asked, progress=progress, info=info)
 

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from llmbench.engines.base import TrainingEngine
 from llmbench.hardware.roofline import Bound
+from llmbench.measure import quiet
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule
 from llmbench.models.presets import PRESETS, known_preset
@@ -171,6 +172,7 @@ class StepTimer:
 
     def begin(self) -> None:
         if len(self.begins) == self.warmup:  # the timed window starts: one sync, outside any timed step
+            quiet.timed(self.ctx.info, self.ctx.progress)
             self.ctx.sync()
             if self._sampler is not None:
                 self._sampler.start()

@@ -116,6 +116,7 @@ class ProbeParams(ScenarioParams):
     wait_for: int = 0  # wait until this many probe cases have started (proves they run side by side)
     skip_here: bool = False  # the parent skips it without starting a process (as a missing package does)
     loads_host: bool = False  # its scenario declares it host-exclusive (Scenario.host_exclusive)
+    setup_s: float = 0.0  # a set-up this long (a compilation) before its timed window
 
 
 @SCENARIOS.register("probe")
@@ -153,6 +154,8 @@ class Probe(Scenario):
         ctx.info["peers_seen"] = seen
         ctx.info["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
         ctx.info["affinity"] = sorted(os.sched_getaffinity(0))  # the CPUs this process may run on
+        time.sleep(params.setup_s)
+        ctx.info["setup_end"] = time.time()
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
         ctx.info["end"] = time.time()
