@@ -22,7 +22,8 @@ import json, sys, time
 from llmbench.measure import quiet
 setup_s, timed_s, out = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 info, t = {}, {}
-quiet.setup(info)
+quiet.setup()  # as the worker does at its start, before there is a case's info
+quiet.setup(info)  # and before the case: the wait above is noted here
 t["setup_start"] = time.time()
 time.sleep(setup_s)
 t["setup_end"] = time.time()

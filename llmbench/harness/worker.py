@@ -144,6 +144,9 @@ def main(argv: list[str]) -> int:
     from llmbench.harness.isolation import watch_runner
 
     bind_from_env()  # beside other cases: this slot's cores, before torch (and its threads) start
+    from llmbench.measure import quiet
+
+    quiet.setup()  # and importing torch is set-up: it waits while a case beside it times
 
     watch_runner()  # a runner killed with kill -9 takes this process and what it started with it
     if len(argv) == 2 and argv[0] == "fingerprint":

@@ -36,6 +36,7 @@ SETUP, READY, TIMED = "setup", "ready", "timed"
 BLOCKED_BY = {SETUP: (READY, TIMED), TIMED: (SETUP,)}  # what a phase waits out in the other cases
 
 _phase: str | None = None  # this process's last phase (a rank or copy calls timed() once per window)
+_unrecorded = 0.0  # seconds waited before there was an info to note them in (the worker's start)
 
 
 def _case_pid() -> int:
@@ -93,6 +94,7 @@ def enter(phase: str, info: dict[str, Any] | None = None,
     global _phase
     folder = os.environ.get(QUIET_ENV)
     if not folder or _phase == phase:
+        _note(info, 0.0)
         return 0.0
     where, pid = Path(folder), _case_pid()
     t0, told = time.monotonic(), False
@@ -112,13 +114,23 @@ def enter(phase: str, info: dict[str, Any] | None = None,
         time.sleep(POLL_S)
     _phase = phase
     waited = time.monotonic() - t0
-    if info is not None and waited >= 0.05:
-        info["quiet_wait_s"] = round(float(info.get("quiet_wait_s") or 0.0) + waited, 3)
+    _note(info, waited)
     return waited
 
 
+def _note(info: dict[str, Any] | None, waited: float) -> None:
+    """Add a wait to `info["quiet_wait_s"]`, with any from before there was an info; a wait under 50 ms
+    (the lock's own time) is not one."""
+    global _unrecorded
+    _unrecorded += waited if waited >= 0.05 else 0.0
+    if info is not None and _unrecorded:
+        info["quiet_wait_s"] = round(float(info.get("quiet_wait_s") or 0.0) + _unrecorded, 3)
+        _unrecorded = 0.0
+
+
 def setup(info: dict[str, Any] | None = None, progress: Callable[[float, str], None] | None = None) -> float:
-    """A case's set-up begins (the worker, before each case)."""
+    """A case's set-up begins: the worker's start, before torch is imported (a wait there is noted in the
+    first case's info), and before each case of a share group."""
     return enter(SETUP, info, progress)
 
 
