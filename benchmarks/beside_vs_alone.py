@@ -32,18 +32,34 @@ from llmbench.results import CaseResult, ResultSet, load
 MIN_RUNS = 3  # alone runs needed for a spread
 
 
+def setup_spans(case: CaseResult) -> list[tuple[float, float]]:
+    """When a case was setting up: from each set-up it entered to the moment it asked to time, as its
+    phases record them (measure/quiet.py); else, for a run before those, from its start to its first
+    timed window; nothing where neither is recorded."""
+    moves = case.info.get("quiet_phases_unix")
+    if moves:
+        spans, start = [], None
+        for phase, asked, entered in moves:
+            if phase == "setup":
+                start = entered
+            elif start is not None:
+                spans.append((start, asked))
+                start = None
+        begun = started_unix(case)
+        if start is not None and begun is not None:  # it never timed: set-up to its end
+            spans.append((start, begun + (case.duration_s or 0.0)))
+        return spans
+    start, windows = started_unix(case), case.info.get("windows_unix")
+    return [(start, windows[0][0])] if start is not None and windows else []
+
+
 def window_in_setup_s(case: CaseResult, others: list[CaseResult]) -> float | None:
-    """Seconds of `case`'s timed windows during which another case was between its start and its own
-    first timed window; None without recorded windows."""
+    """Seconds of `case`'s timed windows during which another case was setting up; None without
+    recorded windows."""
     mine = case.info.get("windows_unix")
     if not mine:
         return None
-    setups = []
-    for o in others:
-        start, theirs = started_unix(o), o.info.get("windows_unix")
-        if o is case or start is None or not theirs:
-            continue
-        setups.append((start, theirs[0][0]))
+    setups = [span for o in others if o is not case for span in setup_spans(o)]
     return round(sum(max(0.0, min(we, se) - max(ws, ss)) for ws, we in mine for ss, se in setups), 3)
 
 

@@ -82,6 +82,8 @@ class CaseInfo(InfoModel):
     windows_unix: list[list[float]] | None = None  # each timed window's wall-clock [start, end] (CaseContext.measure)
     quiet_wait_s: float | None = None  # beside other cases, seconds it waited for their set-up or timed part to end
     # before its own (measure/quiet.py)
+    quiet_phases_unix: list[list[Any]] | None = None  # beside other cases, each phase it entered: [phase, asked at,
+    # entered at] (wall-clock; measure/quiet.py)
     other_gpu_processes: list[Any] | None = None  # other processes on its GPUs when it started
     max_batch: MaxBatchInfo | None = None
     share_group: ShareGroupInfo | None = None

@@ -291,5 +291,7 @@ tag = 2
     assert [by_tag[t].status for t in (1, 2)] == ["ok", "ok"]
     fast, compiling = by_tag[2], by_tag[1]
     assert fast.info["windows_unix"][0][0] >= compiling.info["setup_end"]
+    asked_to_time = next(asked for phase, asked, _ in compiling.info["quiet_phases_unix"] if phase == "timed")
+    assert fast.info["windows_unix"][0][0] >= asked_to_time  # its phases, as recorded, say the same
     assert fast.info["quiet_wait_s"] > 1.0 and fast.info["ran_beside_cases"]
     assert measured_case(fast).seconds == pytest.approx(fast.duration_s - fast.info["quiet_wait_s"])

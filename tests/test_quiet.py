@@ -58,6 +58,8 @@ def test_a_case_times_only_after_its_neighbours_set_up_ends(tmp_path: Path) -> N
     ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
     assert rb["timed_start"] >= ra["setup_end"]
     assert rb["quiet_wait_s"] > 0.5 and "quiet_wait_s" not in ra  # the one that waited says so; the other did not
+    moves = {phase: (asked, entered) for phase, asked, entered in rb["quiet_phases_unix"]}  # as the case notes them
+    assert list(moves) == ["setup", "timed"] and moves["timed"][1] - moves["timed"][0] > 0.5
 
 
 def test_a_set_up_starts_only_after_a_neighbours_timed_part_ends(tmp_path: Path) -> None:

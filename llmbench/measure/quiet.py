@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from llmbench.hardware import nvml
+
 QUIET_ENV = "LLMBENCH_QUIET"  # the run's phase folder (harness/launch.GpuSlots.take)
 CASE_ENV = "LLMBENCH_QUIET_CASE"  # the pid of the case process this process works for
 POLL_S = 0.1
@@ -36,7 +38,7 @@ SETUP, READY, TIMED = "setup", "ready", "timed"
 BLOCKED_BY = {SETUP: (READY, TIMED), TIMED: (SETUP,)}  # what a phase waits out in the other cases
 
 _phase: str | None = None  # this process's last phase (a rank or copy calls timed() once per window)
-_unrecorded = 0.0  # seconds waited before there was an info to note them in (the worker's start)
+_unnoted: list[list[Any]] = []  # phases entered before there was an info to note them in (the worker's start)
 
 
 def _case_pid() -> int:
@@ -44,16 +46,6 @@ def _case_pid() -> int:
     if CASE_ENV not in os.environ:
         os.environ[CASE_ENV] = str(os.getpid())
     return int(os.environ[CASE_ENV])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
@@ -73,7 +65,7 @@ def phases(folder: Path, but: int | None = None) -> dict[int, str]:
     for f in folder.glob("*.json"):
         with contextlib.suppress(OSError, ValueError, KeyError):
             pid = int(f.stem)
-            if not _alive(pid):
+            if not nvml.pid_alive(pid):
                 f.unlink(missing_ok=True)
             elif pid != but:
                 out[pid] = str(json.loads(f.read_text())["phase"])
@@ -89,15 +81,16 @@ def _write(folder: Path, pid: int, phase: str) -> None:
 def enter(phase: str, info: dict[str, Any] | None = None,
           progress: Callable[[float, str], None] | None = None) -> float:
     """Move this case to `phase` (SETUP or TIMED) once no other case is in a phase it waits out; the
-    seconds waited, also added to `info["quiet_wait_s"]`. At once without QUIET_ENV or where this process
-    is in that phase already."""
+    seconds waited. The case's info notes each move, [phase, asked at, entered at] in wall-clock seconds
+    (`quiet_phases_unix`), and the waits' sum (`quiet_wait_s`). At once without QUIET_ENV or where this
+    process is in that phase already."""
     global _phase
     folder = os.environ.get(QUIET_ENV)
     if not folder or _phase == phase:
-        _note(info, 0.0)
+        _note(info)
         return 0.0
     where, pid = Path(folder), _case_pid()
-    t0, told = time.monotonic(), False
+    asked, t0, told = time.time(), time.monotonic(), False
     with _locked(where):
         if phase == TIMED:  # waiting to time: no longer setting up, and new set-ups wait for it
             _write(where, pid, READY)
@@ -114,18 +107,21 @@ def enter(phase: str, info: dict[str, Any] | None = None,
         time.sleep(POLL_S)
     _phase = phase
     waited = time.monotonic() - t0
-    _note(info, waited)
+    _unnoted.append([phase, round(asked, 3), round(asked + waited, 3)])
+    _note(info)
     return waited
 
 
-def _note(info: dict[str, Any] | None, waited: float) -> None:
-    """Add a wait to `info["quiet_wait_s"]`, with any from before there was an info; a wait under 50 ms
-    (the lock's own time) is not one."""
-    global _unrecorded
-    _unrecorded += waited if waited >= 0.05 else 0.0
-    if info is not None and _unrecorded:
-        info["quiet_wait_s"] = round(float(info.get("quiet_wait_s") or 0.0) + _unrecorded, 3)
-        _unrecorded = 0.0
+def _note(info: dict[str, Any] | None) -> None:
+    """Note the moves not yet noted in `info` (those of the worker's start go in its first case's); a wait
+    under 50 ms (the lock's own time) adds nothing to `quiet_wait_s`."""
+    if info is None or not _unnoted:
+        return
+    waited = sum(entered - asked for _, asked, entered in _unnoted)
+    if waited >= 0.05:
+        info["quiet_wait_s"] = round(float(info.get("quiet_wait_s") or 0.0) + waited, 3)
+    info.setdefault("quiet_phases_unix", []).extend(_unnoted)
+    _unnoted.clear()
 
 
 def setup(info: dict[str, Any] | None = None, progress: Callable[[float, str], None] | None = None) -> float:
