@@ -5,7 +5,8 @@
 #             side over both GPUs (the default with several GPUs), its --dry-run quote kept beside it
 #   plain     benchmarks/plain_vllm_tp.py: vLLM outside llmbench, TP2 and two replicas at totals 1/2 and 32
 #   tp70b     the tp-vs-replicas suite's 70B-class fp8 cases not yet in its committed set (--resume of it)
-#   serving   the serving-tp-vs-dp suite (one TP2 endpoint against two data-parallel copies)
+#   serving   the serving-tp-vs-dp suite (one TP2 endpoint against two data-parallel copies), --resume of
+#             the committed set where there is one
 #   alone     the headline cases given in ALONE_IDS (id,id,...), one at a time on GPU 0: the same
 #             machine's alone runs against which the oneshot's side-by-side figures are read
 #   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
@@ -24,9 +25,11 @@ if [ "${1:-start}" = start ]; then
   PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
     || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
   mkdir -p "$WORK"; rm -f "$WORK/done"
-  for d in results/*/; do  # the committed tp-vs-replicas sets, for tp70b's --resume (each under its GPU's slug)
-    compgen -G "$d/tp-vs-replicas-*.json" >/dev/null && mkdir -p "$WORK/r/$(basename "$d")" \
-      && cp "$d"/tp-vs-replicas-*.json "$WORK/r/$(basename "$d")/"
+  for d in results/*/; do  # the committed two-GPU sets, for tp70b's and serving's --resume (under the GPU's slug)
+    for suite in tp-vs-replicas serving-tp-vs-dp; do
+      compgen -G "$d/$suite-*.json" >/dev/null && mkdir -p "$WORK/r/$(basename "$d")" \
+        && cp "$d"/$suite-*.json "$WORK/r/$(basename "$d")/"
+    done
   done
   cat >"$WORK/job.sh" <<JOB
 set -u
@@ -43,7 +46,7 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
     plain)   python3 benchmarks/plain_vllm_tp.py --out $WORK/plain-vllm.json >$WORK/plain.log 2>&1 ;;
     tp70b)   python3 -m llmbench run tp-vs-replicas --gpus 0,1 --out $WORK/r --resume -k model=llama-3-70b \
                -y >$WORK/tp70b.log 2>&1 ;;
-    serving) python3 -m llmbench run serving-tp-vs-dp --gpus 0,1 --out $WORK/r -y >$WORK/serving.log 2>&1 ;;
+    serving) python3 -m llmbench run serving-tp-vs-dp --gpus 0,1 --out $WORK/r --resume -y >$WORK/serving.log 2>&1 ;;
     alone)   python3 -m llmbench run headline --gpus 0 --out $WORK/alone -k id=${ALONE_IDS:-} -y >$WORK/alone.log 2>&1 ;;
     plain-one) python3 benchmarks/plain_vllm_tp.py --layouts one --batches 1,16,32 --out $WORK/plain-one.json \
                >$WORK/plain-one.log 2>&1 ;;
