@@ -312,4 +312,5 @@ def test_oneshot_dry_run_on_two_gpus_quotes_them_side_by_side(tmp_path: Path, mo
     alone = runner.invoke(app, ["oneshot", "quickstart", "--dry-run", "--no-parallel", "--out", str(tmp_path / "o")])
     assert alone.exit_code == 0, alone.output
     assert "over 2 GPUs side by side" in " ".join(side.output.split())
+    assert "not counting waits for a neighbour's set-up to end" in " ".join(side.output.split())
     assert "side by side" not in alone.output

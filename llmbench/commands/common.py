@@ -69,12 +69,14 @@ def parse_budget(text: str) -> float:
 
 
 def over_slots(plan: Plan) -> str:
-    """' over 2 GPUs side by side (case quotes sum to 21.0 min)' where the plan's run lays its cases
-    over several slots; '' on one."""
+    """' over 2 GPUs side by side (case quotes sum to 21.0 min; ...)' where the plan's run lays its cases
+    over several slots; '' on one. The makespan leaves out the waits of measure/quiet.py (a case ready to
+    time waits out a neighbour's set-up): the quotes do not yet split a case into set-up and timed part."""
     slots = plan.schedule.slots if plan.schedule else 1
     if slots < 2:
         return ""
-    return f" over {slots} GPUs side by side (case quotes sum to {sum(t.seconds for t in plan.times) / 60:.1f} min)"
+    return (f" over {slots} GPUs side by side (case quotes sum to {sum(t.seconds for t in plan.times) / 60:.1f} min; "
+            "not counting waits for a neighbour's set-up to end)")
 
 
 def budget_fit_text(plan: Plan, budget_s: float | None) -> str:
