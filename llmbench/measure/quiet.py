@@ -1,8 +1,8 @@
 """Timed windows kept apart from set-ups. Cases side by side on one host (`run --parallel` over several
 GPUs) have cores of their own, but share the socket's caches, memory bandwidth and clocks. So a
 neighbour's set-up slows a timed window: a compilation, an engine start, a model built on the CPU. On
-2x H200 it cost vLLM fp8 decode 1.5-2.7% and a Trainer step 10%
-(docs/evidence/h200-sxm-141gb/issue41-node-control/).
+2x H200 a neighbour's compilation cost vLLM fp8 decode 1.5-2.7%, well outside that case's 0.14% spread
+between runs (docs/evidence/h200-sxm-141gb/issue41-node-control/).
 
 Each case of such a run is in one phase, kept in a file per case in a folder the runner hands every
 case process of the run (`QUIET_ENV`):
