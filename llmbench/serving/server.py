@@ -222,10 +222,10 @@ def shared_server_groups(folder: Path | None) -> set[int]:
 
 def stop_shared_servers(folder: Path) -> int:
     """Stop every server recorded in `folder` (the end of a suite); how many were stopped."""
-    n = 0
-    for record in sorted(folder.glob("server-*.json")) if folder.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            _stop_group(int(json.loads(record.read_text())["pid"]))
-            n += 1
+    groups = shared_server_groups(folder)
+    for pid in groups:
+        with contextlib.suppress(OSError):
+            _stop_group(pid)
+    for record in folder.glob("server-*.json") if folder.is_dir() else []:
         record.unlink(missing_ok=True)
-    return n
+    return len(groups)
