@@ -1,8 +1,9 @@
 """Does a neighbour's compilation slow a decode on the other GPU of the same host? A plain A/B on one
-machine, nothing of llmbench imported: vLLM decodes Llama-3-8B (random weights, 128 in, 128 out) on
-GPU 0, bound to the first half of the host's cores, in rounds that alternate quiet (nothing else runs)
-and loaded (a second process on the other half of the cores and GPU 1 compiles model after model with
-torch.compile and runs each: what a compiling case beside it does).
+machine, nothing of llmbench imported (plain_vllm_tp.py's engine and timed calls): vLLM decodes
+Llama-3-8B (random weights, 128 in, 128 out) on GPU 0, bound to the first half of the host's cores, in
+rounds that alternate quiet (nothing else runs) and loaded (a second process on the other half of the
+cores and GPU 1 compiles model after model with torch.compile and runs each: what a compiling case
+beside it does).
 
     python3 benchmarks/neighbour_load.py --out neighbour.json                  # fp8, batches 1 and 8
     python3 benchmarks/neighbour_load.py --precision bf16 --batches 8 --rounds 2
@@ -27,12 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B's config.json, the fields vLLM reads
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
-    "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "hidden_act": "silu",
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 128000, "eos_token_id": 128001,
-}
+from plain_vllm_tp import engine, timed_calls
 
 
 def halves() -> tuple[list[int], list[int]]:
@@ -64,24 +60,6 @@ def load_loop() -> None:
         i += 1
 
 
-def timed(llm: Any, batch: int, iters: int) -> list[float]:
-    import random
-
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-
-    rng = random.Random(batch)
-    prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(1000, 120000) for _ in range(128)]) for _ in range(batch)]
-    sp = SamplingParams(max_tokens=128, min_tokens=128, ignore_eos=True, temperature=0.0, detokenize=False)
-    llm.generate(prompts, sp, use_tqdm=False)
-    rates = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        llm.generate(prompts, sp, use_tqdm=False)
-        rates.append(batch * 128 / (time.perf_counter() - t0))
-    return rates
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--precision", default="fp8", choices=["fp8", "bf16"])
@@ -98,14 +76,9 @@ def main() -> int:
     mine, theirs = halves()
     os.sched_setaffinity(0, mine)  # before vLLM starts: its engine core inherits it
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
-    import vllm
-
     batches = [int(b) for b in a.batches.split(",")]
     with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "config.json").write_text(json.dumps(LLAMA3_8B))
-        llm = vllm.LLM(model=d, skip_tokenizer_init=True, load_format="dummy", dtype="bfloat16",
-                       quantization="fp8" if a.precision == "fp8" else None, max_model_len=1024,
-                       enable_prefix_caching=False, seed=0)
+        llm = engine(1, d, "fp8" if a.precision == "fp8" else None)
         order = [s for r in range(a.rounds) for s in (("quiet", "loaded") if r % 2 == 0 else ("loaded", "quiet"))]
         rounds: list[dict[str, Any]] = []
         log = Path(d) / "load.log"
@@ -119,7 +92,7 @@ def main() -> int:
                 time.sleep(a.settle_s)
             start = time.time()
             row = {"state": state, "window_unix": [start, 0.0],
-                   "rates": {b: timed(llm, b, a.iters) for b in batches}}
+                   "rates": {b: timed_calls(llm, b, 128, 128, a.iters)["calls"] for b in batches}}
             row["window_unix"][1] = time.time()
             if load is not None:
                 os.killpg(load.pid, signal.SIGKILL)  # the compile workers too

@@ -38,13 +38,16 @@ LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B's config.json, the fields vLLM reads
 }
 
 
-def engine(tp: int, folder: str) -> Any:
+def engine(tp: int, folder: str, quantization: str | None = None) -> Any:
+    """vLLM's offline engine on the Llama-3-8B config, written into `folder`; `quantization` as vLLM's
+    own ("fp8": the bf16 weights quantized once at load)."""
     import vllm
 
     (Path(folder) / "config.json").write_text(json.dumps(LLAMA3_8B))
     extra: dict[str, Any] = {"compilation_config": {"pass_config": {"fuse_allreduce_rms": False}}} if tp > 1 else {}
     return vllm.LLM(model=folder, skip_tokenizer_init=True, load_format="dummy", dtype="bfloat16",
-                    tensor_parallel_size=tp, max_model_len=1024, enable_prefix_caching=False, seed=0, **extra)
+                    quantization=quantization, tensor_parallel_size=tp, max_model_len=1024,
+                    enable_prefix_caching=False, seed=0, **extra)
 
 
 def timed_calls(llm: Any, batch: int, input_len: int, output_len: int, iters: int,
