@@ -1,5 +1,6 @@
-"""Timed windows kept apart from set-ups (measure/quiet.py): cases side by side on one host never time
-while a neighbour sets up, never start a set-up while a neighbour times, and wait on nobody alone.
+"""Timed windows kept apart from set-ups and from each other (measure/quiet.py): cases side by side on
+one host never time while a neighbour sets up or times, never start a set-up while a neighbour times,
+and wait on nobody alone.
 Real processes, as the case processes of a parallel run are."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,24 +23,31 @@ CASE = """
 import json, sys, time
 from llmbench.measure import quiet
 setup_s, timed_s, out = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-info, t = {}, {}
-quiet.setup()  # as the worker does at its start, before there is a case's info
-quiet.setup(info)  # and before the case: the wait above is noted here
-t["setup_start"] = time.time()
-time.sleep(setup_s)
-t["setup_end"] = time.time()
-quiet.timed(info)
-t["timed_start"] = time.time()
-time.sleep(timed_s)
-t["timed_end"] = time.time()
-json.dump({**t, **info}, open(out, "w"))
+cases = int(sys.argv[4]) if len(sys.argv) > 4 else 1  # more than one: a share group's cases in one process
+ready = len(sys.argv) > 5  # it starts ready to time (its set-up was over before it was asked for)
+info, t, later = {}, {}, []
+if not ready:
+    quiet.setup()  # as the worker does at its start, before there is a case's info
+for n in range(cases):
+    if not ready:
+        quiet.setup(info)  # and before each case: the wait above is noted in the first
+    t["setup_start"] = time.time()
+    time.sleep(setup_s)
+    t["setup_end"] = time.time()
+    quiet.timed(info)
+    t["timed_start"] = time.time()
+    time.sleep(timed_s)
+    t["timed_end"] = time.time()
+    later.append(dict(t))
+json.dump({**later[0], **info, "cases": later}, open(out, "w"))
 """
 
 
-def _case(folder: Path, setup_s: float, timed_s: float, out: Path) -> subprocess.Popen[bytes]:
+def _case(folder: Path, setup_s: float, timed_s: float, out: Path, cases: int = 1,
+          ready: bool = False) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != quiet.CASE_ENV}
-    return subprocess.Popen([sys.executable, "-c", CASE, str(setup_s), str(timed_s), str(out)],
-                            env={**env, QUIET_ENV: str(folder)})
+    args = [str(setup_s), str(timed_s), str(out), str(cases)] + (["ready"] if ready else [])
+    return subprocess.Popen([sys.executable, "-c", CASE, *args], env={**env, QUIET_ENV: str(folder)})
 
 
 def _phase_of(folder: Path, pid: int, phase: str, seconds: float = 20.0) -> None:
@@ -69,6 +78,31 @@ def test_a_set_up_starts_only_after_a_neighbours_timed_part_ends(tmp_path: Path)
     assert a.wait(30) == 0 and b.wait(30) == 0
     ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
     assert rb["setup_start"] >= ra["timed_end"] and rb["quiet_wait_s"] > 0.5
+
+
+def _windows(*results: dict[str, Any]) -> list[tuple[float, float]]:
+    return sorted((c["timed_start"], c["timed_end"]) for r in results for c in r["cases"])
+
+
+def test_timed_parts_never_overlap(tmp_path: Path) -> None:
+    a = _case(tmp_path, 0.5, 1.0, tmp_path / "a.json")  # ready to time at about the same moment
+    b = _case(tmp_path, 0.5, 1.0, tmp_path / "b.json")
+    assert a.wait(30) == 0 and b.wait(30) == 0
+    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    (_, first_end), (second_start, _) = _windows(ra, rb)
+    assert second_start >= first_end
+    assert max(ra.get("quiet_wait_s", 0), rb.get("quiet_wait_s", 0)) > 0.5  # one waited for the other's part
+
+
+def test_a_share_groups_next_case_lets_a_ready_neighbour_time(tmp_path: Path) -> None:
+    a = _case(tmp_path, 0.0, 1.0, tmp_path / "a.json", cases=2)  # two cases in one process, as a share group
+    _phase_of(tmp_path, a.pid, quiet.TIMED)
+    b = _case(tmp_path, 0.0, 0.5, tmp_path / "b.json", ready=True)  # ready while a's first case times
+    _phase_of(tmp_path, b.pid, quiet.READY)
+    assert a.wait(30) == 0 and b.wait(30) == 0  # a's next set-up waits for b, which no longer waits for a
+    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    first, second = ra["cases"]
+    assert first["timed_end"] <= rb["timed_start"] and rb["timed_end"] <= second["setup_start"]
 
 
 def test_set_ups_overlap_set_ups_and_a_gone_case_counts_for_nothing(tmp_path: Path) -> None:

@@ -1,22 +1,30 @@
-"""Timed windows kept apart from set-ups. Cases side by side on one host (`run --parallel` over several
-GPUs) have cores of their own, but share the socket's caches, memory bandwidth and clocks. So a
-neighbour's set-up slows a timed window: a compilation, an engine start, a model built on the CPU. On
-2x H200 a neighbour's compilation cost vLLM fp8 decode 1.5-2.7%, well outside that case's 0.14% spread
-between runs (docs/evidence/h200-sxm-141gb/issue41-node-control/).
+"""Timed windows kept apart from set-ups and from each other. Cases side by side on one host (`run
+--parallel` over several GPUs) have cores of their own, but share the socket's caches, memory bandwidth
+and clocks. So a neighbour slows a timed window:
+- its set-up (a compilation, an engine start, a model built on the CPU): on 2x H200 a neighbour's
+  compilation cost vLLM fp8 decode 1.5-2.7%, well outside that case's 0.14% spread between runs
+  (docs/evidence/h200-sxm-141gb/issue41-node-control/);
+- its timed part: two launch-bound decodes timed together (transformers at batch 1) lost 5-10%, and
+  time to first token grew up to 1.9x (docs/evidence/h200-sxm-141gb/issue41-node-rule/).
 
 Each case of such a run is in one phase, kept in a file per case in a folder the runner hands every
 case process of the run (`QUIET_ENV`):
 - `setup`: from the case's start;
 - `ready`: while it waits to time;
-- `timed`: from its first timed window to its end.
+- `timed`: from its first timed window to its end;
+- `between`: its timed part over, while it waits to set up the next case of its share group (one
+  process, several cases): it holds up nobody.
 
 A case starts its set-up only while no other case is `ready` or `timed`, and times only while no
-other case is in `setup`. Set-ups overlap set-ups, and timed windows overlap timed windows. A case
-never waits on itself, and a set-up ends without waiting on anyone, so there is no cycle.
+other case is in `setup` or `timed`. Set-ups overlap set-ups; a timed part has the host to itself,
+as it would alone. That costs little: a case's timed part is seconds, its set-up minutes (the 2x H200
+headline: 92 s of timed parts against 805 s of set-ups). A case never waits on itself, a set-up ends
+without waiting on anyone, and a timed part ends, so there is no cycle. A load meant to run on every
+GPU at once (a node-wide burn) is one case with `placement.replicas`: its copies are one case.
 
 A case is its case process: its ranks, replica copies and engine processes inherit `CASE_ENV` and
-speak for it. A file whose case process is gone counts for nothing. Without `QUIET_ENV` (a serial run,
-a case alone) every call returns at once."""
+speak for it. A file whose case process is gone (ended, even if not yet reaped) counts for nothing.
+Without `QUIET_ENV` (a serial run, a case alone) every call returns at once."""
 
 from __future__ import annotations
 
@@ -34,8 +42,8 @@ from llmbench.hardware import nvml
 QUIET_ENV = "LLMBENCH_QUIET"  # the run's phase folder (harness/launch.GpuSlots.take)
 CASE_ENV = "LLMBENCH_QUIET_CASE"  # the pid of the case process this process works for
 POLL_S = 0.1
-SETUP, READY, TIMED = "setup", "ready", "timed"
-BLOCKED_BY = {SETUP: (READY, TIMED), TIMED: (SETUP,)}  # what a phase waits out in the other cases
+SETUP, READY, TIMED, BETWEEN = "setup", "ready", "timed", "between"
+BLOCKED_BY = {SETUP: (READY, TIMED), TIMED: (SETUP, TIMED)}  # what a phase waits out in the other cases
 
 _phase: str | None = None  # this process's last phase (a rank or copy calls timed() once per window)
 _unnoted: list[list[Any]] = []  # phases entered before there was an info to note them in (the worker's start)
@@ -65,11 +73,23 @@ def phases(folder: Path, but: int | None = None) -> dict[int, str]:
     for f in folder.glob("*.json"):
         with contextlib.suppress(OSError, ValueError, KeyError):
             pid = int(f.stem)
-            if not nvml.pid_alive(pid):
+            if not _running(pid):
                 f.unlink(missing_ok=True)
             elif pid != but:
                 out[pid] = str(json.loads(f.read_text())["phase"])
     return out
+
+
+def _running(pid: int) -> bool:
+    """Whether the case process still runs: one that has ended but is not yet reaped by its parent (a
+    zombie) has ended its timed part too."""
+    if not nvml.pid_alive(pid):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux), or it just ended
+        return nvml.pid_alive(pid)
+    return stat[stat.rindex(")") + 2:][:1] != "Z"  # the state follows the command name in parentheses
 
 
 def _write(folder: Path, pid: int, phase: str) -> None:
@@ -92,8 +112,15 @@ def enter(phase: str, info: dict[str, Any] | None = None,
     where, pid = Path(folder), _case_pid()
     asked, t0, told = time.time(), time.monotonic(), False
     with _locked(where):
+        if phase == TIMED and phases(where).get(pid) == TIMED:  # another process of this case (a rank, a
+            _phase = phase  # copy) times already: this one joins its timed part
+            _unnoted.append([phase, round(asked, 3), round(asked, 3)])
+            _note(info)
+            return 0.0
         if phase == TIMED:  # waiting to time: no longer setting up, and new set-ups wait for it
             _write(where, pid, READY)
+        elif _phase is not None:  # the next case of a share group: its timed part is over, and a neighbour
+            _write(where, pid, BETWEEN)  # ready to time must not wait for it while it waits for that one
     while True:
         with _locked(where):
             blocking = sorted(p for p, ph in phases(where, but=pid).items() if ph in BLOCKED_BY[phase])
@@ -102,7 +129,7 @@ def enter(phase: str, info: dict[str, Any] | None = None,
                 break
         if progress is not None and not told:
             progress(0.0, f"waiting for {len(blocking)} case(s) beside it to "
-                          f"{'finish setting up' if phase == TIMED else 'finish timing'}")
+                          f"{'finish setting up or timing' if phase == TIMED else 'finish timing'}")
             told = True
         time.sleep(POLL_S)
     _phase = phase
