@@ -249,6 +249,62 @@ def test_a_budget_leaves_for_resume_what_would_start_too_late_on_the_timeline(tm
     assert sorted(tag[i] for i in line.left) == [5, 6, 7]  # they would start at 4 s and 5 s: no room left
 
 
+QUIET = """
+name = "quiet"
+[defaults]
+min_iters = 1
+min_seconds = 0.0
+[[case]]
+scenario = "shared"
+share = ""
+tag = 0
+seconds = 10.0
+[[case]]
+scenario = "shared"
+share = ""
+matrix.tag = [1, 2]
+seconds = 3.0
+"""
+
+
+def test_the_timeline_keeps_timed_parts_apart_from_set_ups_and_each_other(tmp_path: Path) -> None:
+    """measure/quiet.py's rule on the quote's timeline. A 10 s case (8 s set-up, 2 s timed) and two 3 s
+    ones (1 s set-up, 2 s timed) over two slots, worked by hand: the first short one is ready at 1 s and
+    waits out the long one's set-up; at 8 s both are ready, the first ready times first (8-10 s), then the
+    long one (10-12 s). The second short one starts at 10 s on the freed slot, may set up only once
+    nothing times (12 s), and times 13-15 s. Without timed parts recorded every case is all set-up: no
+    waits, 10 s in all. A serial run waits for no one."""
+    suite = load_suite(str(write(tmp_path, QUIET)))
+    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    def measured(timed: float | None) -> dict[str, MeasuredCase]:
+        return {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"], timed_s=timed)
+                for c in suite.cases}
+
+    line = run_schedule(suite, suite.cases, measured(2.0), CPU, 2).timeline()
+    assert {tag[i]: s for i, s in line.starts.items()} == {0: 0.0, 1: 0.0, 2: 10.0} and line.makespan_s == 15.0
+    assert run_schedule(suite, suite.cases, measured(None), CPU, 2).timeline().makespan_s == 10.0
+    assert run_schedule(suite, suite.cases, measured(2.0), CPU, 1).timeline().makespan_s == 16.0  # the sum
+    within = run_schedule(suite, suite.cases, measured(2.0), CPU, 2).timeline(budget_s=12.5)
+    assert [tag[i] for i in within.left] == [2]  # at 10 s its 3 s no longer fit
+
+
+def test_a_case_records_its_timed_part_for_the_quotes() -> None:
+    """A finished case's timed part (plan.timed_part): from its first timed window, as its phases note it,
+    else its first recorded window, to its end; none where neither is recorded."""
+    from llmbench.harness.plan import measured_case
+
+    start = 1_795_700_000.0
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start))
+    noted = CaseResult(id="a", scenario="gemm", params={}, status="ok", started_at=at, duration_s=30.0,
+                       info={"quiet_phases_unix": [["setup", start, start], ["timed", start + 20, start + 24]],
+                             "quiet_wait_s": 4.0, "windows_unix": [[start + 25, start + 27]]})
+    windows = CaseResult(id="b", scenario="gemm", params={}, status="ok", started_at=at, duration_s=30.0,
+                         info={"windows_unix": [[start + 25, start + 27]]})
+    bare = CaseResult(id="c", scenario="gemm", params={}, status="ok", started_at=at, duration_s=30.0)
+    assert measured_case(noted).seconds == 26.0 and measured_case(noted).timed_s == 6.0
+    assert measured_case(windows).timed_s == 5.0 and measured_case(bare).timed_s is None
+
+
 LONG_LAST = """
 name = "long-last"
 [defaults]
@@ -285,6 +341,17 @@ def test_over_several_slots_the_longest_start_first_where_that_ends_sooner(tmp_p
     assert [tag[c.id] for c in tight.cases] == [0, 1, 2, 3, 4]
 
 
+def test_a_budget_cuts_the_short_cases_rather_than_a_long_one(tmp_path: Path, fault_plugin: str) -> None:
+    """Four 1 s cases and a 3.5 s one over two slots within 3.6 s: in suite order the long one is left
+    for --resume, longest first leaves one short case (the likeliest to fit once the run is under way).
+    One case left either way: the order that leaves less time wins, though it ends later."""
+    suite = load_suite(str(write(tmp_path, LONG_LAST.replace("seconds = 4.0", "seconds = 3.5"))))
+    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
+    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    plan = run_schedule(suite, suite.cases, measured, CPU, 2, budget_s=3.6)
+    assert tag[plan.cases[0].id] == 4 and [tag[i] for i in plan.timeline(3.6).left] == [3]
+
+
 def test_a_node_goes_side_by_side_over_every_gpu_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     assert node_placement(None, None, cpu=False) == ("0,1", True)
@@ -312,5 +379,5 @@ def test_oneshot_dry_run_on_two_gpus_quotes_them_side_by_side(tmp_path: Path, mo
     alone = runner.invoke(app, ["oneshot", "quickstart", "--dry-run", "--no-parallel", "--out", str(tmp_path / "o")])
     assert alone.exit_code == 0, alone.output
     assert "over 2 GPUs side by side" in " ".join(side.output.split())
-    assert "not counting waits for a neighbour's set-up to end" in " ".join(side.output.split())
+    assert "timed parts kept apart from set-ups and from each other" in " ".join(side.output.split())
     assert "side by side" not in alone.output

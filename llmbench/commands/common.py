@@ -70,13 +70,18 @@ def parse_budget(text: str) -> float:
 
 def over_slots(plan: Plan) -> str:
     """' over 2 GPUs side by side (case quotes sum to 21.0 min; ...)' where the plan's run lays its cases
-    over several slots; '' on one. The makespan leaves out the waits of measure/quiet.py (a case ready to
-    time waits out a neighbour's set-up): the quotes do not yet split a case into set-up and timed part."""
+    over several slots; '' on one. The makespan keeps each case's timed part apart from its neighbours'
+    set-ups and timed parts, as the run does (measure/quiet.py); a quote with no timed part on record
+    (a case last measured before they were) counts as all set-up, which waits for no one: said."""
     slots = plan.schedule.slots if plan.schedule else 1
     if slots < 2:
         return ""
+    quoted = [t for t in plan.times if t.source != "skipped"]
+    unsplit = sum(not t.timed_s for t in quoted)
     return (f" over {slots} GPUs side by side (case quotes sum to {sum(t.seconds for t in plan.times) / 60:.1f} min; "
-            "not counting waits for a neighbour's set-up to end)")
+            "timed parts kept apart from set-ups and from each other, as the run keeps them"
+            + (f"; {unsplit} of {len(quoted)} case(s) with no timed part on record, counted as all set-up"
+               if unsplit else "") + ")")
 
 
 def budget_fit_text(plan: Plan, budget_s: float | None) -> str:

@@ -19,6 +19,7 @@ import itertools
 import json
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,6 +49,7 @@ class MeasuredCase:
     # no guide to the case alone (nor to its siblings')
     ran_shared: bool = False
     shared_s: float | None = None  # where `seconds` ran alone: the case's time when it last ran shared
+    timed_s: float | None = None  # of `seconds`, from its first timed window to its end (None: not recorded)
 
     def shared_seconds(self) -> float | None:
         """Its measured time on a session loaded before it, if it was ever measured so."""
@@ -65,6 +67,7 @@ class CaseTime:
     gpu: str = ""
     reason: str = ""  # why a skipped case is skipped
     shared: bool = False  # it will run on an engine session an earlier case of its share group loaded
+    timed_s: float = 0.0  # of `seconds`, its timed part (measure/quiet.py); 0 where not known: all set-up
 
 
 def left_for_resume(times: list[CaseTime], budget_s: float) -> list[CaseTime]:
@@ -132,9 +135,25 @@ def ok_case_times(rs: ResultSet, gpu: str | None = None) -> dict[str, MeasuredCa
 def measured_case(case: CaseResult, gpu: str = "") -> MeasuredCase:
     """What a finished case's run says of the time it takes (its info: build, compile cache, share group),
     less the time it waited for cases beside it (measure/quiet.py): that is theirs, not its own."""
-    own = (case.duration_s or 0.0) - float(case.info.get("quiet_wait_s") or 0.0)
-    return MeasuredCase(case.scenario, case.params, max(own, 0.0), gpu, load_time(case.info),
-                        compile_state(case.info), ran_shared(case.info))
+    own = max((case.duration_s or 0.0) - float(case.info.get("quiet_wait_s") or 0.0), 0.0)
+    return MeasuredCase(case.scenario, case.params, own, gpu, load_time(case.info),
+                        compile_state(case.info), ran_shared(case.info), timed_s=timed_part(case, own))
+
+
+def timed_part(case: CaseResult, seconds: float) -> float | None:
+    """Of a finished case's `seconds`, its timed part: from when its first timed window began (as its
+    phases note it, measure/quiet.py, else its first recorded window) to its end; None where neither is
+    recorded (a run before they were)."""
+    if not case.started_at or not case.duration_s:
+        return None
+    timed = next((entered for phase, _, entered in case.info.get("quiet_phases_unix") or [] if phase == "timed"),
+                 None)
+    windows = case.info.get("windows_unix") or []
+    begun = timed if timed is not None else windows[0][0] if windows else None
+    if begun is None:
+        return None
+    end = datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() + case.duration_s
+    return round(min(max(end - begun, 0.0), seconds), 3)
 
 
 def ran_shared(info: dict[str, Any]) -> bool:
@@ -151,11 +170,12 @@ def overlay(base: dict[str, MeasuredCase], top: dict[str, MeasuredCase]) -> dict
     for cid, new in top.items():
         old = out.get(cid)
         if old is None or (new.ran_shared and old.ran_shared):
-            out[cid] = new
+            out[cid] = new if old is None else with_timed_part(new, old)
         elif new.ran_shared:
             out[cid] = replace(old, shared_s=new.seconds)
         else:
-            out[cid] = replace(new, shared_s=new.shared_s if new.shared_s is not None else old.shared_seconds())
+            out[cid] = replace(with_timed_part(new, old),
+                               shared_s=new.shared_s if new.shared_s is not None else old.shared_seconds())
     return out
 
 
@@ -219,10 +239,12 @@ def shared_time(quote: CaseTime, case: CaseSpec, measured: dict[str, MeasuredCas
     errs long (a shared case's seconds: docs/measurements.md, "The headline in one oneshot")."""
     m = measured.get(case.id)
     if quote.source != "skipped" and m is not None and (s := m.shared_seconds()) is not None:
-        return CaseTime(s, "measured", m.gpu, shared=True)
+        timed = m.timed_s if m.ran_shared else quote.timed_s  # a shared run's own split, else the one alone's
+        return CaseTime(s, "measured", m.gpu, shared=True, timed_s=min(timed or 0.0, s))
     if quote.source != "measured" or m is None or not m.load_s:
         return replace(quote, shared=True)
-    return replace(quote, seconds=max(quote.seconds - m.load_s, 1.0), shared=True)
+    seconds = max(quote.seconds - m.load_s, 1.0)  # the load is set-up: the timed part stays
+    return replace(quote, seconds=seconds, shared=True, timed_s=min(quote.timed_s, seconds))
 
 
 def quote_units(units: list[list[CaseSpec]], measured: dict[str, MeasuredCase],
@@ -324,7 +346,7 @@ def case_time(case: CaseSpec, measured: dict[str, MeasuredCase], device: DeviceI
         return CaseTime(0.0, "skipped", reason=reason)
     own = measured.get(case.id)
     if own is not None and not own.ran_shared:
-        return CaseTime(own.seconds, "measured", own.gpu)
+        return CaseTime(own.seconds, "measured", own.gpu, timed_s=own.timed_s or 0.0)
     estimate = estimate_time(case)
     params = case.params_dict
     peers = [m for m in measured.values() if m.scenario == case.scenario and not m.ran_shared]
@@ -370,11 +392,22 @@ def reference_times(folder: Path, slug: str, other_gpus: bool = False, expect: s
 def _better_quote(new: MeasuredCase, old: MeasuredCase, expect: str) -> MeasuredCase:
     """Of two measurements of a case, the one that quotes it better, with the longer shared time of the
     two beside it: a measurement alone beats one on a shared session, one in the expected compile state
-    beats one in the other; between equals, the longer."""
+    beats one in the other; between equals, the longer. Its timed part, where it recorded none, is the
+    other's (`with_timed_part`)."""
     def rank(m: MeasuredCase) -> tuple[bool, bool, float]:
         fits = m.compile_state == expect if expect == "warm" else m.compile_state != "warm"
         return not m.ran_shared, fits, m.seconds
 
     best = max(old, new, key=rank)  # between equal ranks, the one held
+    best = with_timed_part(best, new if best is old else old)
     shared = [s for m in (new, old) if (s := m.shared_seconds()) is not None]
     return best if best.ran_shared or not shared else replace(best, shared_s=max(shared))
+
+
+def with_timed_part(m: MeasuredCase, other: MeasuredCase) -> MeasuredCase:
+    """`m`, with `other`'s timed part where `m` recorded none (a run before the phases were noted) and
+    both ran the same way (shared or not): a case's timed part is its stop rule's, steadier than its
+    set-up (a cold or warm compile), so another run's is a fair guide."""
+    if m.timed_s is not None or other.timed_s is None or m.ran_shared != other.ran_shared:
+        return m
+    return replace(m, timed_s=min(other.timed_s, m.seconds))

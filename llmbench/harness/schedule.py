@@ -9,7 +9,6 @@ budget leaves for --resume from that timeline; a serial run is the timeline over
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 from llmbench.harness.launch import GpuSlots, gpu_slots, slots_needed
@@ -92,54 +91,121 @@ class Schedule:
 
     def timeline(self, budget_s: float | None = None) -> Timeline:
         """Each unit started in order as soon as `GpuSlots.claim` gives it its slots (the runner's rule),
-        lasting the sum of its cases' quotes; within `budget_s`, a case starts only where its quote fits
-        in what is left when it would start (a skipped case costs nothing and never waits)."""
+        its cases one after another, each its quote long; within `budget_s`, a case starts only where its
+        quote fits in what is left when its unit starts (a skipped case costs nothing and never waits).
+        Units with others beside them keep measure/quiet.py's rule, as their case processes do: a case's
+        set-up (its quote less its timed part) starts only while no neighbour is ready or timing, and its
+        timed part only while no neighbour sets up or times (a ready case before a set-up, the first
+        ready first). A quote with no timed part recorded is all set-up."""
         slots = GpuSlots(",".join(str(i) for i in range(self.slots)))
         starts: dict[str, float] = {}
         left: list[str] = []
         t = 0.0
         for units in self.suites:  # a suite starts when the one before it has ended
-            running: list[tuple[float, tuple[str, ...]]] = []
-            for unit in units:
+            t = self._suite(list(units), t, budget_s, slots, starts, left)
+        return Timeline(starts, t, tuple(left))
+
+    def _suite(self, pending: list[Unit], t: float, budget_s: float | None, slots: GpuSlots,
+               starts: dict[str, float], left: list[str]) -> float:
+        """One suite's units from `t` (see `timeline`); the time its last case ends."""
+        running: list[_Running] = []
+        end = t
+        while pending or running:
+            while pending:  # in order: a unit waits for the one before it to get its slots
+                unit = pending[0]
                 cases = [c for c in unit.cases if self.quotes[c.id].source != "skipped"]
                 need = unit.gpus if self.slots > 1 else 1
                 if not cases or need > self.slots:  # skipped: by the case, or for want of slots
+                    pending.pop(0)
                     continue
-                while (held := slots.claim(need, unit.alone is not None and self.slots > 1)) is None:
-                    end, done = heapq.heappop(running)
-                    t = max(t, end)
-                    slots.release(done)
-                ahead = 0.0
-                for case in cases:
-                    seconds = self.quotes[case.id].seconds
-                    if budget_s is not None and seconds > budget_s - t - ahead:
+                held = slots.claim(need, unit.alone is not None and self.slots > 1)
+                if held is None:
+                    break
+                pending.pop(0)
+                ahead, parts = 0.0, []
+                for case in cases:  # the budget, read when the unit can start (as the runner does)
+                    quote = self.quotes[case.id]
+                    if budget_s is not None and quote.seconds > budget_s - t - ahead:
                         left.append(case.id)
                         continue
-                    starts[case.id] = t + ahead
-                    ahead += seconds
-                if ahead or any(c.id in starts for c in cases):
-                    heapq.heappush(running, (t + ahead, held))
-                else:  # the budget left every case of it for --resume: it holds nothing
+                    ahead += quote.seconds
+                    timed = min(quote.timed_s, quote.seconds)
+                    parts.append((case.id, quote.seconds - timed, timed))
+                if not parts:  # the budget left every case of it for --resume: it holds nothing
                     slots.release(held)
-            t = max([t, *(end for end, _ in running)])
-            for _, done in running:
-                slots.release(done)
-        return Timeline(starts, t, tuple(left))
+                    continue
+                quiet = self.slots > 1 and unit.alone is None and need < self.slots  # as GpuSlots.take
+                running.append(_Running(held, parts, quiet))
+                starts[parts[0][0]] = t  # its process starts (and may wait to set up)
+            _advance(running, t)
+            busy = [r.until for r in running if r.state in (SETUP, TIMED)]
+            if not busy:  # cannot be while anything runs: whatever blocks a case is setting up or timing
+                break
+            t = min(busy)
+            end = max(end, t)
+            for r in [r for r in running if r.state in (SETUP, TIMED) and r.until <= t]:
+                if r.state == SETUP and r.quiet and r.parts[0][2] > 0:
+                    r.state, r.since = READY, t
+                elif r.state == SETUP and not r.quiet:
+                    r.state, r.until = TIMED, t + r.parts[0][2]
+                else:  # its case is over: the next case of its group, or its slots for the next unit
+                    r.parts.pop(0)
+                    r.state = WAITING
+                    if r.parts:
+                        starts[r.parts[0][0]] = t
+                    else:
+                        running.remove(r)
+                        slots.release(r.held)
+        return end
+
+
+SETUP, READY, TIMED, WAITING = "setup", "ready", "timed", "waiting"  # WAITING: to start its set-up
+
+
+@dataclass
+class _Running:
+    """A unit `Schedule.timeline` runs: the slots it holds, its cases still to run as (id, set-up s,
+    timed s), and where its current case stands (WAITING, SETUP, READY or TIMED, since / until when)."""
+
+    held: tuple[str, ...]
+    parts: list[tuple[str, float, float]]
+    quiet: bool  # it keeps measure/quiet.py's rule (it has others beside it)
+    state: str = WAITING
+    since: float = 0.0
+    until: float = 0.0
+
+
+def _advance(running: list[_Running], t: float) -> None:
+    """Move every unit that may at `t`: ready cases to their timed part first (the first ready first,
+    one at a time among the quiet ones), then waiting ones to their set-up."""
+    def others(r: _Running, states: tuple[str, ...]) -> bool:
+        return r.quiet and any(o is not r and o.quiet and o.state in states for o in running)
+
+    for r in sorted((r for r in running if r.state == READY), key=lambda r: r.since):
+        if not others(r, (SETUP, TIMED)):
+            r.state, r.until = TIMED, t + r.parts[0][2]
+    for r in running:
+        if r.state == WAITING and not others(r, (READY, TIMED)):
+            r.state, r.until = SETUP, t + r.parts[0][1]
 
 
 def start_order(units: list[Unit], quotes: dict[str, CaseTime], slots: int, budget_s: float | None) -> list[Unit]:
     """The order units start in over `slots`: the suite's (on one slot always: it puts the answers that
     cost least first, for a budget to cut the rest), unless the longest-first order (the classic rule for
-    a short makespan over several machines) leaves fewer cases for --resume within `budget_s`, or as many
-    and ends sooner. The runner and the quotes both call it, with the same quotes."""
+    a short makespan over several machines) leaves less quoted time for --resume within `budget_s` (the
+    cases a budget cuts last in that order are the shortest, the likeliest to fit once the run is under
+    way: a count of cases would trade them for one long case), or as much and ends sooner. The runner
+    and the quotes both call it, with the same quotes."""
     if slots < 2:
         return units
     longest = sorted(units, key=lambda u: -sum(quotes[c.id].seconds for c in u.cases
                                                 if quotes[c.id].source != "skipped"))
     as_said = Schedule((tuple(units),), quotes, slots).timeline(budget_s)
     sooner = Schedule((tuple(longest),), quotes, slots).timeline(budget_s)
-    better = (len(sooner.left), sooner.makespan_s) < (len(as_said.left), as_said.makespan_s)
-    return longest if better else units
+    def cost(timeline: Timeline) -> tuple[float, int, float]:
+        return sum(quotes[c].seconds for c in timeline.left), len(timeline.left), timeline.makespan_s
+
+    return longest if cost(sooner) < cost(as_said) else units
 
 
 def run_schedule(suite: Suite, cases: list[CaseSpec], measured: dict[str, MeasuredCase], device: DeviceInfo,
