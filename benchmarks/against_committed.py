@@ -24,11 +24,13 @@ from llmbench.analysis.noisefloor import SPREAD_DIR, floor_of
 from llmbench.results import ResultSet, load
 
 
-def committed(results: Path, slug: str, skip: Path) -> list[ResultSet]:
+def committed(results: Path, slug: str, skip: Path, *more: Path) -> list[ResultSet]:
+    """The committed sets of `slug` (results/<slug>/ and its spread folder), but `skip` and `more`."""
     out = []
+    left = {p.resolve() for p in (skip, *more)}
     for folder in (results / slug, results / SPREAD_DIR / slug):
         for p in sorted(folder.glob("*.json")):
-            if p.resolve() == skip.resolve():
+            if p.resolve() in left:
                 continue
             try:
                 out.append(load(p))

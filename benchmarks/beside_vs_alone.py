@@ -8,9 +8,13 @@ the CV is the between-run spread), None where fewer than three alone runs give n
 Alone runs: every committed case of the same id (results/<slug>/ and results/spread/<slug>/, the set
 itself left out, and the sets in each --also folder: alone runs of the same machine kept as evidence)
 that is `ok` and was not measured beside others (`info.ran_beside_cases`). A ratio against alone runs of
-other machines carries their machine-to-machine spread too.
+other machines carries their machine-to-machine spread too: `--machine SET.json` names alone runs of the
+same machine as the side-by-side set (docs/runbooks/gpu/node.sh's `alone` step, right after it), whose
+median and ratio each row also gives (`machine_alone`, `machine_ratio`): the one comparison with no
+machine between the two.
 
-    python benchmarks/beside_vs_alone.py SIDE_BY_SIDE.json [--results results] [--also DIR] [--out FILE]
+    python benchmarks/beside_vs_alone.py SIDE_BY_SIDE.json [--results results] [--also DIR]
+        [--machine SET.json] [--out FILE]
 """
 
 from __future__ import annotations
@@ -63,8 +67,15 @@ def window_in_setup_s(case: CaseResult, others: list[CaseResult]) -> float | Non
     return round(sum(max(0.0, min(we, se) - max(ws, ss)) for ws, we in mine for ss, se in setups), 3)
 
 
-def rows(new: ResultSet, sets: list[ResultSet]) -> list[dict[str, Any]]:
+def _alone_values(case_id: str, name: str, sets: list[ResultSet]) -> list[float]:
+    return [float(o.metrics[name].value) for rs in sets for o in rs.cases
+            if o.id == case_id and o.status == "ok" and name in o.metrics
+            and not o.info.get("ran_beside_cases") and float(o.metrics[name].value) > 0]
+
+
+def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None = None) -> list[dict[str, Any]]:
     names = set(headline_metric_names())
+    machine = machine or []
     out = []
     for c in new.cases:
         if c.status != "ok":
@@ -72,9 +83,8 @@ def rows(new: ResultSet, sets: list[ResultSet]) -> list[dict[str, Any]]:
         for name, m in sorted(c.metrics.items()):
             if name not in names:
                 continue
-            alone = [float(o.metrics[name].value) for rs in sets for o in rs.cases
-                     if o.id == c.id and o.status == "ok" and name in o.metrics
-                     and not o.info.get("ran_beside_cases") and float(o.metrics[name].value) > 0]
+            alone = _alone_values(c.id, name, [*sets, *machine])
+            here = _alone_values(c.id, name, machine)
             if not alone or float(m.value) <= 0:
                 continue
             median = statistics.median(alone)
@@ -87,19 +97,23 @@ def rows(new: ResultSet, sets: list[ResultSet]) -> list[dict[str, Any]]:
                         "within": None if cv is None else abs(math.log(ratio)) <= 2 * cv,
                         "in_range": min(alone) <= float(m.value) <= max(alone),
                         "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus"),
-                        "window_in_setup_s": window_in_setup_s(c, new.cases)})
+                        "window_in_setup_s": window_in_setup_s(c, new.cases),
+                        "machine_alone": round(statistics.median(here), 4) if here else None,
+                        "machine_ratio": round(float(m.value) / statistics.median(here), 4) if here else None})
     return out
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
-    lines = ["| case | metric | beside | alone median [min, max] (n) | ratio | case CV | within 2 CV |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| case | metric | beside | alone median [min, max] (n) | ratio | case CV | within 2 CV "
+             "| alone, same machine (ratio) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in table:
         how = "ran alone" if r["ran_alone"] else {True: "yes", False: "**no**", None: "n < 3"}[r["within"]]
         cv = "" if r["case_cv"] is None else f"{r['case_cv']:.3f}"
+        here = "" if r.get("machine_alone") is None else f"{r['machine_alone']:,.4g} ({r['machine_ratio']:.3f})"
         lines.append(f"| {r['case']} | {r['metric']} | {r['beside']:,.4g} | {r['alone_median']:,.4g} "
                      f"[{r['alone_min']:,.4g}, {r['alone_max']:,.4g}] ({r['alone_runs']}) | {r['ratio']:.3f} | {cv} "
-                     f"| {how} |")
+                     f"| {how} | {here} |")
     return "\n".join(lines)
 
 
@@ -108,11 +122,14 @@ def main() -> int:
     ap.add_argument("new", type=Path)
     ap.add_argument("--results", type=Path, default=Path("results"))
     ap.add_argument("--also", type=Path, action="append", default=[], help="a folder of more alone runs' sets")
+    ap.add_argument("--machine", type=Path, action="append", default=[],
+                    help="a set of alone runs on the same machine as the side-by-side set")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     new = load(a.new)
     extra = [load(p) for d in a.also for p in sorted(d.glob("*.json"))]
-    table = rows(new, committed(a.results, new.gpu_slug, a.new) + extra)
+    machine = [load(p) for p in a.machine]
+    table = rows(new, committed(a.results, new.gpu_slug, a.new, *a.machine) + extra, machine)
     emit({"set": str(a.new), "rows": table}, a.out)
     print(markdown(table))
     return 0
