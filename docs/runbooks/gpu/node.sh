@@ -9,6 +9,7 @@
 #             the committed set where there is one
 #   alone     the headline cases given in ALONE_IDS (id,id,...), one at a time on GPU 0: the same
 #             machine's alone runs against which the oneshot's side-by-side figures are read
+#             (benchmarks/beside_vs_alone.py ONESHOT_SET --machine ALONE_SET)
 #   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
 #   neighbour benchmarks/neighbour_load.py: vLLM fp8 decode on GPU 0, quiet against a compiling neighbour
 # Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md) and .whl/.
