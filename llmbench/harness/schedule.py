@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from llmbench.harness.launch import GpuSlots, gpu_slots, slots_needed
 from llmbench.harness.plan import BROKEN_PARAMS, CaseTime, MeasuredCase, quote_units, share_groups
+from llmbench.measure.quiet import READY, SETUP, TIMED
 from llmbench.precision import DeviceInfo
 from llmbench.suite import CaseSpec, Suite
 
@@ -159,7 +160,7 @@ class Schedule:
         return end
 
 
-SETUP, READY, TIMED, WAITING = "setup", "ready", "timed", "waiting"  # WAITING: to start its set-up
+WAITING = "waiting"  # a case's process has started (or its group's case before has ended): to start its set-up
 
 
 @dataclass
