@@ -102,8 +102,8 @@ def enter(phase: str, info: dict[str, Any] | None = None,
           progress: Callable[[float, str], None] | None = None) -> float:
     """Move this case to `phase` (SETUP or TIMED) once no other case is in a phase it waits out; the
     seconds waited. The case's info notes each move, [phase, asked at, entered at] in wall-clock seconds
-    (`quiet_phases_unix`), and the waits' sum (`quiet_wait_s`). At once without QUIET_ENV or where this
-    process is in that phase already."""
+    (`quiet_phases_unix`), and the waits' sum (`quiet_wait_s`). At once without QUIET_ENV, where this
+    process is in that phase already, or where another process of its case (a rank, a copy) times."""
     global _phase
     folder = os.environ.get(QUIET_ENV)
     if not folder or _phase == phase:
