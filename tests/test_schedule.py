@@ -267,7 +267,7 @@ seconds = 3.0
 """
 
 
-def test_the_timeline_keeps_timed_parts_apart_from_set_ups_and_each_other(tmp_path: Path) -> None:
+def test_the_timeline_keeps_timed_parts_apart_from_set_ups_and_each_other(tmp_path: Path, fault_plugin: str) -> None:
     """measure/quiet.py's rule on the quote's timeline. A 10 s case (8 s set-up, 2 s timed) and two 3 s
     ones (1 s set-up, 2 s timed) over two slots, worked by hand: the first short one is ready at 1 s and
     waits out the long one's set-up; at 8 s both are ready, the first ready times first (8-10 s), then the
@@ -303,6 +303,19 @@ def test_a_case_records_its_timed_part_for_the_quotes() -> None:
     bare = CaseResult(id="c", scenario="gemm", params={}, status="ok", started_at=at, duration_s=30.0)
     assert measured_case(noted).seconds == 26.0 and measured_case(noted).timed_s == 6.0
     assert measured_case(windows).timed_s == 5.0 and measured_case(bare).timed_s is None
+
+
+def test_a_run_with_no_timed_part_borrows_another_runs() -> None:
+    """The quote is a case's longest run; where that run recorded no timed part (it ran before they were
+    noted), another run of the case lends its own, as long as both ran the same way (on a shared
+    session or not)."""
+    from llmbench.harness.plan import overlay, with_timed_part
+
+    old = MeasuredCase("gemm", {}, 40.0)
+    new = MeasuredCase("gemm", {}, 30.0, timed_s=5.0)
+    assert overlay({"a": new}, {"a": old})["a"].timed_s == 5.0 and overlay({"a": new}, {"a": old})["a"].seconds == 40.0
+    assert with_timed_part(old, MeasuredCase("gemm", {}, 3.0, ran_shared=True, timed_s=2.0)).timed_s is None
+    assert with_timed_part(MeasuredCase("gemm", {}, 4.0), new).timed_s == 4.0  # never more than the quote
 
 
 LONG_LAST = """
