@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from against_committed import committed
-from quote_check import started_unix
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
-from llmbench.results import CaseResult, ResultSet, load
+from llmbench.results import CaseResult, ResultSet, load, started_unix
 
 MIN_RUNS = 3  # alone runs needed for a spread
 

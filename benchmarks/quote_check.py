@@ -12,21 +12,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from report_out import emit
 
-from llmbench.results import CaseResult, load
+from llmbench.results import load, started_unix
 
 QUOTE = re.compile(r"quote: (?:(?P<s>\d+) s|(?P<skip>skipped)).*?id: (?P<id>\S+)", re.S)
 TOTAL = re.compile(r"about (?P<min>[\d.]+) min")
-
-
-def started_unix(case: CaseResult) -> float | None:
-    """When a case started, in seconds since the epoch (its `started_at`, UTC)."""
-    return datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() if case.started_at else None
 
 
 def quotes(dry_run: str) -> dict[str, float | None]:

@@ -177,6 +177,11 @@ class CaseResult(Closed):
         return {k: NON_FINITE[x] if isinstance(x, str) and x in NON_FINITE else x for k, x in v.items()}
 
 
+def started_unix(case: CaseResult) -> float | None:
+    """When a case started, in seconds since the epoch (its `started_at`, UTC); None where not recorded."""
+    return datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() if case.started_at else None
+
+
 def history_of(case: CaseResult) -> list[dict[str, Any]]:
     """The earlier results a case replaced, oldest first (empty for a case measured once)."""
     return [h.model_dump() for h in case.history]

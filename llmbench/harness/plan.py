@@ -19,7 +19,6 @@ import itertools
 import json
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +27,7 @@ from pydantic import ValidationError
 from llmbench.caseinfo import CaseInfo, ShareGroupInfo
 from llmbench.errors import UserError
 from llmbench.precision import DeviceInfo
-from llmbench.results import CaseResult, ResultSet, load, set_files
+from llmbench.results import CaseResult, ResultSet, load, set_files, started_unix
 from llmbench.suite import CaseSpec
 
 PROCESS_OVERHEAD_S = 4.0  # starting a case process and importing torch: added to a scenario's estimate
@@ -144,7 +143,8 @@ def timed_part(case: CaseResult, seconds: float) -> float | None:
     """Of a finished case's `seconds`, its timed part: from when its first timed window began (as its
     phases note it, measure/quiet.py, else its first recorded window) to its end; None where neither is
     recorded (a run before they were)."""
-    if not case.started_at or not case.duration_s:
+    begun_at = started_unix(case)
+    if begun_at is None or not case.duration_s:
         return None
     timed = next((entered for phase, _, entered in case.info.get("quiet_phases_unix") or [] if phase == "timed"),
                  None)
@@ -152,7 +152,7 @@ def timed_part(case: CaseResult, seconds: float) -> float | None:
     begun = timed if timed is not None else windows[0][0] if windows else None
     if begun is None:
         return None
-    end = datetime.fromisoformat(case.started_at.replace("Z", "+00:00")).timestamp() + case.duration_s
+    end = begun_at + case.duration_s
     return round(min(max(end - begun, 0.0), seconds), 3)
 
 
