@@ -139,8 +139,12 @@ class CaseContext:
         m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
                     on_window_end=end)
         self.info["calls_per_sample"] = m.inner
-        self.info.setdefault("windows_unix", []).append([round(t, 3) for t in window])  # start, end
+        self.note_window(*window)
         return m
+
+    def note_window(self, start: float, end: float) -> None:
+        """A timed window's wall-clock start and end (`info.windows_unix`): what ran beside it, and when."""
+        self.info.setdefault("windows_unix", []).append([round(start, 3), round(end, 3)])
 
     def reset_peak_memory(self) -> None:
         if self.device.is_cuda:

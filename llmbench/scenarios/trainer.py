@@ -160,7 +160,7 @@ class StepTimer:
         self.ends: list[Any] = []
         self.readings: dict[str, Any] = {}
         self._sampler = open_sampler(ctx.device.kind)
-        self._window: list[float] = []  # the timed window's wall-clock start (info.windows_unix)
+        self._window_start: float | None = None  # the timed window's wall-clock start (info.windows_unix)
 
     def _mark(self) -> Any:
         if not self.cuda:
@@ -175,7 +175,7 @@ class StepTimer:
         if len(self.begins) == self.warmup:  # the timed window starts: one sync, outside any timed step
             quiet.timed(self.ctx.info, self.ctx.progress)
             self.ctx.sync()
-            self._window = [time.time()]
+            self._window_start = time.time()
             if self._sampler is not None:
                 self._sampler.start()
         self.begins.append(self._mark())
@@ -186,8 +186,8 @@ class StepTimer:
 
     def train_end(self) -> None:
         self.ctx.sync()
-        if self._window:
-            self.ctx.info.setdefault("windows_unix", []).append([round(t, 3) for t in (*self._window, time.time())])
+        if self._window_start is not None:
+            self.ctx.note_window(self._window_start, time.time())
         if self._sampler is not None and len(self.begins) > self.warmup:
             self.readings = self._sampler.stop() or {}
 
