@@ -110,7 +110,6 @@ class Schedule:
                starts: dict[str, float], left: list[str]) -> float:
         """One suite's units from `t` (see `timeline`); the time its last case ends."""
         running: list[_Running] = []
-        end = t
         while pending or running:
             while pending:  # in order: a unit waits for the one before it to get its slots
                 unit = pending[0]
@@ -142,8 +141,7 @@ class Schedule:
             busy = [r.until for r in running if r.state in (SETUP, TIMED)]
             if not busy:  # cannot be while anything runs: whatever blocks a case is setting up or timing
                 break
-            t = min(busy)
-            end = max(end, t)
+            t = min(busy)  # never earlier: every end was set from a time no later than this one
             for r in [r for r in running if r.state in (SETUP, TIMED) and r.until <= t]:
                 if r.state == SETUP and r.quiet and r.parts[0][2] > 0:
                     r.state, r.since = READY, t
@@ -157,7 +155,7 @@ class Schedule:
                     else:
                         running.remove(r)
                         slots.release(r.held)
-        return end
+        return t
 
 
 WAITING = "waiting"  # a case's process has started (or its group's case before has ended): to start its set-up
