@@ -137,8 +137,10 @@ def clock_reasons(h: Any, table: dict[str, int]) -> list[str] | None:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists (one of another user's counts too)."""
+    """Whether a process with this id still runs (one of another user's counts too): one that has ended
+    but is not yet reaped by its parent (a zombie) does not."""
     import os
+    from pathlib import Path
 
     try:
         os.kill(pid, 0)
@@ -146,4 +148,8 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux), or it has just gone
+        return not Path("/proc").is_dir()
+    return stat[stat.rindex(")") + 2:][:1] != "Z"  # the state follows the command name in parentheses

@@ -73,23 +73,11 @@ def phases(folder: Path, but: int | None = None) -> dict[int, str]:
     for f in folder.glob("*.json"):
         with contextlib.suppress(OSError, ValueError, KeyError):
             pid = int(f.stem)
-            if not _running(pid):
+            if not nvml.pid_alive(pid):  # a zombie too: its timed part is over
                 f.unlink(missing_ok=True)
             elif pid != but:
                 out[pid] = str(json.loads(f.read_text())["phase"])
     return out
-
-
-def _running(pid: int) -> bool:
-    """Whether the case process still runs: one that has ended but is not yet reaped by its parent (a
-    zombie) has ended its timed part too."""
-    if not nvml.pid_alive(pid):
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # no /proc (not Linux), or it just ended
-        return nvml.pid_alive(pid)
-    return stat[stat.rindex(")") + 2:][:1] != "Z"  # the state follows the command name in parentheses
 
 
 def _write(folder: Path, pid: int, phase: str) -> None:
