@@ -3,12 +3,17 @@
 #   start_job WORK            runs WORK/job.sh detached (setsid nohup), its output in WORK/job.log
 #   wait_job WORK OUT LIMIT   follows the job until WORK/done or LIMIT seconds, prints each log's tail
 #                             (LOG_TAIL lines), packs WORK into OUT/work.tgz (its compile cache left out),
-#                             and says JOB DONE or JOB RUNNING
+#                             and says JOB DONE or JOB RUNNING; at once, with status 1, where
+#                             WORK holds no job (a fresh machine: the job's was handed back)
 start_job() {
   setsid nohup bash "$1/job.sh" >"$1/job.log" 2>&1 < /dev/null &
 }
 wait_job() {
   local work=$1 out=$2 limit=${3:-540} t0
+  if [ ! -e "$work/job.sh" ]; then  # a fresh machine: the one that ran the job was handed back
+    echo "no job in $work: this machine never started one (the one that did was handed back); start it again"
+    return 1
+  fi
   t0=$(date +%s)
   while [ ! -e "$work/done" ] && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do sleep 10; done
   cat "$work/job.log"
