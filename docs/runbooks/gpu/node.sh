@@ -12,7 +12,13 @@
 #             (benchmarks/beside_vs_alone.py ONESHOT_SET --machine ALONE_SET)
 #   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
 #   neighbour benchmarks/neighbour_load.py: vLLM fp8 decode on GPU 0, quiet against a compiling neighbour
-# Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md) and .whl/.
+#   tuning    does a neighbour's compilation change what a cold compile's kernel tuning picks? TUNE_ID (the
+#             transformers fp8 batch-1 headline case by default) on GPU 0 and cores 0-15, cold each time,
+#             TUNE_ROUNDS times (default 2) alone and as often while benchmarks/neighbour_load.py's loader
+#             compiles on GPU 1 and cores 16-31; read each run's info.gpu_busy_ms_per_step and top kernels
+#             (GPU-side, so the loader's load on the host during the timed part moves them little)
+# Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md), except for
+# STEPS=tuning alone, and .whl/.
 # From the repository root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/node.sh start
 #   bash docs/runbooks/gpu/node.sh wait SECONDS       (again until it says JOB DONE)
@@ -23,8 +29,10 @@ OUT=${OUT:-/tmp/llmbench-out}
 . "$(dirname "$0")/_job.sh"
 if [ "${1:-start}" = start ]; then
   . "$(dirname "$0")/_setup.sh"
-  PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
-    || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
+  if [ "${STEPS:-}" != tuning ]; then  # every step but tuning runs vLLM
+    PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
+      || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
+  fi
   mkdir -p "$WORK"; rm -f "$WORK/done"
   for d in results/*/; do  # the committed two-GPU sets, for tp70b's and serving's --resume (under the GPU's slug)
     for suite in tp-vs-replicas serving-tp-vs-dp; do
@@ -52,6 +60,16 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
     plain-one) python3 benchmarks/plain_vllm_tp.py --layouts one --batches 1,16,32 --out $WORK/plain-one.json \
                >$WORK/plain-one.log 2>&1 ;;
     neighbour) python3 benchmarks/neighbour_load.py --out $WORK/neighbour.json >$WORK/neighbour.log 2>&1 ;;
+    tuning)  for r in \$(seq ${TUNE_ROUNDS:-2}); do
+               taskset -c 0-15 python3 -m llmbench run headline --gpus 0 -k id=${TUNE_ID:-generate/a116c5185493} \
+                 --out $WORK/tune-alone -y >>$WORK/tuning.log 2>&1
+               CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python3 benchmarks/neighbour_load.py --load \
+                 >>$WORK/tune-load.log 2>&1 & lp=\$!
+               sleep 20  # the loader compiling before the case starts
+               taskset -c 0-15 python3 -m llmbench run headline --gpus 0 -k id=${TUNE_ID:-generate/a116c5185493} \
+                 --out $WORK/tune-beside -y >>$WORK/tuning.log 2>&1
+               kill \$lp; wait \$lp
+             done ;;
   esac
   step "\$s: exit \$?, \$(( \$(date +%s) - t0 )) s"
 done
