@@ -63,12 +63,12 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
     tuning)  for r in \$(seq ${TUNE_ROUNDS:-2}); do
                taskset -c 0-15 python3 -m llmbench run headline --gpus 0 -k id=${TUNE_ID:-generate/a116c5185493} \
                  --out $WORK/tune-alone -y >>$WORK/tuning.log 2>&1
-               CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python3 benchmarks/neighbour_load.py --load \
-                 >>$WORK/tune-load.log 2>&1 & lp=\$!
+               CUDA_VISIBLE_DEVICES=1 setsid taskset -c 16-31 python3 benchmarks/neighbour_load.py --load \
+                 >>$WORK/tune-load.log 2>&1 & lp=\$!  # a group of its own: its compile workers go with it
                sleep 20  # the loader compiling before the case starts
                taskset -c 0-15 python3 -m llmbench run headline --gpus 0 -k id=${TUNE_ID:-generate/a116c5185493} \
                  --out $WORK/tune-beside -y >>$WORK/tuning.log 2>&1
-               kill \$lp; wait \$lp
+               kill -- -\$lp; wait \$lp
              done ;;
   esac
   step "\$s: exit \$?, \$(( \$(date +%s) - t0 )) s"
