@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.harness.schedule import SUITE_SAYS, alone_reason, run_schedule
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, load
-from llmbench.suite import load_suite
+from llmbench.suite import Suite, load_suite
 from tests.conftest import write
 
 CPU = DeviceInfo("cpu", "CPU test")
@@ -214,14 +215,25 @@ seconds = 1.0
 """
 
 
+def sleeps_as_quotes(suite: Suite, timed_s: float | None = None) -> dict[str, MeasuredCase]:
+    """Each case quoted at its own `seconds` param (what the sleep scenario sleeps), with `timed_s`."""
+    return {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"], timed_s=timed_s)
+            for c in suite.cases}
+
+
+def tags(suite: Suite) -> dict[str, int]:
+    """Each case's `tag` param, by id."""
+    return {c.id: c.params_dict["tag"] for c in suite.cases}
+
+
 def test_the_quotes_timeline_is_the_runners(tmp_path: Path, fault_plugin: str) -> None:
     """A share group, cases alone, an exclusive one and a two-GPU one over two slots: each case starts
     where the quote's timeline says (their quotes are their sleeps), and the run lasts its makespan."""
     suite = load_suite(str(write(tmp_path, MIXED)))
-    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
+    measured = sleeps_as_quotes(suite)
     plan = run_schedule(suite, suite.cases, measured, CPU, 2)
     line = plan.timeline()
-    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    tag = tags(suite)
     want = {tag[i]: s for i, s in line.starts.items()}
     assert want == {0: 0.0, 2: 2.0, 1: 0.0, 3: 1.0, 4: 3.0, 5: 4.0, 6: 5.0, 7: 5.0}  # the rule, worked by hand
     assert line.makespan_s == 6.0
@@ -243,9 +255,8 @@ def test_the_quotes_timeline_is_the_runners(tmp_path: Path, fault_plugin: str) -
 def test_a_budget_leaves_for_resume_what_would_start_too_late_on_the_timeline(tmp_path: Path,
                                                                               fault_plugin: str) -> None:
     suite = load_suite(str(write(tmp_path, MIXED)))
-    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
-    line = run_schedule(suite, suite.cases, measured, CPU, 2).timeline(budget_s=4.5)
-    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    line = run_schedule(suite, suite.cases, sleeps_as_quotes(suite), CPU, 2).timeline(budget_s=4.5)
+    tag = tags(suite)
     assert sorted(tag[i] for i in line.left) == [5, 6, 7]  # they would start at 4 s and 5 s: no room left
 
 
@@ -275,11 +286,8 @@ def test_the_timeline_keeps_timed_parts_apart_from_set_ups_and_each_other(tmp_pa
     nothing times (12 s), and times 13-15 s. Without timed parts recorded every case is all set-up: no
     waits, 10 s in all. A serial run waits for no one."""
     suite = load_suite(str(write(tmp_path, QUIET)))
-    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
-    def measured(timed: float | None) -> dict[str, MeasuredCase]:
-        return {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"], timed_s=timed)
-                for c in suite.cases}
-
+    tag = tags(suite)
+    measured = partial(sleeps_as_quotes, suite)
     line = run_schedule(suite, suite.cases, measured(2.0), CPU, 2).timeline()
     assert {tag[i]: s for i, s in line.starts.items()} == {0: 0.0, 1: 0.0, 2: 10.0} and line.makespan_s == 15.0
     assert run_schedule(suite, suite.cases, measured(None), CPU, 2).timeline().makespan_s == 10.0
@@ -343,8 +351,8 @@ def test_over_several_slots_the_longest_start_first_where_that_ends_sooner(tmp_p
     longest first gains nothing (a budget that leaves as many cases either way, at the same end), the
     suite's order stands."""
     suite = load_suite(str(write(tmp_path, LONG_LAST)))
-    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
-    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    measured = sleeps_as_quotes(suite)
+    tag = tags(suite)
     two = run_schedule(suite, suite.cases, measured, CPU, 2)
     assert [tag[c.id] for c in two.cases] == [4, 0, 1, 2, 3] and two.timeline().makespan_s == 4.0
     within = run_schedule(suite, suite.cases, measured, CPU, 2, budget_s=5.0)
@@ -359,8 +367,8 @@ def test_a_budget_cuts_the_short_cases_rather_than_a_long_one(tmp_path: Path, fa
     for --resume, longest first leaves one short case (the likeliest to fit once the run is under way).
     One case left either way: the order that leaves less time wins, though it ends later."""
     suite = load_suite(str(write(tmp_path, LONG_LAST.replace("seconds = 4.0", "seconds = 3.5"))))
-    measured = {c.id: MeasuredCase(c.scenario, c.params_dict, c.params_dict["seconds"]) for c in suite.cases}
-    tag = {c.id: c.params_dict["tag"] for c in suite.cases}
+    measured = sleeps_as_quotes(suite)
+    tag = tags(suite)
     plan = run_schedule(suite, suite.cases, measured, CPU, 2, budget_s=3.6)
     assert tag[plan.cases[0].id] == 4 and [tag[i] for i in plan.timeline(3.6).left] == [3]
 
