@@ -82,8 +82,8 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
         for name, m in sorted(c.metrics.items()):
             if name not in names:
                 continue
-            alone = _alone_values(c.id, name, [*sets, *machine])
             here = _alone_values(c.id, name, machine)
+            alone = _alone_values(c.id, name, sets) + here
             if not alone or float(m.value) <= 0:
                 continue
             median = statistics.median(alone)
