@@ -17,10 +17,10 @@ case process of the run (`QUIET_ENV`):
 
 A case starts its set-up only while no other case is `ready` or `timed`, and times only while no
 other case is in `setup` or `timed`. Set-ups overlap set-ups; a timed part has the host to itself,
-as it would alone. That costs little: a case's timed part is seconds, its set-up minutes (the 2x H200
-headline: 92 s of timed parts against 805 s of set-ups). A case never waits on itself, a set-up ends
-without waiting on anyone, and a timed part ends, so there is no cycle. A load meant to run on every
-GPU at once (a node-wide burn) is one case with `placement.replicas`: its copies are one case.
+as it would alone. What that costs (a case ready before a neighbour's set-up ends waits for it) is in
+docs/design.md. A case never waits on itself, a set-up ends without waiting on anyone, and a timed
+part ends, so there is no cycle. A load meant to run on every GPU at once (a node-wide burn) is one
+case with `placement.replicas`: its copies are one case.
 
 A case is its case process: its ranks, replica copies and engine processes inherit `CASE_ENV` and
 speak for it. A file whose case process is gone (ended, even if not yet reaped) counts for nothing.
