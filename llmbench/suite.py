@@ -411,4 +411,6 @@ def _names_of(c: CaseSpec, key: str) -> set[str]:
     v = c.params_dict.get(key)
     if isinstance(v, (list, tuple)):
         return {"x".join(str(x) for x in v)}
+    if isinstance(v, bool):  # as a suite file spells it (TOML's false) or as Python prints it
+        return {str(v).lower(), str(v)}
     return {str(v)}

@@ -121,6 +121,8 @@ def test_filters(tmp_path: Path) -> None:
     assert filter_cases(cases, [both]) == cases[:2]
     with pytest.raises(UserError, match="unknown key 'precison'"):
         filter_cases(cases, ["precison=bf16"])
+    unfused = filter_cases(load_suite("decode-fusion").cases, ["fuse=false"])  # as the suite file spells it
+    assert len(unfused) == 2 and filter_cases(unfused, ["fuse=False"]) == unfused
 
 
 def test_suites_in_the_working_directory_are_found_before_the_packaged_ones(
