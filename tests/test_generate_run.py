@@ -187,6 +187,33 @@ def test_compiled_int8_session_carries_its_precision_to_the_compile_options(proc
     assert settings["coordinate_descent_check_all_directions"] is True
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torchao") is None, reason="int8 weight-only needs torchao")
+def test_library_kernel_settings_off_undoes_what_the_quantizer_set(process_settings_restored: None) -> None:
+    """With the engine option off, a case compiles with none of torchao's process-wide settings and its
+    path says they were undone; with it on (the default) they stand. Only the off case has a new id."""
+    from torch._inductor import config
+
+    from llmbench.engines.hf import KERNEL_SETTINGS, inductor_settings_not_default
+    from llmbench.suite import case_from
+
+    compiled = {"name": "hf", "mode": "compiled"}
+    # as in a case's own process: torch's defaults (an earlier in-process torchao test moved them)
+    config.load_config({k: config._config[k].default for k in KERNEL_SETTINGS if k in config._config})
+    r = run(precision="int8", engine={**compiled, "library_kernel_settings": False}, input_len=4, output_len=3)
+    assert r["status"] == "ok", r.get("error")
+    assert "process_settings" not in r["code_path"]["compile"]
+    assert r["code_path"]["compile"]["library_settings"].startswith("undone")
+    assert inductor_settings_not_default() == {}
+    engine = HFEngine(HFOptions(name="hf", mode="compiled"))
+    kept = engine.load(ModelRef(model="tiny-llama"), LoadOptions("int8"), CPU)
+    assert inductor_settings_not_default()["coordinate_descent_check_all_directions"] is True
+    assert not kept.library_settings_undone
+    def case_id(**option: bool) -> str:
+        return case_from("generate", {"model": "tiny-llama", "engine": {**compiled, **option}}).id
+
+    assert case_id(library_kernel_settings=True) == case_id() != case_id(library_kernel_settings=False)
+
+
 def test_a_compiled_bf16_session_records_no_process_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing set for the whole process, nothing recorded (bf16's path stays as committed sets hold it);
     a setting code moved from its default is recorded (one the environment gave is the default there:

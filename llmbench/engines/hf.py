@@ -9,8 +9,9 @@ torch/transformers load lazily."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, model_validator
@@ -78,6 +79,22 @@ def inductor_settings_not_default() -> dict[str, Any]:
             if k in values and k in entries and values[k] != entries[k].default}
 
 
+@contextlib.contextmanager
+def kernel_settings_kept() -> Iterator[None]:
+    """Undo, on leaving, what the code inside changed of the KERNEL_SETTINGS and of torch's float32
+    matmul precision (torchao's set_inductor_config sets both for the whole process)."""
+    import torch
+    from torch._inductor import config
+
+    saved = {k: v for k, v in config.get_config_copy().items() if k in KERNEL_SETTINGS}
+    matmul = torch.get_float32_matmul_precision()
+    try:
+        yield
+    finally:
+        config.load_config(saved)
+        torch.set_float32_matmul_precision(matmul)
+
+
 def gpu_compile_options(batch: int, precision: str = "bf16") -> dict[str, Any]:
     """torch.compile options of the compiled mode's decode step on a GPU, for a batch size and the
     precision the weights are stored in."""
@@ -93,10 +110,15 @@ class HFOptions(InferenceOptions):
     """transformers' options: the mode, and whether the compiled mode fuses same-input projections (the
     fused and unfused layouts are two code paths of one case)."""
 
-    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel", "fuse"})
+    added_later: ClassVar[frozenset[str]] = frozenset({"tensor_parallel", "fuse", "library_kernel_settings"})
 
     fuse: bool = Field(True, description="mode = 'compiled': q/k/v and gate/up as one matmul each; false "
                        "measures the unfused layout (what fusion is worth)")
+    library_kernel_settings: bool = Field(
+        True, description="true (the library's own default): the inductor settings a quantization library "
+        "sets for the whole process stand (torchao's quantize_: coordinate-descent tuning in every direction, "
+        "at every batch size); false: they are undone once it quantized, so the compile takes the mode's "
+        "options alone, as bf16 does (what that tuning is worth, and costs in compilation)")
 
     @model_validator(mode="after")
     def _fuse_when_compiled(self) -> HFOptions:
@@ -125,7 +147,8 @@ class HFEngine(InferenceEngine, TrainingEngine):
 
         built = build_model(model=model.model, pretrained=model.pretrained, weights=model.weights,
                             device=device.torch_device, seed=model.seed)
-        session = HFSession(built, self.options.mode, fuse=self.options.fuse)
+        session = HFSession(built, self.options.mode, fuse=self.options.fuse,
+                            library_kernel_settings=self.options.library_kernel_settings)
         if options.precision != "bf16":
             session.convert(options.precision)
         return session
@@ -171,7 +194,9 @@ class HFSession(GenerationSession):
     """One loaded model and how to run it: logits for accuracy checks, precision conversion, and
     generate() forced to exactly `output_len` new tokens."""
 
-    def __init__(self, model: Any, mode: str = "eager", fuse: bool = True) -> None:
+    def __init__(
+        self, model: Any, mode: str = "eager", fuse: bool = True, library_kernel_settings: bool = True
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         self.model = model
@@ -181,6 +206,8 @@ class HFSession(GenerationSession):
         self._static: StaticGreedy | None = None
         self.mode = mode
         self.precision = "bf16"  # how the weights are stored: apply_precision changes it
+        self.library_kernel_settings = library_kernel_settings  # the option: False undoes a quantizer's
+        self.library_settings_undone = False  # process-wide inductor settings; True once convert() did
         # The compiled mode's layout is set here, once, whatever the precision: fusing only inside
         # convert() left bf16 (never converted) unfused while the docs said compiled mode fuses.
         # Fusion keeps each output's dot product, so bf16 reference logits are those of the same function.
@@ -213,11 +240,14 @@ class HFSession(GenerationSession):
 
     def convert(self, precision: str) -> None:
         """Convert the bf16 weights to `precision` in the layout the session was loaded with (compiled:
-        q/k/v and gate/up already fused, so quantizers see the fused layers)."""
+        q/k/v and gate/up already fused, so quantizers see the fused layers). With the engine's option
+        library_kernel_settings off, the quantizer's process-wide inductor settings are undone after."""
         from llmbench.engines.hf_quant import apply_precision
 
-        self.model = apply_precision(self.model, precision)
+        with contextlib.nullcontext() if self.library_kernel_settings else kernel_settings_kept():
+            self.model = apply_precision(self.model, precision)
         self.precision = precision
+        self.library_settings_undone = not self.library_kernel_settings
 
     def prepare(self, output_len: int) -> None:
         """Generation settings: greedy, exactly output_len new tokens (EOS masked until then)."""
@@ -308,6 +338,8 @@ class HFSession(GenerationSession):
             path["compile"] = {"backend": "inductor", "options": dict(self._static.compile_options or {})}
             if self._static.process_settings:  # set for the whole process (torchao's quantize_): the options win
                 path["compile"]["process_settings"] = self._static.process_settings
+            if self.library_settings_undone:
+                path["compile"]["library_settings"] = "undone after quantizing (library_kernel_settings = false)"
             if self._static.environment:  # TORCHINDUCTOR_* settings: torch's defaults in this process
                 path["compile"]["environment"] = self._static.environment
         return path

@@ -17,8 +17,11 @@
 #             TUNE_ROUNDS times (default 2) alone and as often while benchmarks/neighbour_load.py's loader
 #             compiles on GPU 1 and cores 16-31; read each run's info.gpu_busy_ms_per_step and top kernels
 #             (GPU-side, so the loader's load on the host during the timed part moves them little)
+#   kernel-tuning  the fp8-kernel-tuning suite's cases with torchao's process-wide inductor settings undone
+#             (library_kernel_settings = false), cold, one at a time on GPU 0: set-up and decode against the
+#             committed runs of the headline's fp8 cases, which keep them
 # Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md), except for
-# STEPS=tuning alone, and .whl/.
+# the steps tuning and kernel-tuning, and .whl/.
 # From the repository root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/node.sh start
 #   bash docs/runbooks/gpu/node.sh wait SECONDS       (again until it says JOB DONE)
@@ -29,7 +32,7 @@ OUT=${OUT:-/tmp/llmbench-out}
 . "$(dirname "$0")/_job.sh"
 if [ "${1:-start}" = start ]; then
   . "$(dirname "$0")/_setup.sh"
-  if [ "${STEPS:-}" != tuning ]; then  # every step but tuning runs vLLM
+  if [ -n "$(echo " ${STEPS:-all} " | sed 's/ tuning / /g; s/ kernel-tuning / /g' | tr -d ' ')" ]; then  # the others need vLLM
     PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
       || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
   fi
@@ -70,6 +73,8 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
                  --out $WORK/tune-beside -y >>$WORK/tuning.log 2>&1
                kill -- -\$lp; wait \$lp
              done ;;
+    kernel-tuning) python3 -m llmbench run fp8-kernel-tuning --gpus 0 -k library_kernel_settings=false \
+               --out $WORK/kernel-tuning -y >$WORK/kernel-tuning.log 2>&1 ;;
   esac
   step "\$s: exit \$?, \$(( \$(date +%s) - t0 )) s"
 done
