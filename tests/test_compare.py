@@ -157,6 +157,24 @@ def test_within_set_diff_against_a_base_variation() -> None:
     assert parse_base("batch_size=8") == ("batch_size", 8)
 
 
+def test_an_option_added_later_is_its_default_where_a_set_leaves_it_out() -> None:
+    """A fused case records no `fuse` (left out at its default, as its id is): --base fuse=true finds it,
+    and each unfused case sits against it; --base fuse=false the other way round."""
+    def gen(fuse: bool, tps: float) -> CaseResult:
+        params = {"model": "llama-3-8b", "pretrained": None, "weights": "random", "precision": "bf16",
+                  "batch_size": 1, "input_len": 128, "output_len": 128, "engine": "hf", "mode": "compiled"}
+        return case("generate", params | ({} if fuse else {"fuse": False}),
+                    {"decode_tokens_per_s": MetricResult.single("decode_tokens_per_s", tps)})
+
+    ref = refs(result_set(H100_ENV, [gen(True, 200.0), gen(False, 180.0)]))[0]
+    fused = base_diff(ref, *parse_base("fuse=true"))
+    assert [(r.base_value, r.value) for r in fused.rows] == [(200.0, 180.0)] and fused.unmatched == []
+    unfused = base_diff(ref, *parse_base("fuse=false"))
+    assert [(r.base_value, r.value) for r in unfused.rows] == [(180.0, 200.0)] and unfused.unmatched == []
+    with pytest.raises(UserError, match="valid: False, True"):
+        base_diff(ref, "fuse", "no")
+
+
 def test_a_case_without_counterpart_is_listed() -> None:
     rs = result_set(
         H100_ENV,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -12,6 +13,7 @@ from llmbench.analysis.inputs import SetRef
 from llmbench.errors import UserError, choices_text
 from llmbench.metrics import METRICS, Better
 from llmbench.results import CaseResult
+from llmbench.suite import case_from
 
 
 @dataclass
@@ -62,21 +64,46 @@ def parse_base(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def _matches(params: dict[str, Any], key: str, value: Any) -> bool:
-    return key in params and fmt_param(params[key]) == fmt_param(value)
+_MISSING = object()
+
+
+def _param(c: CaseResult, key: str) -> Any:
+    """The case's `key`: as recorded, else the default of an engine option or param added later (a
+    result set leaves those out at their default, as the case id does: a fused case records no
+    `fuse`), else _MISSING."""
+    if key in c.params:
+        return c.params[key]
+    return _added_later(c.scenario, json.dumps(c.params, sort_keys=True, default=str), key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _added_later(scenario: str, params: str, key: str) -> Any:
+    try:
+        spec = case_from(scenario, json.loads(params))
+    except (UserError, ValueError):  # params this version no longer reads: as recorded
+        return _MISSING
+    for part in (spec.engine, spec.params):
+        if part is not None and key in type(part).added_later and key in type(part).model_fields:
+            return getattr(part, key)
+    return _MISSING
+
+
+def _matches(c: CaseResult, key: str, value: Any) -> bool:
+    v = _param(c, key)
+    return v is not _MISSING and fmt_param(v) == fmt_param(value)
 
 
 def _check(ref: SetRef, key: str, value: Any) -> None:
-    keys = sorted({k for c in ref.rs.cases for k in c.params})
-    if key not in keys:
+    values = {fmt_param(v) for c in ref.rs.cases if (v := _param(c, key)) is not _MISSING}
+    if not values:
+        keys = sorted({k for c in ref.rs.cases for k in c.params})
         raise UserError(
             f"--base {key}=...: no case of {ref.label} has param {key!r}; valid: {choices_text(keys)}"
         )
-    if not any(_matches(c.params, key, value) for c in ref.rs.cases):
-        values = sorted({fmt_param(c.params[key]) for c in ref.rs.cases if key in c.params})
+    if fmt_param(value) not in values:
         raise UserError(
             f"--base {key}={fmt_param(value)}: no case of {ref.label} has that value; "
-            f"valid: {choices_text(values)}"
+            f"valid: {choices_text(sorted(values))}"
         )
 
 
@@ -87,7 +114,7 @@ def _base_case(c: CaseResult, cases: list[CaseResult], key: str, value: Any) -> 
             b
             for b in cases
             if b.scenario == c.scenario
-            and _matches(b.params, key, value)
+            and _matches(b, key, value)
             and {k: v for k, v in b.params.items() if k != key} == others
         ),
         None,
@@ -102,12 +129,13 @@ def base_diff(ref: SetRef, key: str, value: Any) -> BaseDiff:
     rows: list[DiffRow] = []
     unmatched: list[tuple[str, str, str]] = []
     for c in cases:
-        if _matches(c.params, key, value):
+        if _matches(c, key, value):
             continue
-        base = _base_case(c, cases, key, value) if key in c.params else None
+        has_key = _param(c, key) is not _MISSING
+        base = _base_case(c, cases, key, value) if has_key else None
         why = (
             f"no param {key!r}"
-            if key not in c.params
+            if not has_key
             else "no case differing only in " + key
             if base is None
             else f"status {c.status}"
