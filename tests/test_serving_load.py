@@ -108,9 +108,15 @@ def test_a_ctrl_c_while_the_client_is_built_is_held_until_it_is_built() -> None:
     from llmbench.serving.load import sigint_deferred
 
     steps: list[str] = []
-    with pytest.raises(KeyboardInterrupt), sigint_deferred():
-        os.kill(os.getpid(), signal.SIGINT)
-        steps.append("built after the signal")
+    # Python's own handler, as in a process started from a terminal (one started in the background by a
+    # shell without job control inherits SIGINT ignored, and then a deferred Ctrl-C stays ignored)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), sigint_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("built after the signal")
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert steps == ["built after the signal"]
     seen: list[int] = []
     old = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
