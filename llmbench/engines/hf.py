@@ -86,13 +86,12 @@ def kernel_settings_kept() -> Iterator[None]:
     import torch
     from torch._inductor import config
 
-    saved = {k: v for k, v in config.get_config_copy().items() if k in KERNEL_SETTINGS}
-    matmul = torch.get_float32_matmul_precision()
-    try:
-        yield
-    finally:
-        config.load_config(saved)
-        torch.set_float32_matmul_precision(matmul)
+    values, matmul = config.get_config_copy(), torch.get_float32_matmul_precision()
+    with config.patch({k: values[k] for k in KERNEL_SETTINGS if k in values}):  # puts them back on leaving
+        try:
+            yield
+        finally:
+            torch.set_float32_matmul_precision(matmul)
 
 
 def gpu_compile_options(batch: int, precision: str = "bf16") -> dict[str, Any]:
