@@ -205,8 +205,8 @@ class HFSession(GenerationSession):
         self._static: StaticGreedy | None = None
         self.mode = mode
         self.precision = "bf16"  # how the weights are stored: apply_precision changes it
-        self.library_kernel_settings = library_kernel_settings  # the option: False undoes a quantizer's
-        self.library_settings_undone = False  # process-wide inductor settings; True once convert() did
+        self.library_kernel_settings = library_kernel_settings  # False: convert() undoes a quantizer's
+        # process-wide inductor settings
         # The compiled mode's layout is set here, once, whatever the precision: fusing only inside
         # convert() left bf16 (never converted) unfused while the docs said compiled mode fuses.
         # Fusion keeps each output's dot product, so bf16 reference logits are those of the same function.
@@ -246,7 +246,11 @@ class HFSession(GenerationSession):
         with contextlib.nullcontext() if self.library_kernel_settings else kernel_settings_kept():
             self.model = apply_precision(self.model, precision)
         self.precision = precision
-        self.library_settings_undone = not self.library_kernel_settings
+
+    @property
+    def library_settings_undone(self) -> bool:
+        """Whether convert() undid a quantizer's process-wide inductor settings (the option, once converted)."""
+        return not self.library_kernel_settings and self.precision != "bf16"
 
     def prepare(self, output_len: int) -> None:
         """Generation settings: greedy, exactly output_len new tokens (EOS masked until then)."""
