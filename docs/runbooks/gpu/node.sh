@@ -32,10 +32,13 @@ OUT=${OUT:-/tmp/llmbench-out}
 . "$(dirname "$0")/_job.sh"
 if [ "${1:-start}" = start ]; then
   . "$(dirname "$0")/_setup.sh"
-  if [ -n "$(echo " ${STEPS:-all} " | sed 's/ tuning / /g; s/ kernel-tuning / /g' | tr -d ' ')" ]; then  # the others need vLLM
-    PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
-      || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
-  fi
+  for s in ${STEPS:-oneshot}; do
+    case $s in tuning|kernel-tuning) ;;  # the only steps that run no vLLM
+      *) PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
+           || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
+         break ;;
+    esac
+  done
   mkdir -p "$WORK"; rm -f "$WORK/done"
   for d in results/*/; do  # the committed two-GPU sets, for tp70b's and serving's --resume (under the GPU's slug)
     for suite in tp-vs-replicas serving-tp-vs-dp; do
