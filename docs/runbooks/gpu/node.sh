@@ -16,7 +16,9 @@
 #             transformers fp8 batch-1 headline case by default) on GPU 0 and cores 0-15, cold each time,
 #             TUNE_ROUNDS times (default 2) alone and as often while benchmarks/neighbour_load.py's loader
 #             compiles on GPU 1 and cores 16-31; read each run's info.gpu_busy_ms_per_step and top kernels
-#             (GPU-side, so the loader's load on the host during the timed part moves them little)
+#             (GPU-side, so the loader's load on the host during the timed part moves them little).
+#             `tuning:SUITE:ID` names another suite's case for that step (e.g.
+#             tuning:fp8-kernel-tuning:generate/216a154e2bf6, batch 1 with torchao's settings undone)
 #   kernel-tuning  the fp8-kernel-tuning suite's cases with torchao's process-wide inductor settings undone
 #             (library_kernel_settings = false), cold, one at a time on GPU 0: set-up and decode against the
 #             committed runs of the headline's fp8 cases, which keep them
@@ -33,7 +35,7 @@ OUT=${OUT:-/tmp/llmbench-out}
 if [ "${1:-start}" = start ]; then
   . "$(dirname "$0")/_setup.sh"
   for s in ${STEPS:-oneshot}; do
-    case $s in tuning|kernel-tuning) ;;  # the only steps that run no vLLM
+    case $s in tuning|tuning:*|kernel-tuning) ;;  # the only steps that run no vLLM
       *) PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
            || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
          break ;;
@@ -66,13 +68,16 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
     plain-one) python3 benchmarks/plain_vllm_tp.py --layouts one --batches 1,16,32 --out $WORK/plain-one.json \
                >$WORK/plain-one.log 2>&1 ;;
     neighbour) python3 benchmarks/neighbour_load.py --out $WORK/neighbour.json >$WORK/neighbour.log 2>&1 ;;
-    tuning)  for r in \$(seq ${TUNE_ROUNDS:-2}); do
-               taskset -c 0-15 python3 -m llmbench run headline --gpus 0 -k id=${TUNE_ID:-generate/a116c5185493} \
+    tuning|tuning:*)
+             suite=headline id=${TUNE_ID:-generate/a116c5185493}
+             [ "\$s" = tuning ] || { suite=\${s#tuning:}; id=\${suite#*:}; suite=\${suite%%:*}; }
+             for r in \$(seq ${TUNE_ROUNDS:-2}); do
+               taskset -c 0-15 python3 -m llmbench run \$suite --gpus 0 -k id=\$id \
                  --out $WORK/tune-alone -y >>$WORK/tuning.log 2>&1
                CUDA_VISIBLE_DEVICES=1 setsid taskset -c 16-31 python3 benchmarks/neighbour_load.py --load \
                  >>$WORK/tune-load.log 2>&1 & lp=\$!  # a group of its own: its compile workers go with it
                sleep 20  # the loader compiling before the case starts
-               taskset -c 0-15 python3 -m llmbench run headline --gpus 0 -k id=${TUNE_ID:-generate/a116c5185493} \
+               taskset -c 0-15 python3 -m llmbench run \$suite --gpus 0 -k id=\$id \
                  --out $WORK/tune-beside -y >>$WORK/tuning.log 2>&1
                kill -- -\$lp; wait \$lp
              done ;;
