@@ -10,7 +10,8 @@ from llmbench.results import load
 from llmbench.suite import CaseSpec, load_suite
 from tests.conftest import ROOT
 
-SOURCES = ["ceilings", "inference-llama3-8b", "vllm-llama3-8b", "qlora-llama3", "trainer-variations", "fp8-linear"]
+SOURCES = ["ceilings", "inference-llama3-8b", "vllm-llama3-8b", "qlora-llama3", "trainer-variations", "fp8-linear",
+           "fp8-kernel-tuning"]
 COMMITTED = [ROOT / "results" / "h100-sxm-80gb", ROOT / "results" / "h200-sxm-141gb"]
 
 

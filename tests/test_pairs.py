@@ -48,7 +48,8 @@ def _decode(tps: float, seed: int, bound_ms: float, busy_ms: float, precision: s
     """The decode-b1 workload's case: tpot from the rate, its step split as generate records it."""
     w = _w("decode-b1")
     tpot = 1000.0 / tps
-    c = case("generate", {**w.params, "precision": precision}, {
+    params = {**w.params, **(w.fp8 or {})} if precision == "fp8" else {**w.params, "precision": precision}
+    c = case("generate", params, {
         "decode_tokens_per_s": metric("decode_tokens_per_s", tps, seed=seed),
         "tpot_ms": metric("tpot_ms", tpot, seed=seed + 1)})
     return c.model_copy(update={"info": {"decode_step_bound_ms": bound_ms, "decode_bound_by": "memory",

@@ -332,6 +332,11 @@ def test_the_headline_written_the_new_way_joins_the_committed_headline() -> None
                             / "headline-20261125T134209Z.json").read_text())
     ids = {c["id"] for c in committed["cases"]}
     suite = load_suite("headline")
-    assert suite.notes() == [] and ids <= {c.id for c in suite.cases}
+    # the transformers fp8 cases left torchao's kernel settings out since that set: their earlier ids are
+    # fp8-kernel-tuning's cases with the settings, and the headline holds that suite's cases without them
+    tuning = {c.id for c in load_suite("fp8-kernel-tuning").cases}
+    moved = ids & tuning
+    assert len(moved) == 1 and len(tuning & {c.id for c in suite.cases}) == 3
+    assert suite.notes() == [] and ids - moved <= {c.id for c in suite.cases}
     vllm = [c for c in suite.cases if c.params_dict.get("engine") == "vllm"]
     assert len(vllm) == 6 and all(c.id in ids and c.engine.mode == "compiled" for c in vllm)  # type: ignore[union-attr]

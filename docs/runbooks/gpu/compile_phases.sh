@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Where a compiled case's first call goes, cold and then warm: the headline's compiled transformers
-# cases of Llama-3-8B named by CASES (default: fp8 batch 8, whose first call took 170-504 s cold and
-# 123 s warm against bf16's 12-54 and 19), each run twice into one kept compile cache
+# Where a compiled case's first call goes, cold and then warm: compiled transformers cases of
+# Llama-3-8B named by CASES, of the suite SUITE (default: fp8-kernel-tuning's fp8 batch 8 with torchao's
+# process-wide kernel settings, whose first call took 170-504 s cold and 123 s warm against bf16's 12-54
+# and 19; SUITE=headline for the headline's), each run twice into one kept compile cache
 # (LLMBENCH_COMPILE_CACHE): the first run compiles into it, the second loads from it. Each case records
 # compile_s, compile_phases_s (dynamo, aot_autograd, inductor, kernel_tuning, rest_of_call), the
 # coordinate-descent steps it ran and the inductor settings its process had moved (code_path.compile);
@@ -9,9 +10,9 @@
 # 10 minutes), from the repository root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/compile_phases.sh start
 #   bash docs/runbooks/gpu/compile_phases.sh wait SECONDS    # then $OUT/work.tgz: sets, logs, summary
-#   CASES=generate/700e5b959973,generate/a9040064628c bash docs/runbooks/gpu/compile_phases.sh start
+#   SUITE=headline CASES=generate/f713057bea7d,generate/a9040064628c bash docs/runbooks/gpu/compile_phases.sh start
 # Time: about 7-12 minutes for the default case on an H100 or H200 (two passes). Not a published set:
-# keep it out of results/<gpu-slug>/ (its cases would become the headline's newest runs there).
+# keep it out of results/<gpu-slug>/ (its cases would become their suites' newest runs there).
 set -u
 WORK=${WORK:-/root/lbc}
 OUT=${OUT:-/tmp/llmbench-out}
@@ -26,7 +27,7 @@ export PYTHONPATH=$PYTHONPATH PYTHONUNBUFFERED=1 LLMBENCH_COMPILE_CACHE=$WORK/co
 cd $PWD
 for pass in cold warm; do
   echo "== \$(date -u +%T) \$pass: ${CASES:-generate/700e5b959973}"
-  python3 -m llmbench run headline --out $WORK/sets -y -k "id=${CASES:-generate/700e5b959973}" >$WORK/\$pass.log 2>&1 \
+  python3 -m llmbench run ${SUITE:-fp8-kernel-tuning} --out $WORK/sets -y -k "id=${CASES:-generate/700e5b959973}" >$WORK/\$pass.log 2>&1 \
     || echo "   exit \$? (see \$pass.log)"
 done
 python3 $PWD/docs/runbooks/gpu/compile_phases_summary.py $WORK/sets

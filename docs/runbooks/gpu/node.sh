@@ -12,16 +12,17 @@
 #             (benchmarks/beside_vs_alone.py ONESHOT_SET --machine ALONE_SET)
 #   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
 #   neighbour benchmarks/neighbour_load.py: vLLM fp8 decode on GPU 0, quiet against a compiling neighbour
-#   tuning    does a neighbour's compilation change what a cold compile's kernel tuning picks? TUNE_ID (the
-#             transformers fp8 batch-1 headline case by default) on GPU 0 and cores 0-15, cold each time,
+#   tuning    does a neighbour's compilation change what a cold compile's kernel tuning picks? TUNE_ID of the
+#             fp8-kernel-tuning suite (default: its transformers fp8 batch-1 case with torchao's process-wide
+#             kernel settings, generate/a116c5185493) on GPU 0 and cores 0-15, cold each time,
 #             TUNE_ROUNDS times (default 2) alone and as often while benchmarks/neighbour_load.py's loader
 #             compiles on GPU 1 and cores 16-31; read each run's info.gpu_busy_ms_per_step and top kernels
 #             (GPU-side, so the loader's load on the host during the timed part moves them little).
 #             `tuning:SUITE:ID` names another suite's case for that step (e.g.
 #             tuning:fp8-kernel-tuning:generate/216a154e2bf6, batch 1 with torchao's settings undone)
 #   kernel-tuning  the fp8-kernel-tuning suite's cases with torchao's process-wide inductor settings undone
-#             (library_kernel_settings = false), cold, one at a time on GPU 0: set-up and decode against the
-#             committed runs of the headline's fp8 cases, which keep them
+#             (library_kernel_settings = false: the headline's fp8 cases), cold, one at a time on GPU 0: set-up
+#             and decode against the committed runs of the same cases with those settings
 # Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md), except for
 # the steps tuning and kernel-tuning, and .whl/.
 # From the repository root on the GPU machine:
@@ -69,7 +70,7 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
                >$WORK/plain-one.log 2>&1 ;;
     neighbour) python3 benchmarks/neighbour_load.py --out $WORK/neighbour.json >$WORK/neighbour.log 2>&1 ;;
     tuning|tuning:*)
-             suite=headline id=${TUNE_ID:-generate/a116c5185493}
+             suite=fp8-kernel-tuning id=${TUNE_ID:-generate/a116c5185493}
              [ "\$s" = tuning ] || { suite=\${s#tuning:}; id=\${suite#*:}; suite=\${suite%%:*}; }
              for r in \$(seq ${TUNE_ROUNDS:-2}); do
                taskset -c 0-15 python3 -m llmbench run \$suite --gpus 0 -k id=\$id \

@@ -31,7 +31,7 @@ if [ "$cmd" = start ]; then
   mkdir -p "$WORK/res"
   rm -f "$WORK/done"  # a finished job of an earlier lease on the same disk
   steps=${2:-check modes mamf fusion noise}
-  NOISE_IDS=gemm/fb0173adb9ac,gemm/bfd808afeea7,gemm/cd2acda1afa4,gemm/f8ae838730d8,bandwidth/47fa88f5e794,generate/fc8a70147524,generate/a116c5185493,generate/a9040064628c,generate/700e5b959973,generate/500f16d47f32,qlora/f76c4f602102,linear_fp8/b8704e182946
+  NOISE_IDS=gemm/fb0173adb9ac,gemm/bfd808afeea7,gemm/cd2acda1afa4,gemm/f8ae838730d8,bandwidth/47fa88f5e794,generate/fc8a70147524,generate/216a154e2bf6,generate/a9040064628c,generate/f713057bea7d,generate/500f16d47f32,qlora/f76c4f602102,linear_fp8/b8704e182946
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "wheel install failed"; exit 1; }
   cat >"$WORK/job.sh" <<JOB

@@ -8,7 +8,10 @@ also go to the JSON beside the run's other checks):
     PYTHONPATH=. python docs/evidence/h200-sxm-141gb/issue41-node-quiet/replay.py
 
 A what-if, modelled, not measured: `replay.py ID=SECONDS ...` gives those cases that whole time (the timed
-part kept), writes no JSON, and prints the makespans (replay-whatif.txt).
+part kept), writes no JSON, and prints the makespans (replay-whatif.txt). `--out PATH` writes the JSON
+there instead: the suite as it is now, its cases not in this run quoted from the committed sets (after
+the headline's fp8 cases changed: ../issue41-kernel-tuning/replay-now.txt and
+results/h200-sxm-141gb/checks/oneshot-node-fp8-untuned-replay.json).
 """
 import json
 import random
@@ -33,12 +36,18 @@ quotes = plan.quote_units([list(u.cases) for u in units], {**committed, **run}, 
 for cid, q in list(quotes.items()):
     if cid not in run and not q.timed_s:
         quotes[cid] = replace(q, timed_s=q.seconds / 3)
-what_if = dict(arg.split("=") for arg in sys.argv[1:])
+args = sys.argv[1:]
+out_path = args[args.index("--out") + 1] if "--out" in args else None
+what_if = dict(a.split("=") for a in args if "=" in a)
 for cid, seconds in what_if.items():
     quotes[cid] = replace(quotes[cid], seconds=float(seconds))
     print(f"what-if: {cid} takes {float(seconds):.0f} s in all")
 for cid, m in run.items():
-    print(f"{cid:24s} own {m.seconds:6.1f} s, timed part {m.timed_s:5.1f} s")
+    print(f"{cid:24s} own {m.seconds:6.1f} s, timed part {m.timed_s:5.1f} s"
+          + ("" if cid in quotes else "  (no longer in the suite)"))
+for cid, q in quotes.items():
+    if cid not in run and q.source != "skipped":
+        print(f"{cid:24s} quote {q.seconds:6.1f} s ({q.source}, {q.gpu}), timed part {q.timed_s:5.1f} s")
 
 
 def makespan(order: list, slots: int = 2) -> float:
@@ -63,5 +72,5 @@ for slots in (1, 3, 4):
     out[f"slots_{slots}_s"] = round(makespan(schedule.start_order(units, quotes, slots, None), slots), 1)
     print(f"{slots} slot(s), the runner's order: {out[f'slots_{slots}_s']:.0f} s")
 if not what_if:
-    Path("results/h200-sxm-141gb/checks/oneshot-node-quiet-20261126-replay.json").write_text(
+    Path(out_path or "results/h200-sxm-141gb/checks/oneshot-node-quiet-20261126-replay.json").write_text(
         json.dumps({"makespans": out}, indent=1) + "\n", encoding="utf-8")
