@@ -26,6 +26,21 @@ def test_every_headline_case_is_a_case_of_a_committed_suite_with_its_settings() 
         assert case.settings == sources[case.id].settings, f"{case.label}: settings differ from its source suite"
 
 
+def test_the_transformers_fp8_cases_compile_without_torchaos_kernel_settings() -> None:
+    """The measuring path of the headline's fp8 decode (docs/measurements.md, "What torchao's kernel tuning
+    is worth"): each transformers fp8 case undoes torchao's process-wide inductor settings, and the GPU-pair
+    workloads' fp8 rows are those cases, so the pages answer with the README table's runs."""
+    from llmbench.references import workloads
+
+    cases = load_suite("headline").cases
+    fp8 = [c.params_dict for c in cases if c.scenario == "generate" and c.params_dict["engine"] == "hf"
+           and c.params_dict["precision"] == "fp8"]
+    assert sorted(p["batch_size"] for p in fp8) == [1, 8, 32]
+    assert all(p["mode"] == "compiled" and p["library_kernel_settings"] is False for p in fp8)
+    pair_fp8 = {w.ids[1] for w in workloads() if w.key in ("decode-b1", "decode-b32")}
+    assert len(pair_fp8) == 2 and pair_fp8 <= {c.id for c in cases}
+
+
 def test_every_transformers_case_joins_a_committed_result_set() -> None:
     measured = {c.id for folder in COMMITTED for p in folder.glob("*.json") for c in load(p).cases}
     for case in load_suite("headline").cases:
