@@ -64,8 +64,16 @@ def _warn_in_one_line(message: Warning | str, category: type[Warning], *args: ob
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    on_term, show = signal.signal(signal.SIGTERM, _terminate_as_interrupt), warnings.showwarning
     warnings.showwarning = _warn_in_one_line
+    try:
+        _main()
+    finally:  # main() called in a process that goes on (a test, a notebook) leaves it as it was
+        signal.signal(signal.SIGTERM, on_term)
+        warnings.showwarning = show
+
+
+def _main() -> None:
     try:
         app()
     except (UserError, PluginError, NotSaved) as e:

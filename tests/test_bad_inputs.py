@@ -4,6 +4,7 @@ written; a run whose cases failed exits 1. The CLI runs in this process through 
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,8 +34,10 @@ def files_under(root: Path) -> set[Path]:
 
 def invoke(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     monkeypatch.setattr(sys, "argv", ["llmbench", *args])
+    on_term = signal.getsignal(signal.SIGTERM)
     with pytest.raises(SystemExit) as exc:
         main()
+    assert signal.getsignal(signal.SIGTERM) is on_term  # main() run in a process that goes on leaves it as it was
     code = exc.value.code
     return (code if isinstance(code, int) else 0), capsys.readouterr().err
 

@@ -115,6 +115,28 @@ def test_sigterm_mid_run_writes_a_valid_bundle_of_what_finished(tmp_path: Path, 
     assert "--resume" in " ".join(stdout.split())
 
 
+
+def test_an_interrupted_oneshot_gives_sigterm_back_as_it_found_it(tmp_path: Path, fault_plugin: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the bundle is written a second SIGTERM is ignored; after it, the caller's handler is back (an
+    API caller, a notebook, a test process goes on)."""
+    def interrupt(*args: object, **kwargs: object) -> None:
+        assert signal.getsignal(signal.SIGTERM) is mine
+        raise KeyboardInterrupt
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("not reached")
+
+    monkeypatch.setattr(session, "run_cases", interrupt)
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        result = session.oneshot([write(tmp_path, SUITE)], cpu=True, out=tmp_path / "out")
+        assert result.interrupted and result.bundle.exists()
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 @pytest.fixture
 def app() -> typer.Typer:
     a = typer.Typer()

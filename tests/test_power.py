@@ -66,6 +66,9 @@ def test_out_of_range_names_the_range(tmp_path: Path) -> None:
     assert nv.log == []
 
 
+# The child holds the limit in short sleeps, as a case's work would: CPython runs a signal's handler between
+# bytecodes, so a SIGTERM that lands after the print and before one long sleep's system call began waited out
+# the whole sleep (seen in CI on a loaded machine: a 30 s wait for a 60 s sleep; about 1 in 300 here under load).
 CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -74,7 +77,8 @@ CHILD = textwrap.dedent("""
     nv = FakeNvml(Path(sys.argv[1]))
     with power_limit(350, "h0", nv, Path(sys.argv[2])):
         print("holding", flush=True)
-        time.sleep(60)
+        for _ in range(600):
+            time.sleep(0.1)
 """)
 
 

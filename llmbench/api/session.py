@@ -188,7 +188,7 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
     for note in filter(None, (plan.unread, skipped_here(plan))):
         said.warn(note)
     reference = reference_times(REFERENCE_RESULTS, slug, other_gpus=True, expect=compile_cache.expected_state())
-    interrupted = False
+    interrupted, on_term = False, signal.getsignal(signal.SIGTERM)
     ui.cases_begin()
     try:
         for s in loaded:
@@ -212,8 +212,11 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
         for k, v in status_counts(load(w)).items():
             counts[k] = counts.get(k, 0) + v
     append_log(log, f"{'interrupted' if interrupted else 'done'}: {_summary(counts, journal.deferred)}")
-    path = write_oneshot_bundle(out, slug, written, previous, files, log, part,
-                                part_summary(checks, started, budget_s, interrupted, journal.deferred))
+    try:
+        path = write_oneshot_bundle(out, slug, written, previous, files, log, part,
+                                    part_summary(checks, started, budget_s, interrupted, journal.deferred))
+    finally:
+        signal.signal(signal.SIGTERM, on_term)  # the caller's handler again once the bundle is written
     return OneshotResult(path, counts, journal.deferred, interrupted, time.monotonic() - t0)
 
 
