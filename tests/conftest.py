@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import copy
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,45 @@ def fault_plugin(monkeypatch: pytest.MonkeyPatch) -> str:
 
     importlib.import_module(FAULT_PLUGIN)
     return FAULT_PLUGIN
+
+
+@pytest.fixture(autouse=True)
+def _in_its_xdist_group(request: pytest.FixtureRequest) -> None:
+    """Under `--dist loadgroup` a test marked xdist_group has its group at the end of its id, which keeps the
+    group in one worker; without it the group was spread over the workers like any other test (pytest 9.2
+    with pytest-xdist 3.8 did so silently): such a test fails, naming both versions."""
+    node = request.node
+    if getattr(request.config.option, "loadgroup", False) and node.get_closest_marker("xdist_group") \
+            and "@" not in node.nodeid:
+        from importlib.metadata import version
+
+        pytest.fail(f"--dist loadgroup did not keep this test's xdist_group together under pytest "
+                    f"{version('pytest')} and pytest-xdist {version('pytest-xdist')}; pyproject.toml's dev extra "
+                    "names the pytest that does", pytrace=False)
+
+
+# Every run of a suite in a test's process (run_suite, the API, the CLI in-process) first starts a process that
+# imports torch to read the environment (its `env` block): seconds each, for the same answer whenever the
+# environment it is started with is the same. A pytest process keeps the answer per environment, keyed on
+# every variable but these, which only tests set and the fingerprint never reads. The first run per environment
+# in each pytest process, and every `llmbench` command run as a process of its own, still starts it.
+_FINGERPRINT_IGNORES = frozenset({"PYTEST_CURRENT_TEST", "LLMBENCH_TEST_PID_DIR", "LLMBENCH_TEST_PROBE_DIR"})
+_FINGERPRINTS: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _one_fingerprint_per_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmbench.harness.launchers import process
+
+    taken = process.fingerprint
+
+    def fingerprint(env: dict[str, str], timeout_s: float = 180.0) -> dict[str, Any]:
+        key = tuple(sorted((k, v) for k, v in env.items() if k not in _FINGERPRINT_IGNORES))
+        if key not in _FINGERPRINTS:
+            _FINGERPRINTS[key] = taken(env, timeout_s)
+        return copy.deepcopy(_FINGERPRINTS[key])  # the runner fills in what it forces (--cpu) on its copy
+
+    monkeypatch.setattr(process, "fingerprint", fingerprint)
 
 
 def write(tmp_path: Path, text: str, name: str = "suite.toml") -> Path:

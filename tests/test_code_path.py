@@ -78,6 +78,10 @@ def test_ceiling_cases_record_the_call_they_timed(scenario: str, params: dict[st
 
 
 @pytest.mark.slow
+# one pytest-xdist worker for both compilations of this graph (bf16, batch 1, 4 in, 3 out), the other being
+# test_generate_run.py's: the second reuses what the first's process compiled, where a cold CPU compile of
+# it (CI's inductor cache starts empty) is most of a minute
+@pytest.mark.xdist_group("tiny_llama_bf16_compile")
 def test_a_compiled_case_records_fusion_compilation_and_its_compile_cache(tmp_path: Any,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))

@@ -84,6 +84,7 @@ def test_gpu_precisions_are_skipped_on_the_cpu_worker(precision: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_llama_bf16_compile")  # beside test_code_path.py's compilation of this graph
 def test_compiled_mode_compiles_and_measures() -> None:
     r = run(precision="bf16", mode="compiled", batch_size=1, input_len=4, output_len=3)
     assert r["status"] == "ok", r.get("traceback")

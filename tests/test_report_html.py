@@ -23,7 +23,9 @@ from llmbench.results import ResultSet, Source
 if CHROMIUM is None and os.environ.get("LLMBENCH_REQUIRE_BROWSER"):
     raise RuntimeError("LLMBENCH_REQUIRE_BROWSER is set (CI) but chromium is not installed")
 NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-# one pytest-xdist worker renders the cached pages below (tens of seconds of charts), not each
+# one pytest-xdist worker renders the cached pages below (tens of seconds of charts), not each. One group
+# name only: pytest-xdist names a test's group after all its xdist_group marks joined, so a test marked
+# with another group besides this one would land in a group (and maybe a worker) of its own
 pytestmark = pytest.mark.xdist_group("report_html")
 MIN_TEXT_PX = 10.0  # the smallest chart text allowed, in CSS px at 100% zoom
 PAGE_COLUMN_PX = 1100  # the page's content width (html.CSS max-width)
@@ -114,7 +116,6 @@ def test_answer_blocks_given_come_first_in_their_order() -> None:
     assert "<h2>What was measured</h2>" in render_html([section("one", refs(h100_set()))])
 
 
-@pytest.mark.xdist_group("long_page")  # one worker builds the long page once for both tests
 def test_every_id_is_unique_and_every_reference_resolves() -> None:
     """Charts reuse SVG ids (hatch patterns, markers); a browser takes the first of an id on the page,
     and one inside a folded <details> draws nothing: a published bar in an open section went blank."""
@@ -125,7 +126,6 @@ def test_every_id_is_unique_and_every_reference_resolves() -> None:
     assert refs_ and refs_ <= set(ids)
 
 
-@pytest.mark.xdist_group("long_page")
 def test_each_source_text_appears_once() -> None:
     """Two published sets of one source, with tables that each repeated it: the page names it once."""
     page = _long_page()
