@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import json
 import math
 import os
@@ -311,7 +312,7 @@ def write_new(names: Iterable[Path], text: str | bytes) -> Path:
     first = next(names)
     tmp = _written_temp(first, text)
     try:
-        for path in (first, *names):
+        for path in itertools.chain((first,), names):  # lazily: `(first, *names)` drew all 20,000 names first
             try:
                 os.link(tmp, path)
             except FileExistsError:

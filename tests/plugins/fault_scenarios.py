@@ -99,13 +99,15 @@ class BatchOOM(Scenario):
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
 
     def run(self, params: Any, ctx: CaseContext) -> None:
-        import torch
-
         ctx.info["batch_size_run"] = params.batch_size
         if params.batch_size > params.fits_up_to:
+            import torch  # only where it raises: a probe that fits spares its process torch's seconds of import
+
             raise torch.OutOfMemoryError(f"planted: batch {params.batch_size} > {params.fits_up_to}")
         longer = ctx.rule.min_iters > 1  # a measurement, not a max_batch probe (one timed step)
         if longer and params.measured_fits_up_to is not None and params.batch_size > params.measured_fits_up_to:
+            import torch
+
             raise torch.OutOfMemoryError(f"planted: {ctx.rule.min_iters} steps at batch {params.batch_size}")
         m = ctx.measure(lambda: sum(range(100)))
         ctx.record("time_ms", [t * 1e3 for t in m.samples_s])
