@@ -10,6 +10,10 @@
 #   alone     the headline cases given in ALONE_IDS (id,id,...), one at a time on GPU 0: the same
 #             machine's alone runs against which the oneshot's side-by-side figures are read
 #             (benchmarks/beside_vs_alone.py ONESHOT_SET --machine ALONE_SET)
+#   binding   the headline cases given in ALONE_IDS on GPU 0, nothing beside them, BIND_ROUNDS times (default 1):
+#             with the host's every core (into $WORK/bind-all), then bound to the cores a side-by-side run
+#             gives GPU 0's slot (BIND_CPUS, default harness/launch's first share; into $WORK/bind-half): does
+#             the binding alone move a case that read differently beside others than alone?
 #   plain-one benchmarks/plain_vllm_tp.py on one GPU (batches 1, 16, 32): the plain replicas' baseline
 #   neighbour benchmarks/neighbour_load.py: vLLM fp8 decode on GPU 0, quiet against a compiling neighbour
 #   tuning    does a neighbour's compilation change what a cold compile's kernel tuning picks? TUNE_ID of the
@@ -66,6 +70,13 @@ for s in ${STEPS:-oneshot plain tp70b serving}; do
                -y >$WORK/tp70b.log 2>&1 ;;
     serving) python3 -m llmbench run serving-tp-vs-dp --gpus 0,1 --out $WORK/r --resume -y >$WORK/serving.log 2>&1 ;;
     alone)   python3 -m llmbench run headline --gpus 0 --out $WORK/alone -k id=${ALONE_IDS:-} -y >$WORK/alone.log 2>&1 ;;
+    binding) half=${BIND_CPUS:-\$(python3 -c 'from llmbench.hardware.cpus import cpu_list, cpu_shares; print(cpu_list(cpu_shares(2)[0]))')}
+             echo "bound to \$half" >>$WORK/binding.log
+             for r in \$(seq ${BIND_ROUNDS:-1}); do
+               python3 -m llmbench run headline --gpus 0 --out $WORK/bind-all -k id=${ALONE_IDS:-} -y >>$WORK/binding.log 2>&1
+               taskset -c \$half python3 -m llmbench run headline --gpus 0 --out $WORK/bind-half -k id=${ALONE_IDS:-} \
+                 -y >>$WORK/binding.log 2>&1
+             done ;;
     plain-one) python3 benchmarks/plain_vllm_tp.py --layouts one --batches 1,16,32 --out $WORK/plain-one.json \
                >$WORK/plain-one.log 2>&1 ;;
     neighbour) python3 benchmarks/neighbour_load.py --out $WORK/neighbour.json >$WORK/neighbour.log 2>&1 ;;
