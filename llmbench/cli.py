@@ -67,14 +67,6 @@ def main() -> None:
     on_term, show = signal.signal(signal.SIGTERM, _terminate_as_interrupt), warnings.showwarning
     warnings.showwarning = _warn_in_one_line
     try:
-        _main()
-    finally:  # main() called in a process that goes on (a test, a notebook) leaves it as it was
-        signal.signal(signal.SIGTERM, on_term)
-        warnings.showwarning = show
-
-
-def _main() -> None:
-    try:
         app()
     except (UserError, PluginError, NotSaved) as e:
         text = " ".join(str(e).split())  # one line, never wrapped: a script can grep it
@@ -83,3 +75,6 @@ def _main() -> None:
     except KeyboardInterrupt:
         err_console.print(INTERRUPTED)
         sys.exit(130)
+    finally:  # main() called in a process that goes on (a test, a notebook) leaves it as it was
+        signal.signal(signal.SIGTERM, on_term)
+        warnings.showwarning = show

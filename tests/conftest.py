@@ -61,10 +61,10 @@ def _one_fingerprint_per_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
     taken = process.fingerprint
 
-    def fingerprint(env: dict[str, str], timeout_s: float = 180.0) -> dict[str, Any]:
+    def fingerprint(env: dict[str, str]) -> dict[str, Any]:  # as IsolatedProcess.fingerprint calls it
         key = tuple(sorted((k, v) for k, v in env.items() if k not in _FINGERPRINT_IGNORES))
         if key not in _FINGERPRINTS:
-            _FINGERPRINTS[key] = taken(env, timeout_s)
+            _FINGERPRINTS[key] = taken(env)
         return copy.deepcopy(_FINGERPRINTS[key])  # the runner fills in what it forces (--cpu) on its copy
 
     monkeypatch.setattr(process, "fingerprint", fingerprint)
