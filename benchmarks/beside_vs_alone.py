@@ -2,12 +2,16 @@
 cases measured alone on the same GPU model: for each case and headline metric, the figure beside others,
 the alone runs' median, range and count, and the case's own between-run spread (the standard deviation
 of the log of its alone runs: a CV), not the pooled noise floor of the pages. `within` is True where the
-figure lies within two of the case's own CVs of the alone median (about 95% of single alone runs do, where
-the CV is the between-run spread), None where fewer than three alone runs give no spread.
+figure lies inside the 95% prediction interval of one more alone run (`alone_pi95`: Student's t at the
+alone runs' count, on the log scale; measure/stats.prediction_interval), None where fewer than three alone
+runs give no spread. Two CVs around the median is not a 95% band at these counts: with 3 alone runs it
+holds about 76% of new runs, with 5 about 84% (tests/test_stats_intervals.py).
 
 Alone runs: every committed case of the same id (results/<slug>/ and results/spread/<slug>/, the set
 itself left out, and the sets in each --also folder: alone runs of the same machine kept as evidence)
-that is `ok` and was not measured beside others (`info.ran_beside_cases`). A ratio against alone runs of
+that is `ok` and was not measured beside others (`info.ran_beside_cases`); for a share of a ceiling
+(`roofline_efficiency`), only those read against the same ceilings (a oneshot reads its own measured
+ones, a plain `run` the datasheet's). A ratio against alone runs of
 other machines carries their machine-to-machine spread too: `--machine SET.json` names alone runs of the
 same machine as the side-by-side set (docs/runbooks/gpu/node.sh's `alone` step, right after it), whose
 median and ratio each row also gives (`machine_alone`, `machine_ratio`): the one comparison with no
@@ -30,9 +34,11 @@ from against_committed import committed
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
+from llmbench.measure.stats import prediction_interval
 from llmbench.results import CaseResult, ResultSet, load, started_unix
 
 MIN_RUNS = 3  # alone runs needed for a spread
+EPS = 1e-9  # a figure every run repeats exactly (a peak memory) is inside its zero-width interval
 
 
 def setup_spans(case: CaseResult) -> list[tuple[float, float]]:
@@ -66,10 +72,20 @@ def window_in_setup_s(case: CaseResult, others: list[CaseResult]) -> float | Non
     return round(sum(max(0.0, min(we, se) - max(ws, ss)) for ws, we in mine for ss, se in setups), 3)
 
 
-def _alone_values(case_id: str, name: str, sets: list[ResultSet]) -> list[float]:
+CEILING_BOUND = {"roofline_efficiency"}  # a share of a ceiling: compared only under the same ceiling
+
+
+def _ceiling(case: CaseResult) -> tuple[Any, Any]:
+    """The ceilings a case's roofline figure was read against (a run's own measured ones, or the
+    datasheet's where it had none)."""
+    return case.info.get("bandwidth_tb_s"), case.info.get("peak_tflops")
+
+
+def _alone_values(case: CaseResult, name: str, sets: list[ResultSet]) -> list[float]:
     return [float(o.metrics[name].value) for rs in sets for o in rs.cases
-            if o.id == case_id and o.status == "ok" and name in o.metrics
-            and not o.info.get("ran_beside_cases") and float(o.metrics[name].value) > 0]
+            if o.id == case.id and o.status == "ok" and name in o.metrics
+            and not o.info.get("ran_beside_cases") and float(o.metrics[name].value) > 0
+            and (name not in CEILING_BOUND or _ceiling(o) == _ceiling(case))]
 
 
 def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None = None) -> list[dict[str, Any]]:
@@ -82,18 +98,20 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
         for name, m in sorted(c.metrics.items()):
             if name not in names:
                 continue
-            here = _alone_values(c.id, name, machine)
-            alone = _alone_values(c.id, name, sets) + here
+            here = _alone_values(c, name, machine)
+            alone = _alone_values(c, name, sets) + here
             if not alone or float(m.value) <= 0:
                 continue
             median = statistics.median(alone)
             cv = statistics.stdev(math.log(v) for v in alone) if len(alone) >= MIN_RUNS else None
+            pi = prediction_interval(alone) if cv is not None else None
             ratio = float(m.value) / median
             out.append({"case": c.id, "scenario": c.scenario, "metric": name, "beside": round(float(m.value), 4),
                         "alone_median": round(median, 4), "alone_min": round(min(alone), 4),
                         "alone_max": round(max(alone), 4), "alone_runs": len(alone), "ratio": round(ratio, 4),
                         "case_cv": None if cv is None else round(cv, 4),
-                        "within": None if cv is None else abs(math.log(ratio)) <= 2 * cv,
+                        "alone_pi95": None if pi is None else [round(pi[0], 4), round(pi[1], 4)],
+                        "within": None if pi is None else pi[0] * (1 - EPS) <= float(m.value) <= pi[1] * (1 + EPS),
                         "in_range": min(alone) <= float(m.value) <= max(alone),
                         "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus"),
                         "window_in_setup_s": window_in_setup_s(c, new.cases),
@@ -103,7 +121,7 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
-    lines = ["| case | metric | beside | alone median [min, max] (n) | ratio | case CV | within 2 CV "
+    lines = ["| case | metric | beside | alone median [min, max] (n) | ratio | case CV | within 95% PI "
              "| alone, same machine (ratio) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in table:

@@ -93,6 +93,23 @@ def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CI_LEVE
     return {"lo": float(lo), "hi": float(hi), "level": level, "method": CI_METHOD, "reaches": bool(k)}
 
 
+def prediction_interval(values: Sequence[float], confidence: float = CI_LEVEL) -> tuple[float, float] | None:
+    """The `confidence` prediction interval for one more run, given the runs `values` (positive; each a
+    run's figure), on the log scale: exp(m +- t(n-1) * s * sqrt(1 + 1/n)), m and s the mean and sample
+    standard deviation of their logs. One more run of the same population lands inside with probability
+    `confidence` where the logs are normal. The median +- two standard deviations is not that at small n
+    (3 runs: about 82%). None below two runs: no spread to predict from."""
+    import scipy.stats
+
+    x = np.log(np.asarray(values, dtype=np.float64))
+    if x.size < 2:
+        return None
+    t = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, x.size - 1))
+    half = t * float(np.std(x, ddof=1)) * math.sqrt(1.0 + 1.0 / x.size)
+    m = float(np.mean(x))
+    return math.exp(m - half), math.exp(m + half)
+
+
 def interval_stats(samples: Sequence[float] | np.ndarray) -> dict[str, object]:
     """The interval keys of `summarize`: `ci` (with its exact coverage), `ci95` ([lo, hi] where that
     coverage reaches 95%, else None) and `ci_method`."""

@@ -1,0 +1,65 @@
+"""The prediction interval for one more run (measure/stats.prediction_interval) holds what its label
+says at the run counts a beside-vs-alone check has, and the check (benchmarks/beside_vs_alone.py)
+judges a side-by-side figure by it."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_compare_support import H200_ENV, gemm_case, result_set
+
+from llmbench.measure.stats import prediction_interval
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIALS = 4000  # binomial sd of a 95% coverage: 0.0034
+
+
+def _coverage(n: int, band: str, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(TRIALS):
+        runs = np.exp(rng.normal(0.0, 0.03, n))
+        new = math.exp(rng.normal(0.0, 0.03))
+        if band == "pi":
+            lo, hi = prediction_interval(runs.tolist()) or (math.nan, math.nan)
+            hits += lo <= new <= hi
+        else:  # the band the check used before: the median +- two standard deviations of the logs
+            hits += abs(math.log(new / float(np.median(runs)))) <= 2 * float(np.std(np.log(runs), ddof=1))
+    return hits / TRIALS
+
+
+@pytest.mark.parametrize("n", [3, 5, 8])
+def test_the_prediction_interval_holds_95_percent_of_new_runs(n: int) -> None:
+    assert 0.935 <= _coverage(n, "pi", seed=n) <= 0.965
+
+
+@pytest.mark.parametrize(("n", "below"), [(3, 0.85), (5, 0.9)])
+def test_two_sds_around_the_median_is_no_95_percent_band_at_few_runs(n: int, below: float) -> None:
+    assert _coverage(n, "two_sd", seed=100 + n) < below
+
+
+def test_one_run_predicts_nothing_and_the_interval_is_on_the_log_scale() -> None:
+    assert prediction_interval([5.0]) is None
+    lo, hi = prediction_interval([100.0, 102.0, 98.0, 101.0])
+    assert lo < 100.0 < hi
+    assert math.isclose(math.log(hi) - math.log(100.25), math.log(100.25) - math.log(lo), rel_tol=0.02)
+
+
+def test_the_beside_check_judges_by_the_prediction_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three alone runs at 700, 707 and 714 TFLOP/s: 2 CVs around the median reach about 686-728, the 95%
+    prediction interval about 673-743. A figure of 680 beside others is inside the one and outside
+    the other; 660 is outside both."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    check = importlib.import_module("beside_vs_alone")
+    alone = [result_set(H200_ENV, [gemm_case("bf16", v, samples=False)]) for v in (700.0, 707.0, 714.0)]
+    for beside, within in ((680.0, True), (660.0, False)):
+        new = result_set(H200_ENV, [gemm_case("bf16", beside, samples=False)])
+        (row,) = [r for r in check.rows(new, alone) if r["metric"] == "tflops"]
+        assert row["alone_runs"] == 3
+        assert row["alone_pi95"][0] < 700.0 < row["alone_pi95"][1]
+        assert row["within"] is within
+        assert abs(math.log(row["ratio"])) > 2 * row["case_cv"]  # outside the old band either way
