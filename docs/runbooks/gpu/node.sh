@@ -27,7 +27,7 @@
 #   kernel-tuning  the fp8-kernel-tuning suite's cases with torchao's process-wide inductor settings undone
 #             (library_kernel_settings = false: the headline's fp8 cases), cold, one at a time on GPU 0: set-up
 #             and decode against the committed runs of the same cases with those settings
-# Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vl15, docs/runbooks/gpu/README.md), except for
+# Needs vLLM in /tmp/vsite (the carried pieces .vl1 ... .vlN, docs/runbooks/gpu/README.md), except for
 # the steps tuning and kernel-tuning, and .whl/.
 # From the repository root on the GPU machine:
 #   LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/node.sh start
@@ -42,7 +42,7 @@ if [ "${1:-start}" = start ]; then
   for s in ${STEPS:-oneshot}; do
     case $s in tuning|tuning:*|kernel-tuning) ;;  # the only steps that run no vLLM
       *) PYTHONPATH=/tmp/vsite:$PYTHONPATH python3 -c "import vllm" 2>/dev/null \
-           || { echo "vLLM does not import from /tmp/vsite: install it first (.vl15/vllm-install.sh)"; exit 1; }
+           || { echo "vLLM does not import from /tmp/vsite: install it first (the last piece's vllm-install.sh)"; exit 1; }
          break ;;
     esac
   done

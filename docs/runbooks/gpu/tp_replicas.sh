@@ -3,7 +3,7 @@
 # (Llama-3-8B bf16 decode on vLLM: one GPU at batch 1/16/32, one TP2 engine at batch 1/32, two engines
 # side by side at batch 1/16 each; then the 70B-class fp8 cases), as one background job that outlives a
 # device command. Run from the repository root:
-#   vLLM first: the carried pieces (.vl1 ... .vl15, docs/runbooks/gpu/README.md), back to back; then
+#   vLLM first: the carried pieces (.vl1 ... .vlN, docs/runbooks/gpu/README.md), back to back; then
 #     LLMBENCH_GIT_COMMIT=<hash> bash docs/runbooks/gpu/tp_replicas.sh start
 #     bash docs/runbooks/gpu/tp_replicas.sh wait 540     (again until it says JOB DONE)
 # Time: about 12 minutes for the 8B cases (engine starts: one for the one-GPU cases, one TP2 of about 4
