@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,28 +19,32 @@ ROOT = Path(__file__).resolve().parents[1]
 TRIALS = 4000  # binomial sd of a 95% coverage: 0.0034
 
 
-def _coverage(n: int, band: str, seed: int) -> float:
+def _in_prediction_interval(runs: np.ndarray, new: float) -> bool:
+    lo, hi = prediction_interval(runs.tolist()) or (math.nan, math.nan)
+    return lo <= new <= hi
+
+
+def _in_two_sds_of_the_median(runs: np.ndarray, new: float) -> bool:
+    """The band the check used before: the median +- two standard deviations of the logs."""
+    return abs(math.log(new / float(np.median(runs)))) <= 2 * float(np.std(np.log(runs), ddof=1))
+
+
+def _coverage(n: int, inside: Callable[[np.ndarray, float], bool], seed: int) -> float:
+    """The share of new runs that `inside` counts in, each new run drawn beside `n` runs of the same
+    log-normal population."""
     rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(TRIALS):
-        runs = np.exp(rng.normal(0.0, 0.03, n))
-        new = math.exp(rng.normal(0.0, 0.03))
-        if band == "pi":
-            lo, hi = prediction_interval(runs.tolist()) or (math.nan, math.nan)
-            hits += lo <= new <= hi
-        else:  # the band the check used before: the median +- two standard deviations of the logs
-            hits += abs(math.log(new / float(np.median(runs)))) <= 2 * float(np.std(np.log(runs), ddof=1))
-    return hits / TRIALS
+    return sum(inside(np.exp(rng.normal(0.0, 0.03, n)), math.exp(rng.normal(0.0, 0.03)))
+               for _ in range(TRIALS)) / TRIALS
 
 
 @pytest.mark.parametrize("n", [3, 5, 8])
 def test_the_prediction_interval_holds_95_percent_of_new_runs(n: int) -> None:
-    assert 0.935 <= _coverage(n, "pi", seed=n) <= 0.965
+    assert 0.935 <= _coverage(n, _in_prediction_interval, seed=n) <= 0.965
 
 
 @pytest.mark.parametrize(("n", "below"), [(3, 0.85), (5, 0.9)])
 def test_two_sds_around_the_median_is_no_95_percent_band_at_few_runs(n: int, below: float) -> None:
-    assert _coverage(n, "two_sd", seed=100 + n) < below
+    assert _coverage(n, _in_two_sds_of_the_median, seed=100 + n) < below
 
 
 def test_one_run_predicts_nothing_and_the_interval_is_on_the_log_scale() -> None:
@@ -51,8 +56,8 @@ def test_one_run_predicts_nothing_and_the_interval_is_on_the_log_scale() -> None
 
 def test_the_beside_check_judges_by_the_prediction_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three alone runs at 700, 707 and 714 TFLOP/s: 2 CVs around the median reach about 686-728, the 95%
-    prediction interval about 673-743. A figure of 680 beside others is inside the one and outside
-    the other; 660 is outside both."""
+    prediction interval about 673-743. A figure of 680 beside others is inside the prediction
+    interval and outside the 2-CV band; 660 is outside both."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     check = importlib.import_module("beside_vs_alone")
     alone = [result_set(H200_ENV, [gemm_case("bf16", v, samples=False)]) for v in (700.0, 707.0, 714.0)]

@@ -98,7 +98,7 @@ def prediction_interval(values: Sequence[float], confidence: float = CI_LEVEL) -
     run's figure), on the log scale: exp(m +- t(n-1) * s * sqrt(1 + 1/n)), m and s the mean and sample
     standard deviation of their logs. One more run of the same population lands inside with probability
     `confidence` where the logs are normal. The median +- two standard deviations is not that at small n
-    (3 runs: about 82%). None below two runs: no spread to predict from."""
+    (3 runs: about 76%). None below two runs: no spread to predict from."""
     import scipy.stats
 
     x = np.log(np.asarray(values, dtype=np.float64))
