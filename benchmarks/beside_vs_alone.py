@@ -17,6 +17,12 @@ same machine as the side-by-side set (docs/runbooks/gpu/node.sh's `alone` step, 
 median and ratio each row also gives (`machine_alone`, `machine_ratio`): the one comparison with no
 machine between the two.
 
+`host_slowdown`: how much slower the measuring thread's core ran during the case than the fastest it ran
+in its set (the median of the case's `info.host_probe_us` over the set's lowest probe; measure/host_speed.py),
+and `alone_host_slowdown` the median of the alone runs' own, where they have probes. A host-bound figure
+(TTFT of a compiled transformers decode) off its alone runs with a host slowdown well above theirs was
+read on a slowed core, not beside a neighbour (docs/evidence/h200-sxm-141gb/issue41-host-state/).
+
     python benchmarks/beside_vs_alone.py SIDE_BY_SIDE.json [--results results] [--also DIR]
         [--machine SET.json] [--out FILE]
 """
@@ -34,6 +40,7 @@ from against_committed import committed
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
+from llmbench.measure.host_speed import slowdown
 from llmbench.measure.stats import prediction_interval
 from llmbench.results import CaseResult, ResultSet, load, started_unix
 
@@ -81,6 +88,23 @@ def _ceiling(case: CaseResult) -> tuple[Any, Any]:
     return case.info.get("bandwidth_tb_s"), case.info.get("peak_tflops")
 
 
+def host_slowdowns(rs: ResultSet) -> dict[str, float]:
+    """Each case's host slowdown against the fastest probe of its set (cases with probes only)."""
+    probes = {c.id: [float(v) for v in c.info.get("host_probe_us") or []] for c in rs.cases}
+    fastest = min((v for vs in probes.values() for v in vs), default=0.0)
+    out = {}
+    for cid, vs in probes.items():
+        if (s := slowdown(vs, fastest)) is not None:
+            out[cid] = s
+    return out
+
+
+def _alone_host(case: CaseResult, sets: list[ResultSet]) -> float | None:
+    seen = [s for rs in sets if any(o.id == case.id and not o.info.get("ran_beside_cases") for o in rs.cases)
+            for cid, s in host_slowdowns(rs).items() if cid == case.id]
+    return round(statistics.median(seen), 3) if seen else None
+
+
 def _alone_values(case: CaseResult, name: str, sets: list[ResultSet]) -> list[float]:
     return [float(o.metrics[name].value) for rs in sets for o in rs.cases
             if o.id == case.id and o.status == "ok" and name in o.metrics
@@ -91,10 +115,13 @@ def _alone_values(case: CaseResult, name: str, sets: list[ResultSet]) -> list[fl
 def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None = None) -> list[dict[str, Any]]:
     names = set(headline_metric_names())
     machine = machine or []
+    beside_host = host_slowdowns(new)
     out = []
     for c in new.cases:
         if c.status != "ok":
             continue
+        host = beside_host.get(c.id)
+        alone_host = _alone_host(c, sets + machine)
         for name, m in sorted(c.metrics.items()):
             if name not in names:
                 continue
@@ -116,21 +143,25 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
                         "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus"),
                         "window_in_setup_s": window_in_setup_s(c, new.cases),
                         "machine_alone": round(statistics.median(here), 4) if here else None,
-                        "machine_ratio": round(float(m.value) / statistics.median(here), 4) if here else None})
+                        "machine_ratio": round(float(m.value) / statistics.median(here), 4) if here else None,
+                        "host_slowdown": None if host is None else round(host, 3), "alone_host_slowdown": alone_host})
     return out
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
     lines = ["| case | metric | beside | alone median [min, max] (n) | ratio | case CV | within 95% PI "
-             "| alone, same machine (ratio) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| alone, same machine (ratio) | host slowdown, beside (alone) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         how = "ran alone" if r["ran_alone"] else {True: "yes", False: "**no**", None: "n < 3"}[r["within"]]
         cv = "" if r["case_cv"] is None else f"{r['case_cv']:.3f}"
         here = "" if r.get("machine_alone") is None else f"{r['machine_alone']:,.4g} ({r['machine_ratio']:.3f})"
+        host = "" if r.get("host_slowdown") is None else f"{r['host_slowdown']:.2f}"
+        if host and r.get("alone_host_slowdown") is not None:
+            host += f" ({r['alone_host_slowdown']:.2f})"
         lines.append(f"| {r['case']} | {r['metric']} | {r['beside']:,.4g} | {r['alone_median']:,.4g} "
                      f"[{r['alone_min']:,.4g}, {r['alone_max']:,.4g}] ({r['alone_runs']}) | {r['ratio']:.3f} | {cv} "
-                     f"| {how} | {here} |")
+                     f"| {how} | {here} | {host} |")
     return "\n".join(lines)
 
 

@@ -80,6 +80,8 @@ class CaseInfo(InfoModel):
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     cpus: str | None = None  # beside other cases, the host CPUs its processes were bound to (hardware/cpus.py)
     windows_unix: list[list[float]] | None = None  # each timed window's wall-clock [start, end] (CaseContext.measure)
+    host_probe_us: list[float] | None = None  # the measuring thread's core speed around its timed windows: CPU us
+    # of a fixed pure-Python loop before each window, between rounds (at most every 0.25 s), after (measure/host_speed)
     quiet_wait_s: float | None = None  # beside other cases, seconds it waited for their set-up or timed part to end
     # before its own (measure/quiet.py)
     quiet_phases_unix: list[list[Any]] | None = None  # beside other cases, each phase it entered: [phase, asked at,

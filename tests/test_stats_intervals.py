@@ -68,3 +68,25 @@ def test_the_beside_check_judges_by_the_prediction_interval(monkeypatch: pytest.
         assert row["alone_pi95"][0] < 700.0 < row["alone_pi95"][1]
         assert row["within"] is within
         assert abs(math.log(row["ratio"])) > 2 * row["case_cv"]  # outside the old band either way
+
+
+def test_the_beside_check_gives_the_host_slowdown_of_each_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case whose probes ran at about twice the set's fastest reads a host slowdown near 2; its alone runs,
+    whose probes sat at their sets' fastest, near 1. Sets without probes give none."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    check = importlib.import_module("beside_vs_alone")
+
+    def probed(precision: str, tflops: float, probes: list[float]) -> object:
+        c = gemm_case(precision, tflops, samples=False)
+        c.info["host_probe_us"] = probes
+        return c
+
+    alone = [result_set(H200_ENV, [probed("bf16", v, [600.0, 610.0])]) for v in (700.0, 707.0, 714.0)]
+    new = result_set(H200_ENV, [probed("bf16", 690.0, [1200.0, 1250.0, 1300.0]), probed("fp8", 1300.0, [600.0])])
+    (row,) = [r for r in check.rows(new, alone) if r["metric"] == "tflops" and r["case"] == new.cases[0].id]
+    assert row["host_slowdown"] == pytest.approx(1250.0 / 600.0, abs=1e-3)
+    assert row["alone_host_slowdown"] == pytest.approx(605.0 / 600.0, abs=1e-3)
+    assert "2.08 (1.01)" in check.markdown([row])
+    bare = result_set(H200_ENV, [gemm_case("bf16", 690.0, samples=False)])
+    (row,) = [r for r in check.rows(bare, alone) if r["metric"] == "tflops"]
+    assert row["host_slowdown"] is None and row["alone_host_slowdown"] == pytest.approx(1.008, abs=1e-3)

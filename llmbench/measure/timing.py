@@ -119,11 +119,14 @@ def measure(
     clock: Callable[[], float] = time.perf_counter,
     on_window_start: Callable[[], None] | None = None,
     on_window_end: Callable[[], dict[str, Any]] | None = None,
+    between_rounds: Callable[[bool], None] | None = None,
 ) -> Measurement:
     """Warm up, then time `fn` until the stop rule holds. Returns the raw per-iteration samples.
 
     `on_window_start`/`on_window_end` bracket the timed window only (not the warm-up): monitors
-    such as the NVML energy counter hook in there and return their readings."""
+    such as the NVML energy counter hook in there and return their readings. `between_rounds(first_or_last)`
+    runs in this thread just before the first round, after each round's sync and after the last: host work
+    that must stay out of every sample (measure/host_speed's probe)."""
     report = progress or (lambda frac, text: None)
     t_w = clock()
     for i in range(rule.warmup_iters):
@@ -137,11 +140,15 @@ def measure(
     round_n = 1
     if on_window_start is not None:
         on_window_start()
+    if between_rounds is not None:
+        between_rounds(True)
     t0 = clock()
     elapsed = 0.0
     while not rule.done(len(samples), elapsed):
         samples.extend(timer.time(fn, round_n, inner))
         elapsed = clock() - t0
+        if between_rounds is not None:
+            between_rounds(rule.done(len(samples), elapsed))
         n = len(samples)
         frac_iters = n / rule.min_iters
         frac_time = elapsed / rule.min_seconds if rule.min_seconds else 1.0

@@ -17,7 +17,7 @@ from llmbench.engines.base import Engine, EngineOptions, engine_class
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import AddedLater
-from llmbench.measure import progress, quiet
+from llmbench.measure import host_speed, progress, quiet
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.replica_sync import ReplicaSync
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
@@ -98,6 +98,7 @@ class CaseContext:
         # what actually ran (CaseResult.code_path): facts that, if they differ, make two figures
         # measurements of different code rather than of different machines
         self.code_path: dict[str, Any] = {}
+        self._host_probe = host_speed.HostProbe()  # the measuring core's speed around each timed window
         self._emit = emit_progress
 
     def engine(self, interface: type[E]) -> E:
@@ -137,8 +138,9 @@ class CaseContext:
             return sampler.stop() if sampler else {}
 
         m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
-                    on_window_end=end)
+                    on_window_end=end, between_rounds=self._host_probe.take)
         self.info["calls_per_sample"] = m.inner
+        self.info[host_speed.INFO_KEY] = self._host_probe.us  # every window of the case, in order
         self.note_window(*window)
         return m
 

@@ -1,0 +1,61 @@
+"""How fast the measuring thread's CPU core ran around a timed window: a fixed piece of pure-Python work,
+timed in that thread's CPU time before the window, between rounds (never inside a sample) and after it.
+
+Why: on the cloud machines llmbench is run on, a virtual CPU's speed can swing by up to 2x within
+seconds, each core on its own, with no steal time and nothing else busy in the guest: the physical
+core is shared with work outside it (docs/evidence/h200-sxm-141gb/issue41-host-state/). Host-bound
+figures follow that speed (a compiled decode's eager prefill and so its TTFT, launch-bound steps), so
+a figure that reads off its case's other runs is told from the host's state by this probe
+(`info.host_probe_us`, microseconds per probe, in the order taken: lower is faster). The work holds no
+allocation, no I/O and no torch, so only the core's speed moves it."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+PROBE_ITERS = 10_000  # about 0.6 ms on an idle Sapphire Rapids core, 1.2 ms on a slowed one
+PROBE_EVERY_S = 0.25  # between rounds, at most this often: rounds of short calls come every ~0.1 s
+INFO_KEY = "host_probe_us"
+
+
+def _work(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+
+def probe_us(iters: int = PROBE_ITERS) -> float:
+    """CPU time of the calling thread for `iters` iterations of the fixed loop, in microseconds."""
+    c = time.thread_time_ns()
+    _work(iters)
+    return (time.thread_time_ns() - c) / 1e3
+
+
+class HostProbe:
+    """Probes taken at most every `every_s` (and always where `force`), kept in order."""
+
+    def __init__(self, every_s: float = PROBE_EVERY_S, clock: Callable[[], float] = time.perf_counter,
+                 probe: Callable[[], float] = probe_us) -> None:
+        self.every_s = every_s
+        self._clock = clock
+        self._probe = probe
+        self._last: float | None = None
+        self.us: list[float] = []
+
+    def take(self, force: bool = False) -> None:
+        now = self._clock()
+        if not force and self._last is not None and now - self._last < self.every_s:
+            return
+        self.us.append(round(self._probe(), 1))
+        self._last = self._clock()
+
+
+def slowdown(case_us: Sequence[float], reference_us: float) -> float | None:
+    """How much slower the core ran during a case than a reference probe time (the fastest probe of its
+    set, or the median of its alone runs' probes): the median of the case's probes / the reference."""
+    if not case_us or reference_us <= 0:
+        return None
+    return statistics.median(case_us) / reference_us

@@ -1,0 +1,100 @@
+"""The host-speed probe: taken outside every sample, at most every PROBE_EVERY_S, and noted in the case's info."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmbench.caseinfo import CaseInfo
+from llmbench.measure import host_speed
+from llmbench.measure.timing import StopRule, measure
+from llmbench.precision import DeviceInfo
+from llmbench.scenarios.base import CaseContext
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class LoggingTimer:
+    """Each call costs `cost` seconds of the fake clock; a round is logged as its start and end."""
+
+    name = "fake"
+
+    def __init__(self, clock: Clock, cost: float, log: list[Any]) -> None:
+        self.clock, self.cost, self.log = clock, cost, log
+
+    def sync(self) -> None:
+        pass
+
+    def time(self, fn, n: int, inner: int = 1) -> list[float]:
+        self.log.append("round")
+        for _ in range(n * inner):
+            fn()
+            self.clock.now += self.cost
+        self.log.append("end")
+        return [self.cost] * n
+
+
+def test_the_probe_runs_before_between_and_after_rounds_never_inside_one() -> None:
+    clock, log = Clock(), []
+    timer = LoggingTimer(clock, 0.05, log)
+    rule = StopRule(warmup_iters=1, min_iters=5, min_seconds=1.0, min_sample_s=0)
+    measure(lambda: log.append("call"), rule, timer, clock=clock,
+            between_rounds=lambda edge: log.append(("probe", edge)))
+    timed = log[log.index(("probe", True)):]  # the warm-up's call and the calibration come before
+    assert timed[0] == ("probe", True) and timed[-1] == ("probe", True)
+    inside = False
+    for e in timed:
+        if e in ("round", "end"):
+            inside = e == "round"
+        elif isinstance(e, tuple):
+            assert not inside, "a probe ran inside a timed round"
+    rounds = timed.count("round")
+    assert rounds > 1
+    assert sum(isinstance(e, tuple) for e in timed) == rounds + 1  # one before the first, one after each
+    assert [e for e in timed if isinstance(e, tuple)][1:-1] == [("probe", False)] * (rounds - 1)
+
+
+def test_probes_are_rate_limited_unless_forced() -> None:
+    clock = Clock()
+    p = host_speed.HostProbe(every_s=0.25, clock=clock, probe=lambda: 700.04)
+    p.take(True)
+    clock.now = 0.1
+    p.take()
+    assert p.us == [700.0]
+    p.take(True)
+    clock.now = 0.3
+    p.take()
+    clock.now = 0.6
+    p.take()
+    assert p.us == [700.0, 700.0, 700.0]
+
+
+def test_the_probe_is_cpu_time_of_fixed_work() -> None:
+    a = host_speed.probe_us(2_000)
+    b = host_speed.probe_us(200_000)
+    assert 0 < a < b  # 100x the work takes longer on any core, however noisy
+
+
+def test_slowdown_is_the_median_probe_over_a_reference() -> None:
+    assert host_speed.slowdown([600.0, 1200.0, 1300.0], 600.0) == pytest.approx(2.0)
+    assert host_speed.slowdown([], 600.0) is None
+    assert host_speed.slowdown([600.0], 0.0) is None
+
+
+def test_a_case_notes_its_probes_over_every_window() -> None:
+    ctx = CaseContext(DeviceInfo("cpu", "cpu"), StopRule(warmup_iters=0, min_iters=3, min_seconds=0.0,
+                                                          min_sample_s=0), emit_progress=False)
+    ctx.measure(lambda: None, monitor=False)
+    first = list(ctx.info["host_probe_us"])
+    assert len(first) >= 2 and all(v > 0 for v in first)
+    ctx.measure(lambda: None, monitor=False)
+    assert ctx.info["host_probe_us"][: len(first)] == first
+    assert len(ctx.info["host_probe_us"]) >= len(first) + 2
+    assert CaseInfo.of(ctx.info).host_probe_us == ctx.info["host_probe_us"]
