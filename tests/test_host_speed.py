@@ -98,3 +98,41 @@ def test_a_case_notes_its_probes_over_every_window() -> None:
     assert ctx.info["host_probe_us"][: len(first)] == first
     assert len(ctx.info["host_probe_us"]) >= len(first) + 2
     assert CaseInfo.of(ctx.info).host_probe_us == ctx.info["host_probe_us"]
+
+
+def test_slowed_cases_are_those_well_over_the_fastest_probe() -> None:
+    probes = {"a": [600.0, 610.0], "b": [650.0, 700.0], "c": [990.0, 1000.0, 985.0], "d": []}
+    assert host_speed.slowed(probes) == {"c": 1.65}
+    text = host_speed.note(probes)
+    assert text is not None and text.startswith(host_speed.NOTE_PREFIX) and "c (1.65x)" in text and "b (" not in text
+    assert host_speed.note({"a": [600.0], "b": [700.0]}) is None
+
+
+class Warned:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def warn(self, text: str) -> None:
+        self.lines.append(text)
+
+
+@pytest.mark.parametrize("kind", ["cuda", "cpu"])
+def test_a_gpu_run_notes_its_slowed_cases_once_even_when_resumed(kind: str) -> None:
+    from test_compare_support import H200_ENV, gemm_case, result_set
+
+    from llmbench.harness.runner import _Run
+
+    fast, slow = gemm_case("bf16", 700.0), gemm_case("fp8", 1300.0)
+    fast.info["host_probe_us"], slow.info["host_probe_us"] = [600.0, 620.0], [1000.0, 1020.0]
+    rs = result_set(H200_ENV, [fast, slow])
+    rs.warnings = ["an environment warning"]
+    ui = Warned()
+    run = _Run(rs, None, None, ui, DeviceInfo(kind, "x"), None, {}, None, None)  # type: ignore[arg-type]
+    run.note_host_speed()
+    run.note_host_speed()  # a resumed run's second look replaces the first note
+    notes = [w for w in rs.warnings if w.startswith(host_speed.NOTE_PREFIX)]
+    if kind == "cpu":
+        assert notes == [] and ui.lines == []
+        return
+    assert len(notes) == 1 and slow.id in notes[0] and fast.id not in notes[0]
+    assert rs.warnings[0] == "an environment warning"

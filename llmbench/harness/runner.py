@@ -57,6 +57,7 @@ from llmbench.harness.plan import (
 )
 from llmbench.harness.schedule import Unit, run_units, start_order
 from llmbench.harness.ui import UI
+from llmbench.measure import host_speed
 from llmbench.precision import DeviceInfo
 from llmbench.results import (
     CaseResult,
@@ -217,6 +218,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         raise
 
     state.rs.finished_at = None if state.deferred else utc_now()  # cases left for --resume: the run is not finished
+    state.note_host_speed()
     saved = state.save()
     ui.suite_done(state.shown(), path)
     if not saved:
@@ -302,6 +304,18 @@ class _Run:
         """The case's quoted time; `shared`: on a session an earlier case of its group loaded."""
         quote = case_time(case, self.measured)
         return (shared_time(quote, case, self.measured) if shared else quote).seconds
+
+    def note_host_speed(self) -> None:
+        """One warning, in the set and on the console, naming the cases timed on a slowed host core (a resumed
+        set's note is replaced: the fastest probe of the whole set decides). GPU runs only: on the CPU the host
+        is the device, and its speed is the figure itself."""
+        if not self.device.is_cuda:
+            return
+        self.rs.warnings = [w for w in self.rs.warnings if not w.startswith(host_speed.NOTE_PREFIX)]
+        probes = {c.id: CaseInfo.of(c.info).host_probe_us or [] for c in self.rs.cases if c.status == "ok"}
+        if text := host_speed.note(probes):
+            self.rs.warnings.append(text)
+            self.ui.warn(text)
 
     def probe_log(self, case: CaseSpec) -> ProbeLog | None:
         """Where a max-batch search's probes are kept, beside this result set (None for a case not searched)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 PROBE_ITERS = 10_000  # about 0.6 ms on an idle Sapphire Rapids core, 1.2 ms on a slowed one
 PROBE_EVERY_S = 0.25  # between rounds, at most this often: rounds of short calls come every ~0.1 s
@@ -59,3 +59,31 @@ def slowdown(case_us: Sequence[float], reference_us: float) -> float | None:
     if not case_us or reference_us <= 0:
         return None
     return statistics.median(case_us) / reference_us
+
+
+SLOWED = 1.3  # a case whose median probe is this much over its set's fastest ran on a slowed core: the
+# fast state's medians spread by ~1.13x on one machine, the slow state reads ~1.7x (issue41-host-state)
+NOTE_PREFIX = "the host core ran slower"
+
+
+def slowed(probes: Mapping[str, Sequence[float]], threshold: float = SLOWED) -> dict[str, float]:
+    """The cases (id -> slowdown) whose probes' median is at least `threshold` times the fastest probe of
+    them all."""
+    fastest = min((v for vs in probes.values() for v in vs), default=0.0)
+    out = {}
+    for cid, vs in probes.items():
+        s = slowdown(vs, fastest)
+        if s is not None and s >= threshold:
+            out[cid] = round(s, 2)
+    return out
+
+
+def note(probes: Mapping[str, Sequence[float]]) -> str | None:
+    """One warning for a result set naming its cases timed on a slowed core, or None."""
+    cases = slowed(probes)
+    if not cases:
+        return None
+    named = ", ".join(f"{cid} ({s:.2f}x)" for cid, s in sorted(cases.items(), key=lambda kv: -kv[1]))
+    return (f"{NOTE_PREFIX} during the timed windows of {len(cases)} case(s) than at its fastest in this set: "
+            f"{named}; their host-bound figures (a compiled decode's TTFT, launch-bound steps) read slow on "
+            "that account, not the GPU's (info.host_probe_us; docs/measurements.md, \"The host core's speed\")")
