@@ -14,6 +14,7 @@ import ast
 import json
 import operator
 import re
+import statistics
 import sys
 from typing import Any
 
@@ -30,8 +31,8 @@ else:
 FIGURES = tomllib.loads((ROOT / "tests" / "readme_figures.toml").read_text(encoding="utf-8"))
 DOCUMENTS = ("README.md", "docs/usage.md", "docs/scenarios.md", "docs/measurements.md")
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_FUNCS = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max}
-_UNIT = re.compile(r"(?:x|×|%|\s?(?:tok/s|tokens/s|TFLOP/s|TB/s|GB/s|samples/s|samples/J|GiB|GB|MB|ms|s|min|J|W|°C))"
+_FUNCS = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max, "median": statistics.median}
+_UNIT = re.compile(r"(?:x|×|%|\s?(?:tok/s|tokens/s|TFLOP/s|TB/s|GB/s|samples/s|samples/J|GiB|GB|MB|ms|µs|s|min|J|W|°C))"
                    r"(?![\w/])")
 _NUMBER = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)?k?(?![\d])")
 _MASK = re.compile(r"`[^`]*`|<!--.*?-->|\]\([^)]*\)|\{#[^}]*\}")
