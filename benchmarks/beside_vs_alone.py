@@ -21,7 +21,9 @@ machine between the two.
 in its set (the median of the case's `info.host_probe_us` over the set's lowest probe; measure/host_speed.py),
 and `alone_host_slowdown` the median of the alone runs' own, where they have probes. A host-bound figure
 (TTFT of a compiled transformers decode) off its alone runs with a host slowdown well above theirs was
-read on a slowed core, not beside a neighbour (docs/evidence/h200-sxm-141gb/issue41-host-state/).
+read on a slowed core, not beside a neighbour (docs/evidence/h200-sxm-141gb/issue41-host-state/): such a
+row outside its interval reads `host_slowed` True (beside at `host_speed.SLOWED` or more, its alone runs
+under it or without probes).
 
     python benchmarks/beside_vs_alone.py SIDE_BY_SIDE.json [--results results] [--also DIR]
         [--machine SET.json] [--out FILE]
@@ -40,7 +42,7 @@ from against_committed import committed
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
-from llmbench.measure.host_speed import slowdown
+from llmbench.measure.host_speed import SLOWED, slowdown
 from llmbench.measure.stats import prediction_interval
 from llmbench.results import CaseResult, ResultSet, load, started_unix
 
@@ -144,8 +146,18 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
                         "window_in_setup_s": window_in_setup_s(c, new.cases),
                         "machine_alone": round(statistics.median(here), 4) if here else None,
                         "machine_ratio": round(float(m.value) / statistics.median(here), 4) if here else None,
-                        "host_slowdown": None if host is None else round(host, 3), "alone_host_slowdown": alone_host})
+                        "host_slowdown": None if host is None else round(host, 3), "alone_host_slowdown": alone_host,
+                        "host_slowed": _host_slowed(pi, float(m.value), host, alone_host)})
     return out
+
+
+def _host_slowed(pi: tuple[float, float] | None, value: float, host: float | None,
+                 alone_host: float | None) -> bool | None:
+    """A figure outside its interval read on a slowed core that its alone runs did not have; None: inside,
+    or no probe to tell."""
+    if pi is None or pi[0] * (1 - EPS) <= value <= pi[1] * (1 + EPS) or host is None:
+        return None
+    return host >= SLOWED and (alone_host is None or alone_host < SLOWED)
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
@@ -154,6 +166,8 @@ def markdown(table: list[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         how = "ran alone" if r["ran_alone"] else {True: "yes", False: "**no**", None: "n < 3"}[r["within"]]
+        if r.get("host_slowed"):
+            how += " (slowed core)"
         cv = "" if r["case_cv"] is None else f"{r['case_cv']:.3f}"
         here = "" if r.get("machine_alone") is None else f"{r['machine_alone']:,.4g} ({r['machine_ratio']:.3f})"
         host = "" if r.get("host_slowdown") is None else f"{r['host_slowdown']:.2f}"

@@ -62,9 +62,10 @@ def test_the_probe_runs_before_between_and_after_rounds_never_inside_one() -> No
 
 
 def test_probes_are_rate_limited_unless_forced() -> None:
-    clock = Clock()
-    p = host_speed.HostProbe(every_s=0.25, clock=clock, probe=lambda: 700.04)
+    clock, runs = Clock(), []
+    p = host_speed.HostProbe(every_s=0.25, clock=clock, probe=lambda: runs.append(1) or 700.04)
     p.take(True)
+    assert len(runs) == 2  # the first probe of a process runs once untimed
     clock.now = 0.1
     p.take()
     assert p.us == [700.0]

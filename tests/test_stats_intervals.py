@@ -87,6 +87,14 @@ def test_the_beside_check_gives_the_host_slowdown_of_each_side(monkeypatch: pyte
     assert row["host_slowdown"] == pytest.approx(1250.0 / 600.0, abs=1e-3)
     assert row["alone_host_slowdown"] == pytest.approx(605.0 / 600.0, abs=1e-3)
     assert "2.08 (1.01)" in check.markdown([row])
+    assert row["within"] is True and row["host_slowed"] is None  # inside its interval: nothing to explain
+    low = result_set(H200_ENV, [probed("bf16", 600.0, [1200.0, 1250.0]), probed("fp8", 1300.0, [600.0])])
+    (row,) = [r for r in check.rows(low, alone) if r["metric"] == "tflops" and r["case"] == low.cases[0].id]
+    assert row["within"] is False and row["host_slowed"] is True
+    assert "**no** (slowed core)" in check.markdown([row])
+    calm = result_set(H200_ENV, [probed("bf16", 600.0, [610.0, 620.0]), probed("fp8", 1300.0, [600.0])])
+    (row,) = [r for r in check.rows(calm, alone) if r["metric"] == "tflops" and r["case"] == calm.cases[0].id]
+    assert row["within"] is False and row["host_slowed"] is False
     bare = result_set(H200_ENV, [gemm_case("bf16", 690.0, samples=False)])
     (row,) = [r for r in check.rows(bare, alone) if r["metric"] == "tflops"]
     assert row["host_slowdown"] is None and row["alone_host_slowdown"] == pytest.approx(1.008, abs=1e-3)

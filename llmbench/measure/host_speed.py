@@ -49,6 +49,8 @@ class HostProbe:
         now = self._clock()
         if not force and self._last is not None and now - self._last < self.every_s:
             return
+        if self._last is None:
+            self._probe()  # once untimed: the first in a process can read slow (cold code; 2 of 8 H200 runs)
         self.us.append(round(self._probe(), 1))
         self._last = self._clock()
 
