@@ -195,6 +195,7 @@ def test_trainer_excludes_warmup_and_diffs_against_fp32() -> None:
         assert info["warmup_steps"] == 2 and info["timed_steps"] == 3 and info["steps"] == 5
         (start, end), = info["windows_unix"]  # the timed steps' wall-clock window, as CaseContext.measure notes it
         assert 0 < end - start < 600
+        assert len(info["host_probe_us"]) == 2  # the host core's speed as the window opened and closed
         assert len(metrics["step_ms"]["samples"]) == 3 and len(metrics["train_samples_per_s"]["samples"]) == 3
         assert metrics["trainer_reported_samples_per_s"]["value"] > 0
         path = out["code_path"]  # what ran, read from the Trainer: the amp mode it actually used

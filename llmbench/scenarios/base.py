@@ -138,11 +138,16 @@ class CaseContext:
             return sampler.stop() if sampler else {}
 
         m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
-                    on_window_end=end, between_rounds=self._host_probe.take)
+                    on_window_end=end, between_rounds=self.probe_host)
         self.info["calls_per_sample"] = m.inner
-        self.info[host_speed.INFO_KEY] = self._host_probe.us  # every window of the case, in order
         self.note_window(*window)
         return m
+
+    def probe_host(self, force: bool = False) -> None:
+        """Time the host-speed probe now, at most every PROBE_EVERY_S unless `force` (measure/host_speed.py);
+        call it only outside any timed sample. Every probe of the case, in order: `info.host_probe_us`."""
+        self._host_probe.take(force)
+        self.info[host_speed.INFO_KEY] = self._host_probe.us
 
     def note_window(self, start: float, end: float) -> None:
         """A timed window's wall-clock start and end (`info.windows_unix`): what ran beside it, and when."""

@@ -175,6 +175,7 @@ class StepTimer:
         if len(self.begins) == self.warmup:  # the timed window starts: one sync, outside any timed step
             quiet.timed(self.ctx.info, self.ctx.progress)
             self.ctx.sync()
+            self.ctx.probe_host(force=True)  # before the first timed step's mark and after the last (train_end)
             self._window_start = time.time()
             if self._sampler is not None:
                 self._sampler.start()
@@ -186,6 +187,8 @@ class StepTimer:
 
     def train_end(self) -> None:
         self.ctx.sync()
+        if self._window_start is not None:
+            self.ctx.probe_host(force=True)
         if self._window_start is not None:
             self.ctx.note_window(self._window_start, time.time())
         if self._sampler is not None and len(self.begins) > self.warmup:
