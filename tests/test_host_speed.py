@@ -5,20 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_timing import FakeClock as Clock
 
 from llmbench.caseinfo import CaseInfo
 from llmbench.measure import host_speed
 from llmbench.measure.timing import StopRule, measure
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import CaseContext
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class LoggingTimer:
