@@ -17,7 +17,7 @@ harness's worker, compiles it, and then every --every seconds until --until read
 - the compile-worker processes alive under this one and the CPU they used since the last point;
 - three host probes with no model in them: a pure-Python loop (a slower core shows here), a loop of
   small eager CPU tensor ops (torch's dispatch) and calls of one fp8 linear layer on a tiny input
-  (torchao's tensor-subclass dispatch, what the eager prefill runs 224 times).
+  (torchao's tensor-subclass dispatch, what the eager prefill runs 128 times: 4 fused linears a layer).
 
 The NVML sampling thread the harness runs during a timed window runs here too (--no-sampler leaves it out).
 Options test candidate causes in fresh processes: --gc-freeze (gc.freeze() once compiled, as timeit
