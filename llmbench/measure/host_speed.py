@@ -1,7 +1,7 @@
 """How fast the measuring thread's CPU core ran around a timed window: a fixed piece of pure-Python work,
 timed in that thread's CPU time before the window, between rounds (never inside a sample) and after it.
 
-Why: on the cloud machines llmbench is run on, a virtual CPU's speed can swing by up to 2x within
+Why: on the cloud machines llmbench is run on, a virtual CPU can slow to half its speed or less within
 seconds, each core on its own, with no steal time and nothing else busy in the guest: the physical
 core is shared with work outside it (docs/evidence/h200-sxm-141gb/issue41-host-state/). Host-bound
 figures follow that speed (a compiled decode's eager prefill and so its TTFT, launch-bound steps), so
@@ -15,7 +15,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-PROBE_ITERS = 10_000  # about 0.6 ms on an idle Sapphire Rapids core, 1.2 ms on a slowed one
+PROBE_ITERS = 10_000  # 0.54-0.61 ms on a fast H200-host core (Sapphire Rapids), about 1.0 ms on a slowed one
 PROBE_EVERY_S = 0.25  # between rounds, at most this often: rounds of short calls come every ~0.1 s
 INFO_KEY = "host_probe_us"
 
