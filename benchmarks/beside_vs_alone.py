@@ -42,7 +42,7 @@ from against_committed import committed
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
-from llmbench.measure.host_speed import SLOWED, slowdown
+from llmbench.measure.host_speed import SLOWED, slowdowns
 from llmbench.measure.stats import prediction_interval
 from llmbench.results import CaseResult, ResultSet, load, started_unix
 
@@ -92,19 +92,18 @@ def _ceiling(case: CaseResult) -> tuple[Any, Any]:
 
 def host_slowdowns(rs: ResultSet) -> dict[str, float]:
     """Each case's host slowdown against the fastest probe of its set (cases with probes only)."""
-    probes = {c.id: [float(v) for v in c.info.get("host_probe_us") or []] for c in rs.cases}
-    fastest = min((v for vs in probes.values() for v in vs), default=0.0)
-    out = {}
-    for cid, vs in probes.items():
-        if (s := slowdown(vs, fastest)) is not None:
-            out[cid] = s
-    return out
+    return slowdowns({c.id: [float(v) for v in c.info.get("host_probe_us") or []] for c in rs.cases})
 
 
-def _alone_host(case: CaseResult, sets: list[ResultSet]) -> float | None:
-    seen = [s for rs in sets if any(o.id == case.id and not o.info.get("ran_beside_cases") for o in rs.cases)
-            for cid, s in host_slowdowns(rs).items() if cid == case.id]
-    return round(statistics.median(seen), 3) if seen else None
+def alone_host_slowdowns(sets: list[ResultSet]) -> dict[str, float]:
+    """Per case id, the median host slowdown of its alone runs (each against its own set's fastest probe)."""
+    seen: dict[str, list[float]] = {}
+    for rs in sets:
+        alone = {o.id for o in rs.cases if not o.info.get("ran_beside_cases")}
+        for cid, s in host_slowdowns(rs).items():
+            if cid in alone:
+                seen.setdefault(cid, []).append(s)
+    return {cid: round(statistics.median(v), 3) for cid, v in seen.items()}
 
 
 def _alone_values(case: CaseResult, name: str, sets: list[ResultSet]) -> list[float]:
@@ -117,13 +116,12 @@ def _alone_values(case: CaseResult, name: str, sets: list[ResultSet]) -> list[fl
 def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None = None) -> list[dict[str, Any]]:
     names = set(headline_metric_names())
     machine = machine or []
-    beside_host = host_slowdowns(new)
+    beside_host, alone_hosts = host_slowdowns(new), alone_host_slowdowns(sets + machine)
     out = []
     for c in new.cases:
         if c.status != "ok":
             continue
-        host = beside_host.get(c.id)
-        alone_host = _alone_host(c, sets + machine)
+        host, alone_host = beside_host.get(c.id), alone_hosts.get(c.id)
         for name, m in sorted(c.metrics.items()):
             if name not in names:
                 continue
@@ -135,27 +133,27 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
             cv = statistics.stdev(math.log(v) for v in alone) if len(alone) >= MIN_RUNS else None
             pi = prediction_interval(alone) if cv is not None else None
             ratio = float(m.value) / median
+            within = None if pi is None else pi[0] * (1 - EPS) <= float(m.value) <= pi[1] * (1 + EPS)
             out.append({"case": c.id, "scenario": c.scenario, "metric": name, "beside": round(float(m.value), 4),
                         "alone_median": round(median, 4), "alone_min": round(min(alone), 4),
                         "alone_max": round(max(alone), 4), "alone_runs": len(alone), "ratio": round(ratio, 4),
                         "case_cv": None if cv is None else round(cv, 4),
                         "alone_pi95": None if pi is None else [round(pi[0], 4), round(pi[1], 4)],
-                        "within": None if pi is None else pi[0] * (1 - EPS) <= float(m.value) <= pi[1] * (1 + EPS),
+                        "within": within,
                         "in_range": min(alone) <= float(m.value) <= max(alone),
                         "ran_alone": c.info.get("ran_alone"), "cpus": c.info.get("cpus"), "gpus": c.info.get("gpus"),
                         "window_in_setup_s": window_in_setup_s(c, new.cases),
                         "machine_alone": round(statistics.median(here), 4) if here else None,
                         "machine_ratio": round(float(m.value) / statistics.median(here), 4) if here else None,
                         "host_slowdown": None if host is None else round(host, 3), "alone_host_slowdown": alone_host,
-                        "host_slowed": _host_slowed(pi, float(m.value), host, alone_host)})
+                        "host_slowed": _host_slowed(within, host, alone_host)})
     return out
 
 
-def _host_slowed(pi: tuple[float, float] | None, value: float, host: float | None,
-                 alone_host: float | None) -> bool | None:
+def _host_slowed(within: bool | None, host: float | None, alone_host: float | None) -> bool | None:
     """A figure outside its interval read on a slowed core that its alone runs did not have; None: inside,
-    or no probe to tell."""
-    if pi is None or pi[0] * (1 - EPS) <= value <= pi[1] * (1 + EPS) or host is None:
+    no interval, or no probe to tell."""
+    if within is not False or host is None:
         return None
     return host >= SLOWED and (alone_host is None or alone_host < SLOWED)
 

@@ -83,14 +83,10 @@ def busy(a: dict[int, tuple[int, int]], b: dict[int, tuple[int, int]], cpus: lis
 
 
 def siblings(cpu: int) -> list[int]:
+    from llmbench.hardware.cpus import parse_cpu_list
+
     p = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
-    if not p.exists():
-        return []
-    out: list[int] = []
-    for part in p.read_text().strip().split(","):
-        lo, _, hi = part.partition("-")
-        out += range(int(lo), int(hi or lo) + 1)
-    return [c for c in out if c != cpu]
+    return sorted(parse_cpu_list(p.read_text()) - {cpu}) if p.exists() else []
 
 
 def descendants() -> dict[int, float]:

@@ -68,16 +68,17 @@ SLOWED = 1.3  # a case whose median probe is this much over its set's fastest ra
 NOTE_PREFIX = "the host core ran slower"
 
 
+def slowdowns(probes: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Each case's slowdown (id -> the median of its probes / the fastest probe of them all); cases without
+    probes are left out."""
+    fastest = min((v for vs in probes.values() for v in vs), default=0.0)
+    return {cid: s for cid, vs in probes.items() if (s := slowdown(vs, fastest)) is not None}
+
+
 def slowed(probes: Mapping[str, Sequence[float]], threshold: float = SLOWED) -> dict[str, float]:
     """The cases (id -> slowdown) whose probes' median is at least `threshold` times the fastest probe of
     them all."""
-    fastest = min((v for vs in probes.values() for v in vs), default=0.0)
-    out = {}
-    for cid, vs in probes.items():
-        s = slowdown(vs, fastest)
-        if s is not None and s >= threshold:
-            out[cid] = round(s, 2)
-    return out
+    return {cid: round(s, 2) for cid, s in slowdowns(probes).items() if s >= threshold}
 
 
 def note(probes: Mapping[str, Sequence[float]]) -> str | None:
