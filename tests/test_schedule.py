@@ -16,6 +16,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from llmbench.api.run import Plan
+from llmbench.api.session import Journal
 from llmbench.hardware.cpus import cpu_list, cpu_shares
 from llmbench.harness.isolation import ChildOutcome
 from llmbench.harness.launch import node_placement
@@ -23,6 +25,7 @@ from llmbench.harness.launchers.process import IsolatedProcess
 from llmbench.harness.plan import MeasuredCase
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.harness.schedule import SUITE_SAYS, alone_reason, run_schedule
+from llmbench.harness.ui import UI
 from llmbench.precision import DeviceInfo
 from llmbench.results import CaseResult, load
 from llmbench.suite import Suite, load_suite
@@ -237,6 +240,8 @@ def test_the_quotes_timeline_is_the_runners(tmp_path: Path, fault_plugin: str) -
     want = {tag[i]: s for i, s in line.starts.items()}
     assert want == {0: 0.0, 2: 2.0, 1: 0.0, 3: 1.0, 4: 3.0, 5: 4.0, 6: 5.0, 7: 5.0}  # the rule, worked by hand
     assert line.makespan_s == 6.0
+    seconds = {c.id: c.params_dict["seconds"] for c in suite.cases}  # all set-up: nothing waits once started
+    assert line.ends == {i: s + seconds[i] for i, s in line.starts.items()}
     assert run_schedule(suite, suite.cases, measured, CPU, 1).timeline().makespan_s == 9.5  # one slot: the sum
 
     rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu", gpus="0,1",
@@ -250,6 +255,23 @@ def test_the_quotes_timeline_is_the_runners(tmp_path: Path, fault_plugin: str) -
     assert abs(took - line.makespan_s) < 1.5
     assert rs.cases[0].info.get("ran_alone") is None
     assert next(c for c in rs.cases if c.params["tag"] == 4).info["ran_alone"] == SUITE_SAYS
+
+
+def test_the_oneshot_clock_reads_the_quote_as_its_timeline_has_cases_done(tmp_path: Path,
+                                                                          fault_plugin: str) -> None:
+    """Over two GPUs the clock's quote for the cases done is when the timeline has them done, not the
+    sum of their quotes (which, cases side by side, ran past the quote for all of them)."""
+    suite = load_suite(str(write(tmp_path, MIXED)))
+    tag = tags(suite)
+    for slots, first_two, all_done in ((2, "0:02", "0:06"), (1, "0:03", "0:10")):  # one slot: 9.5 s, the sum
+        schedule = run_schedule(suite, suite.cases, sleeps_as_quotes(suite), CPU, slots)
+        journal = Journal(tmp_path / "log", UI(), time.monotonic(), None)
+        journal.quoted(Plan(schedule.cases, schedule.times, "cpu", schedule=schedule))
+        first = [c.id for c in schedule.cases[:2]] if slots == 1 else [i for i, t in tag.items() if t < 2]
+        journal.done = set(first)  # two slots: tags 0 and 1, side by side from 0 s, 2 s and 1 s long
+        assert journal.clock_now().endswith(f"quote {first_two} for 2 done, {all_done} for all 8")
+        journal.done = set(tag)
+        assert journal.clock_now().endswith(f"quote {all_done} for 8 done, {all_done} for all 8")
 
 
 def test_a_budget_leaves_for_resume_what_would_start_too_late_on_the_timeline(tmp_path: Path,

@@ -3,6 +3,7 @@ suites within a budget, one bundle), its log and its clock against the budget.""
 
 from __future__ import annotations
 
+import itertools
 import signal
 import time
 from collections.abc import Sequence
@@ -232,7 +233,8 @@ def duration_text(seconds: float) -> str:
 def clock_text(spent_s: float, budget_s: float | None, quoted_done_s: float, n_done: int, quoted_all_s: float,
                n_all: int) -> str:
     """Time spent (and left of the budget) beside the dry-run quote, in one short line: '4:10 spent,
-    10:50 left of 15:00; quote 3:55 for 6 done, 14:20 for all 25'."""
+    10:50 left of 15:00; quote 3:55 for 6 done, 14:20 for all 25': `quoted_done_s`, when the quote's
+    timeline has the cases done so far done, reads against the time spent."""
     text = f"{_mmss(spent_s)} spent"
     if budget_s is not None:
         text += f", {_mmss(max(budget_s - spent_s, 0))} left of {_mmss(budget_s)}"
@@ -254,21 +256,27 @@ class Journal(UI):
         self.log, self.ui, self.t0, self.budget_s = log, ui, t0, budget_s
         self.paths: list[Path] = []  # the result set of each suite started, also one interrupted mid-run
         self.deferred = 0
-        self.quotes: dict[str, float] = {}
+        self.quoted_ends: dict[str, float] = {}  # when the quote's timeline has each case done
         self.quoted_all = 0.0
+        self.n_all = 0
         self.done: set[str] = set()
         self.last_clock = time.monotonic()
 
     def quoted(self, plan: Plan) -> None:
-        """The quotes the clock reads, once the plan is made."""
-        self.quotes = {c.id: t.seconds for c, t in zip(plan.cases, plan.times, strict=True)}
-        self.quoted_all = plan.total_s
+        """The quotes the clock reads, once the plan is made: when its timeline has each case done, which
+        over several GPUs is not the sum of the quotes before it (the cases side by side)."""
+        if plan.schedule is not None:
+            self.quoted_ends = dict(plan.schedule.timeline().ends)
+        else:
+            ends = itertools.accumulate(t.seconds for t in plan.times)
+            self.quoted_ends = {c.id: end for c, end in zip(plan.cases, ends, strict=True)}
+        self.quoted_all, self.n_all = plan.total_s, len(plan.cases)
         self.last_clock = time.monotonic()
 
     def clock_now(self) -> str:
-        quoted = sum(self.quotes.get(i, 0.0) for i in self.done)
+        quoted = max((self.quoted_ends.get(i, 0.0) for i in self.done), default=0.0)
         return clock_text(time.monotonic() - self.t0, self.budget_s, quoted, len(self.done), self.quoted_all,
-                          len(self.quotes))
+                          self.n_all)
 
     def _tick(self, force: bool) -> None:
         """The clock to the UI after each case: a line is due every CLOCK_EVERY_S and at a suite's end."""

@@ -60,12 +60,13 @@ def run_slots(gpus: str | None, parallel: bool) -> int:
 
 @dataclass(frozen=True)
 class Timeline:
-    """A run as the schedule lays it out: when each case starts (seconds from the run's start), when the
-    last one ends, and the cases a budget leaves for --resume."""
+    """A run as the schedule lays it out: when each case starts and ends (seconds from the run's start),
+    when the last one ends, and the cases a budget leaves for --resume."""
 
     starts: dict[str, float]
     makespan_s: float
     left: tuple[str, ...] = ()
+    ends: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -100,14 +101,15 @@ class Schedule:
         ready first). A quote with no timed part recorded is all set-up."""
         slots = GpuSlots(",".join(str(i) for i in range(self.slots)))
         starts: dict[str, float] = {}
+        ends: dict[str, float] = {}
         left: list[str] = []
         t = 0.0
         for units in self.suites:  # a suite starts when the one before it has ended
-            t = self._suite(list(units), t, budget_s, slots, starts, left)
-        return Timeline(starts, t, tuple(left))
+            t = self._suite(list(units), t, budget_s, slots, starts, ends, left)
+        return Timeline(starts, t, tuple(left), ends)
 
     def _suite(self, pending: list[Unit], t: float, budget_s: float | None, slots: GpuSlots,
-               starts: dict[str, float], left: list[str]) -> float:
+               starts: dict[str, float], ends: dict[str, float], left: list[str]) -> float:
         """One suite's units from `t` (see `timeline`); the time its last case ends."""
         running: list[_Running] = []
         while pending or running:
@@ -148,7 +150,7 @@ class Schedule:
                 elif r.state == SETUP and not r.quiet:
                     r.state, r.until = TIMED, t + r.parts[0][2]
                 else:  # its case is over: the next case of its group, or its slots for the next unit
-                    r.parts.pop(0)
+                    ends[r.parts.pop(0)[0]] = t
                     r.state = WAITING
                     if r.parts:
                         starts[r.parts[0][0]] = t
