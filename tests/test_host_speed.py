@@ -94,6 +94,14 @@ def test_a_case_notes_its_probes_over_every_window() -> None:
     assert CaseInfo.of(ctx.info).host_probe_us == ctx.info["host_probe_us"]
 
 
+def test_no_probe_where_the_host_work_runs_in_another_process() -> None:
+    """vLLM's engine core runs in its own process, on a core this thread's probe does not time."""
+    ctx = CaseContext(DeviceInfo("cpu", "cpu"), StopRule(warmup_iters=0, min_iters=3, min_seconds=0.0,
+                                                          min_sample_s=0), emit_progress=False)
+    ctx.measure(lambda: None, monitor=False, host_probe=False)
+    assert "host_probe_us" not in ctx.info
+
+
 def test_slowed_cases_are_those_well_over_the_fastest_probe() -> None:
     probes = {"a": [600.0, 610.0], "b": [650.0, 700.0], "c": [990.0, 1000.0, 985.0], "d": []}
     assert host_speed.slowed(probes) == {"c": 1.65}

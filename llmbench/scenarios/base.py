@@ -118,10 +118,12 @@ class CaseContext:
     def sync(self) -> None:
         self.timer.sync()
 
-    def measure(self, fn: Callable[[], Any], rule: StopRule | None = None, monitor: bool = True) -> Measurement:
+    def measure(self, fn: Callable[[], Any], rule: StopRule | None = None, monitor: bool = True,
+                host_probe: bool = True) -> Measurement:
         """Warm up and time `fn` under the stop rule; NVML monitors watch the timed window. A replica's
         timed window opens when every replica is ready for its own (after warm-up), and it notes when it
-        was ready and its window's wall-clock start and end."""
+        was ready and its window's wall-clock start and end. `host_probe=False` where the work's host side
+        runs in another process (vLLM's engine core): this thread's core says nothing of that one's speed."""
         sampler = open_sampler(self.device.kind) if monitor else None
         window: list[float] = []
 
@@ -138,7 +140,7 @@ class CaseContext:
             return sampler.stop() if sampler else {}
 
         m = measure(fn, rule or self.rule, self.timer, progress=self.progress, on_window_start=start,
-                    on_window_end=end, between_rounds=self.probe_host)
+                    on_window_end=end, between_rounds=self.probe_host if host_probe else None)
         self.info["calls_per_sample"] = m.inner
         self.note_window(*window)
         return m

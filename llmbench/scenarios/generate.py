@@ -347,7 +347,7 @@ class GenerateScenario(Scenario):
                 requests.append(out.requests)
 
         ctx.reset_peak_memory()
-        m = ctx.measure(one_generate)
+        m = ctx.measure(one_generate, host_probe=engine.in_process)
         if per_token:
             ctx.info["timing"] = "per token: a timestamp as each token's logits are ready"
             per_iter = self._record_tokens(params, ctx, clock.seconds(m.iters))
