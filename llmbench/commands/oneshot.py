@@ -74,7 +74,8 @@ def oneshot(
                    f"({escape(quote_summary(plan.times, plan.slug))}), plus doctor and the bundle; nothing was run")
         return
     if parallel:
-        console.print(f"cases side by side over GPUs {gpus} (--no-parallel: one at a time)", highlight=False)
+        console.print(f"cases side by side over GPUs {gpus} (to run them one at a time: --no-parallel)",
+                      highlight=False)
     try:
         done = api.oneshot(suites or [], budget_s=seconds, out=out, resume=resume, gpus=gpus, parallel=parallel,
                            cpu=cpu, suite_dirs=suite_dirs or [], ceilings=ceilings, ui=OneshotUI())
