@@ -4,6 +4,7 @@ and importing scipy.stats takes longer than the rest of the CLI's start."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -19,11 +20,21 @@ def bootstrap_distribution(
     """The `resamples` bootstrap replicates of the median (scipy.stats.bootstrap, fixed seed): the raw
     material of a CI, kept so that derived quantities (a ratio of two medians, a geometric mean of ratios)
     get intervals too."""
-    import scipy.stats
-
     x = np.asarray(samples, dtype=np.float64)
     if x.size == 1:  # scipy needs two; one sample's every resample is that sample
         return np.full(resamples, x[0])
+    # a copy: the cached replicates stay as computed whatever a caller does with its array
+    return _bootstrap_cached(x.tobytes(), resamples, seed).copy()
+
+
+@functools.lru_cache(maxsize=1024)  # at most 1,024 x 2,000 float64s: 16 MB
+def _bootstrap_cached(raw: bytes, resamples: int, seed: int) -> np.ndarray:
+    """The replicates of one sample array (as bytes), computed once: a fixed seed makes them a function of
+    the samples, and a page or comparison over a results tree resamples each case's samples many times
+    (every section, table and command that compares it; a committed tree's pages did so 5 times over)."""
+    import scipy.stats
+
+    x = np.frombuffer(raw, dtype=np.float64)
     return scipy.stats.bootstrap((x,), np.median, n_resamples=resamples, method="percentile",
                                  rng=seed).bootstrap_distribution
 
