@@ -4,18 +4,18 @@ forbids any load), its answer on the first screen, the rest folded (docs/design.
 from __future__ import annotations
 
 import html
+import importlib.util
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from llmbench import __version__
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, source_line
 from llmbench.analysis.pages import Section
 from llmbench.analysis.runs import RunLine
-from llmbench.report.charts import pareto_charts, scenario_charts, speedup_charts, timeline_charts
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
 from llmbench.report.headline_view import headline_table, lead_sentence
-from llmbench.report.plots import Chart
 from llmbench.report.tables import Table
 from llmbench.report.views import (
     comparison_tables,
@@ -26,6 +26,11 @@ from llmbench.report.views import (
     source_notes,
     validation_tables,
 )
+
+if TYPE_CHECKING:  # charts.py and plots.py import matplotlib (over a second): only a page with charts needs it
+    from llmbench.report.plots import Chart
+if importlib.util.find_spec("matplotlib") is None:  # as the import of charts.py here did: callers say what to install
+    raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 SHOWN_CHART_PX = 460  # a comparison shows its first chart at most this tall; every other chart is folded
@@ -109,6 +114,10 @@ def _build(sections: list[Section], more: dict[str, list[Table]]) -> list[_Built
 
 
 def _charts(b: _Built) -> list[Chart]:
+    # here, not at the top: every `llmbench` command imports this module (versus -> pair_view), and
+    # matplotlib's import was over a second of each command's start
+    from llmbench.report.charts import pareto_charts, scenario_charts, speedup_charts, timeline_charts
+
     charts = speedup_charts(b.sec.cmp) if b.sec.cmp else []
     for scenario in dict.fromkeys(c.scenario for s in b.sec.sets for c in s.rs.cases):
         charts += scenario_charts(b.sec.sets, scenario)
