@@ -78,17 +78,28 @@ def median_order_ranks(n: int, confidence: float = CI_LEVEL) -> tuple[int, float
     >= `confidence` for ANY continuous distribution, and that exact probability 1 - 2 P(B <= k-1),
     B ~ Binomial(n, 1/2). k = 0 when no pair of order statistics reaches `confidence` (n < 6 at 95%);
     the coverage returned then is that of [min, max], the widest interval there is."""
-    import scipy.stats
-
     if n <= 0:
         raise ValueError("no samples")
-    cdf = scipy.stats.binom.cdf(np.arange((n + 1) // 2), n, 0.5)
+    cdf = _half_binom_cdf(np.arange((n + 1) // 2), n)
     alpha_half = (1.0 - confidence) / 2.0
     ok = np.flatnonzero(cdf <= alpha_half + 1e-12)
     if ok.size == 0:
         return 0, float(1.0 - 2.0 * cdf[0])
     k = int(ok[-1]) + 1
     return k, float(1.0 - 2.0 * cdf[k - 1])
+
+
+def _half_binom_cdf(k: np.ndarray, n: int) -> np.ndarray:
+    """scipy.stats.binom.cdf(k, n, 0.5) for integers 0 <= k < n, bit for bit: the ufunc that scipy.stats
+    calls there (binom._cdf: scipy.special's _binom_cdf of floor(k), clipped to [0, 1]), without importing
+    scipy.stats, over a second of every case process that summarizes its samples (scipy.special: 0.4 s)."""
+    try:
+        from scipy.special._ufuncs import _binom_cdf
+    except ImportError:  # a scipy that keeps it elsewhere: the public route
+        import scipy.stats
+
+        return np.asarray(scipy.stats.binom.cdf(k, n, 0.5), dtype=np.float64)
+    return np.asarray(np.clip(_binom_cdf(np.floor(k), n, 0.5), 0.0, 1.0), dtype=np.float64)
 
 
 def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CI_LEVEL) -> dict[str, object]:
