@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,6 +63,13 @@ class Plan:
     def total_s(self) -> float:
         """The run's quoted wall time: the makespan over its slots (the sum of the quotes on one)."""
         return self.schedule.timeline().makespan_s if self.schedule else sum(t.seconds for t in self.times)
+
+    def quoted_ends(self) -> dict[str, float]:
+        """When the run's quoted timeline has each case done (seconds from its start): over several slots
+        not the sum of the quotes before it, the cases side by side."""
+        if self.schedule:
+            return dict(self.schedule.timeline().ends)
+        return dict(zip((c.id for c in self.cases), itertools.accumulate(t.seconds for t in self.times), strict=True))
 
     def skipped(self) -> list[list[tuple[int, str]]]:
         """The cases this device will skip as (plan number, reason), those whose reasons differ only in

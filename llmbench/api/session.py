@@ -3,7 +3,6 @@ suites within a budget, one bundle), its log and its clock against the budget.""
 
 from __future__ import annotations
 
-import itertools
 import signal
 import time
 from collections.abc import Sequence
@@ -265,11 +264,7 @@ class Journal(UI):
     def quoted(self, plan: Plan) -> None:
         """The quotes the clock reads, once the plan is made: when its timeline has each case done, which
         over several GPUs is not the sum of the quotes before it (the cases side by side)."""
-        if plan.schedule is not None:
-            self.quoted_ends = dict(plan.schedule.timeline().ends)
-        else:
-            ends = itertools.accumulate(t.seconds for t in plan.times)
-            self.quoted_ends = {c.id: end for c, end in zip(plan.cases, ends, strict=True)}
+        self.quoted_ends = plan.quoted_ends()
         self.quoted_all, self.n_all = plan.total_s, len(plan.cases)
         self.last_clock = time.monotonic()
 

@@ -189,7 +189,6 @@ class StepTimer:
         self.ctx.sync()
         if self._window_start is not None:
             self.ctx.probe_host(force=True)
-        if self._window_start is not None:
             self.ctx.note_window(self._window_start, time.time())
         if self._sampler is not None and len(self.begins) > self.warmup:
             self.readings = self._sampler.stop() or {}
