@@ -19,6 +19,7 @@ from llmbench.harness.ui import UI
 from llmbench.ids import PATH_NAME_FORM, case_id, is_path_name
 from llmbench.redact import redact, redact_value
 from llmbench.results import CaseResult, ResultSet, save, save_new, utc_now
+from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,12 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
                 burstiness: float = 1.0, seed: int = 0, goodput: str | None = None, trace: Path | None = None,
                 time_scale: float = 1.0, dataset: Path | None = None, multi_turn: int = 1, n_gpus: int = 1,
                 precision: str | None = None, gpu: str | None = None, name: str = "serve-bench",
-                out: Path = Path("results"), ui: UI | None = None) -> ServeBenchRun:
+                out: Path = Path("results"), ui: UI | None = None,
+                request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> ServeBenchRun:
     """Sweep the server at `url` over `rates` (req/s) or `concurrencies`, or replay `trace`, writing
     OUT/<gpu-slug>/<name>-<UTC>.json after each point. A server unusable at the first point is a
-    UserError (nothing written); at a later one, a failed point. Ctrl-C or SIGTERM ends the sweep with
+    UserError (nothing written); at a later one, a failed point. A request that takes longer than
+    `request_timeout_s` is a failed request (reason "timeout"). Ctrl-C or SIGTERM ends the sweep with
     the points done saved (`interrupted`)."""
     from llmbench.hardware.fingerprint import llmbench_info
     from llmbench.scenarios.serving import measure
@@ -90,7 +93,8 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
     base = dict(model=model, endpoint=endpoint, tokenizer=tokenizer or model, input_len=input_len,
                 output_len=output_len, num_requests=num_requests, duration_s=duration_s, burstiness=burstiness,
                 seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
-                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, precision=precision)
+                dataset=str(dataset) if dataset else None, multi_turn=multi_turn, precision=precision,
+                request_timeout_s=request_timeout_s)
     from llmbench.engines.url import RunningServer, UrlOptions
     from llmbench.measure.timing import StopRule
     from llmbench.suite import CaseSpec

@@ -16,6 +16,7 @@ from llmbench.redact import redact
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.report.terminal import SafeConsole, one_line, print_terminal
 from llmbench.results import CaseResult, MetricResult
+from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
 E2E latency, throughput and goodput at each point of a sweep.
@@ -28,9 +29,10 @@ OUT/<gpu-slug>/<name>-<UTC>.json, one case per point, with every request's timin
 
 A server error (an HTTP error, a broken stream; the test request before each point included) is a
 failed request of that point, counted in failed_requests; a point whose requests all failed, or whose
-server went away, is a failed point, and the sweep goes on. Exit code 0: every point measured; 1: a
-point failed; 2: bad input (options, or a server that is not there or does not serve --model at the
-first point).
+server went away, is a failed point, and the sweep goes on. A request that takes longer than
+--request-timeout (600 s unless given; --duration only stops starting new requests) is a failed
+request, reason "timeout". Exit code 0: every point measured; 1: a point failed; 2: bad input
+(options, or a server that is not there or does not serve --model at the first point).
 
 Example: llmbench serve-bench --url http://127.0.0.1:8000 --model meta-llama/Meta-Llama-3-8B --concurrency 1,4,16,64
 """
@@ -113,7 +115,11 @@ def serve_bench(
     output_len: int = typer.Option(128, "--output-len", min=1, help="Output tokens per request (exact)."),
     num_requests: int = typer.Option(100, "--num-requests", "-n", min=1, help="Requests per point (at most)."),
     duration: Optional[float] = typer.Option(None, "--duration", help="Stop starting requests after this many "
-                                             "seconds of a point."),
+                                             "seconds of a point (requests in flight run to their end or "
+                                             "--request-timeout)."),
+    request_timeout: float = typer.Option(DEFAULT_REQUEST_TIMEOUT_S, "--request-timeout", help="Seconds one "
+                                          "request may take, from its send to its last byte; a request past "
+                                          "it is a failed request (reason 'timeout').", show_default=True),
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape of arrival gaps: 1 is Poisson, < 1 "
                                      "burstier, > 1 more regular."),
     seed: int = typer.Option(0, "--seed", help="Seed of prompts and arrivals (recorded)."),
@@ -134,12 +140,16 @@ def serve_bench(
     out: Path = typer.Option(Path("results"), "--out", help="Root folder of result sets."),
 ) -> None:
     console = SafeConsole()
+    if not request_timeout > 0 or math.isinf(request_timeout):
+        raise UserError(f"--request-timeout {request_timeout:g}: give the seconds one request may take, a number > 0 "
+                        f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})")
     done = api.serve_bench(
         url, model, rates=parse_points(rate, "rate", integer=False),
         concurrencies=parse_points(concurrency, "concurrency", integer=True), endpoint=endpoint, tokenizer=tokenizer,
         input_len=input_len, output_len=output_len, num_requests=num_requests, duration_s=duration,
         burstiness=burstiness, seed=seed, goodput=goodput, trace=trace, time_scale=time_scale, dataset=dataset,
-        multi_turn=multi_turn, n_gpus=n_gpus, precision=precision, gpu=gpu, name=name, out=out, ui=_Points(console))
+        multi_turn=multi_turn, n_gpus=n_gpus, precision=precision, gpu=gpu, name=name, out=out, ui=_Points(console),
+        request_timeout_s=request_timeout)
     rs, path, interrupted, shown = done.result_set, done.path, done.interrupted, redact(url)
     if rs.cases:
         print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)

@@ -30,6 +30,7 @@ from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 LOG_DIR_ENV = "LLMBENCH_SERVING_LOGS"  # where server logs go (default ./serving-logs)
 LOG_TAIL_LINES = 30
@@ -50,7 +51,8 @@ class ServingParams(ScenarioParams):
     rate: float | None = Field(None, gt=0, description="requests per second (inf: all at once)")
     concurrency: int | None = Field(None, ge=1, description="requests kept in flight")
     num_requests: int = Field(100, ge=1, description="requests (sessions with multi_turn) to send at most")
-    duration_s: float | None = Field(None, gt=0, description="stop starting requests after this long")
+    duration_s: float | None = Field(None, gt=0, description="stop starting requests after this long (a request "
+                                     "in flight runs to its end or its request_timeout_s)")
     burstiness: float = Field(1.0, gt=0, description="gamma shape of arrival gaps (1: Poisson)")
     seed: int = 0
     slo: str | None = Field(None, description="goodput objectives in ms, e.g. 'ttft:500 tpot:50'")
@@ -58,7 +60,8 @@ class ServingParams(ScenarioParams):
     time_scale: float = Field(1.0, gt=0, description="multiplies the trace's time offsets")
     dataset: str | None = Field(None, description="ShareGPT-style JSON of real prompts")
     multi_turn: int = Field(1, ge=1, description="turns per conversation (each appends to the history)")
-    request_timeout_s: float = Field(600.0, gt=0, description="longest silence inside one response")
+    request_timeout_s: float = Field(DEFAULT_REQUEST_TIMEOUT_S, gt=0, description="longest one request may take, "
+                                     "from its send to its last byte; a request past it fails with 'timeout'")
 
     @field_serializer("rate")
     def _rate_text(self, v: float | None) -> float | str | None:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llmbench.serving.records import RequestRecord
-from llmbench.serving.sse import events
+from llmbench.serving.records import NO_COUNT, RequestRecord
+from llmbench.serving.sse import EventTooLong, events
 
 Prompt = str | list[dict[str, str]]  # completions: a string; chat: messages
 
@@ -63,12 +63,16 @@ ENDPOINTS: dict[str, EndpointKind] = {
 }
 
 
+DEFAULT_REQUEST_TIMEOUT_S = 600.0
+TIMEOUT = "timeout"  # the reason that starts a request's error when it ran past its request timeout
+
+
 @dataclass(frozen=True)
 class Endpoint:
     url: str  # the server's base URL, http://host:port
     kind: str  # a key of ENDPOINTS
     model: str
-    request_timeout_s: float = 600.0  # longest silence inside one response
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S  # longest one request may take, send to last byte
 
     @property
     def request_url(self) -> str:
@@ -90,14 +94,36 @@ async def stream_request(
 ) -> None:
     """Send one request on `session` (an aiohttp ClientSession) and fill `rec`: sent, each token
     chunk's arrival, end, usage counts, or the error. Never raises for a failed request: an HTTP
-    error, a refused connection, a mid-stream error or a broken stream becomes `rec.error`."""
+    error, a refused connection, a mid-stream error, a broken stream, a nonsensical token count or a
+    request that takes longer than `ep.request_timeout_s` (however slowly the server trickles bytes:
+    the error starts with "timeout") becomes `rec.error`."""
+    parts: list[str] = []
+    rec.sent_s = time.perf_counter() - t0
+    try:
+        await asyncio.wait_for(_stream(session, ep, prompt, rec, t0, parts if keep_text else None),
+                               ep.request_timeout_s)
+    except asyncio.TimeoutError:
+        rec.error = (f"{TIMEOUT}: the request took longer than its request timeout of {ep.request_timeout_s:g} s "
+                     f"(after {len(rec.chunks_s)} chunks)")
+    finally:
+        rec.end_s = time.perf_counter() - t0
+    rec.text = "".join(parts)
+
+
+def _count(usage: dict[str, Any], key: str, default: int) -> int:
+    value = usage.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise StreamError(f"the server reported {key} {value!r} in its usage: not a whole number")
+    return int(value)
+
+
+async def _stream(session: Any, ep: Endpoint, prompt: Prompt, rec: RequestRecord, t0: float,
+                  parts: list[str] | None) -> None:
     import aiohttp
 
     kind = ENDPOINTS[ep.kind]
     body = kind.body(ep.model, prompt, rec.requested_tokens)
-    parts: list[str] = []
     done = False
-    rec.sent_s = time.perf_counter() - t0
     try:
         async with session.post(ep.request_url, json=body) as resp:
             if resp.status != 200:
@@ -115,30 +141,34 @@ async def stream_request(
                     text = kind.text(choice)
                     if text:
                         rec.chunks_s.append(ev.time_s - t0)
-                        if keep_text:
+                        if parts is not None:
                             parts.append(text)
                         break
                 usage = obj.get("usage")
                 if usage:
-                    rec.output_tokens = int(usage.get("completion_tokens", rec.output_tokens))
-                    rec.input_tokens = int(usage.get("prompt_tokens", rec.input_tokens))
+                    rec.output_tokens = _count(usage, "completion_tokens", rec.output_tokens)
+                    rec.input_tokens = _count(usage, "prompt_tokens", rec.input_tokens)
         if not done:
             raise StreamError(f"the stream ended before [DONE], after {len(rec.chunks_s)} chunks")
+        if rec.output_tokens != NO_COUNT and rec.output_tokens <= 0:
+            raise StreamError(f"the server reported {rec.output_tokens} completion tokens for a request of "
+                              f"{rec.requested_tokens}: a count of output tokens is at least 1")
+        if rec.input_tokens != NO_COUNT and rec.input_tokens < 0:
+            raise StreamError(f"the server reported {rec.input_tokens} prompt tokens: a count is at least 0")
     except StreamError as e:
         rec.error = str(e)
+    except EventTooLong as e:
+        rec.error = f"the server sent {e} after {len(rec.chunks_s)} chunks"
     except aiohttp.ClientConnectorError as e:
         rec.error = f"cannot connect to {ep.url}: {connect_error(e)}"
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
         rec.error = f"the connection broke after {len(rec.chunks_s)} chunks: {type(e).__name__}: {e}"
     except asyncio.TimeoutError:
-        rec.error = f"no data from {ep.url} for {ep.request_timeout_s:g} s"
+        rec.error = f"{TIMEOUT}: no data from {ep.url} for {ep.request_timeout_s:g} s"
     except json.JSONDecodeError as e:
         rec.error = f"malformed data in the stream: {e}"
     except aiohttp.ClientError as e:
         rec.error = f"{type(e).__name__}: {e}"
-    finally:
-        rec.end_s = time.perf_counter() - t0
-    rec.text = "".join(parts)
 
 
 def connect_error(e: Exception) -> str:

@@ -4,8 +4,8 @@ fixed tokens (" tok") at a set pace, so tests can drive the client against a rea
 
 It can misbehave on purpose (a role-only or empty first chunk, one huge token, an error or a
 broken connection mid-stream, a wrong usage count, an HTTP error, an early end when `ignore_eos`
-is missing) and keeps a gauge of requests in flight. Its prompt_tokens is a word count: it has
-no tokenizer.
+is missing, a slow loris that trickles one byte at a time and never finishes an event) and keeps
+a gauge of requests in flight. Its prompt_tokens is a word count: it has no tokenizer.
 
     python -m llmbench.serving.fake_server --port 8000 [--itl-ms 0] [--ttft-ms 0] [--model fake]
 """
@@ -38,6 +38,8 @@ class FakeOptions:
     fail_every: int = 1  # error_after/drop_after/http_status hit every k-th request (1: all)
     hold_until: int = 0  # hold each request until this many are in flight together (or hold_timeout_s)
     hold_timeout_s: float = 5.0
+    trickle_s: float | None = None  # slow loris: after the headers, one byte every this many seconds, no event
+    trickle_bytes: int = 100_000  # ... until this many are sent (or the client goes away)
 
 
 @dataclass
@@ -105,6 +107,8 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
             n = min(n, opts.eos_after)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
+        if opts.trickle_s is not None:
+            return await trickle(resp)
 
         def chunk(text: str, finish: str | None = None) -> bytes:
             choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
@@ -141,6 +145,15 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
                  "total_tokens": _words(body) + n + opts.usage_offset}
         await resp.write(_event({"object": "chunk", "model": opts.model, "choices": [], "usage": usage}))
         await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    async def trickle(resp: web.StreamResponse) -> web.StreamResponse:
+        assert opts.trickle_s is not None
+        with contextlib.suppress(ConnectionError):  # the client gave up: its timeout, or the test's end
+            await resp.write(b"data: ")
+            for _ in range(opts.trickle_bytes):
+                await asyncio.sleep(opts.trickle_s)
+                await resp.write(b"x")
         return resp
 
     async def completions(request: web.Request) -> web.StreamResponse:

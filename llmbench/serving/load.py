@@ -144,8 +144,8 @@ class _Driver:
 
 def open_session(ep: Endpoint, connections: int, strict: bool = True) -> object:
     """An aiohttp session whose pool never caps the load (limit=0: as many connections as requests
-    in flight), with no overall time limit (a long run is not cut off at aiohttp's 5 minutes) and
-    a limit on silence inside a response instead."""
+    in flight), without aiohttp's 5-minute default: each request is bounded by the endpoint's
+    request timeout instead (stream_request), and so is silence inside a response."""
     import aiohttp
 
     ensure_open_files(connections + 64, strict=strict)

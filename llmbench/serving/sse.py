@@ -1,9 +1,10 @@
-"""Server-sent events, read whole however long a line is.
+"""Server-sent events, read whole up to a bound on their length.
 
 aiohttp's line reader stops at 64 KiB (`async for line in resp.content` raises "Chunk too big" or
 splits a long line), and one SSE event of a long response can be larger. So the stream is read in
 whatever pieces arrive and split on blank lines here; each event carries the time its last byte
-arrived.
+arrived. An event (or line) longer than MAX_EVENT_BYTES is an error, not a buffer that grows with
+whatever the server sends.
 """
 
 from __future__ import annotations
@@ -13,6 +14,19 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 
 _SEPARATORS = (b"\r\n\r\n", b"\n\n", b"\r\r")
+MAX_EVENT_BYTES = 16 * 2**20  # one event, its lines included: far above any token chunk's
+
+
+class EventTooLong(ValueError):
+    """The server sent an event (or a line) longer than the bound."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an SSE event or line over {_size(limit)} (the bound on one event's length)")
+        self.limit = limit
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 and n % 2**20 == 0 else f"{n} bytes"
 
 
 @dataclass(frozen=True)
@@ -49,10 +63,11 @@ def parse_event(block: bytes, time_s: float) -> Event | None:
 
 
 async def events(
-    pieces: AsyncIterable[bytes], clock: Callable[[], float] = time.perf_counter
+    pieces: AsyncIterable[bytes], clock: Callable[[], float] = time.perf_counter, max_bytes: int = MAX_EVENT_BYTES
 ) -> AsyncIterator[Event]:
     """The events of a byte stream (aiohttp's `resp.content.iter_any()`), in order, each stamped
-    with the arrival time of the piece that completed it."""
+    with the arrival time of the piece that completed it. An event longer than `max_bytes` raises
+    EventTooLong as soon as that many bytes of it are buffered."""
     buf = bytearray()
     async for piece in pieces:
         now = clock()
@@ -60,11 +75,15 @@ async def events(
         buf += piece
         while (found := _split(buf, start)) is not None:
             end, sep = found
+            if end > max_bytes:
+                raise EventTooLong(max_bytes)
             ev = parse_event(bytes(buf[:end]), now)
             del buf[: end + sep]
             start = 0
             if ev is not None:
                 yield ev
+        if len(buf) > max_bytes:  # an unfinished event already past the bound
+            raise EventTooLong(max_bytes)
     if buf.strip():  # a last event without its blank line (the connection closed after it)
         ev = parse_event(bytes(buf), clock())
         if ev is not None:
