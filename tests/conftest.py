@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import copy
+import fnmatch
+import functools
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +15,7 @@ import pytest
 from llmbench.registry import PLUGINS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
 FAULT_PLUGIN = "tests.plugins.fault_scenarios"
 # pytest-xdist's workers start with COLUMNS=80, and rich takes a COLUMNS it finds when a console is made
 # as that console's fixed width: the commands' console would ignore a test's own COLUMNS.
@@ -91,3 +96,55 @@ def wait_gone(pids: list[int], seconds: float = 10.0) -> bool:
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     return not any(alive(p) for p in pids)
+
+
+# The checkout's results/ holds the committed result sets and pages, and whatever a user ran there besides
+# (`nox -s scenario` writes results/cpu-<arch>/quickstart-*.json, which .gitignore keeps out of git). A test
+# over the committed tree reads only what git tracks, through these two, whatever else lies in results/.
+_UNTRACKED_RESULTS = "results/cpu-*/*.json"  # .gitignore's rule, for a tree that is not a git checkout
+
+
+@functools.lru_cache
+def _tracked_names(top: str) -> tuple[str, ...]:
+    """`git ls-files` under `top`, once per test process."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--", top], cwd=ROOT, capture_output=True, check=True,
+                             timeout=60).stdout.decode()
+        return tuple(n for n in out.split("\0") if n)
+    except (OSError, subprocess.SubprocessError):
+        return tuple(p.relative_to(ROOT).as_posix() for p in (ROOT / top).rglob("*") if p.is_file()
+                     and not fnmatch.fnmatch(p.relative_to(ROOT).as_posix(), _UNTRACKED_RESULTS))
+
+
+def tracked(top: str = "results", pattern: str = "*") -> list[Path]:
+    """The files under ROOT/`top` that git tracks (and that exist), sorted, that `pattern` matches: a name
+    (`*.json`) at any depth, as rglob reads it, or a path below `top` (`spread/h100-sxm-80gb/*.json`), as
+    glob reads it. Outside a git checkout: the files there, less the ones .gitignore keeps out."""
+    names = _tracked_names(top)
+    want = pattern.split("/")
+
+    def matches(rel: tuple[str, ...]) -> bool:
+        if len(want) == 1:
+            return fnmatch.fnmatchcase(rel[-1], pattern)
+        return len(rel) == len(want) and all(map(fnmatch.fnmatchcase, rel, want))
+
+    return sorted(ROOT / n for n in names if matches(Path(n).relative_to(top).parts) and (ROOT / n).is_file())
+
+
+def is_tracked(path: Path) -> bool:
+    """Whether git tracks this file of the checkout (and it exists); outside a git checkout, whether it exists."""
+    path = path.resolve()
+    return path.is_relative_to(ROOT) and path in set(tracked(path.parent.relative_to(ROOT).as_posix(), path.name))
+
+
+@pytest.fixture(scope="session")
+def committed_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the checkout's results/ as committed (the files git tracks), for the commands and pages that
+    read a whole tree: a `results` folder of a temporary directory, one per test process. Read it; do not
+    write to it."""
+    tree = tmp_path_factory.mktemp("committed") / "results"
+    for src in tracked("results"):
+        dst = tree / src.relative_to(RESULTS)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    return tree

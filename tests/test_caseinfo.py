@@ -13,9 +13,10 @@ import pytest
 from llmbench.caseinfo import CaseInfo, PublishedInfo, TimelineInfo
 from llmbench.harness.worker import run_case
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from tests.conftest import tracked
 
 ROOT = Path(__file__).resolve().parent.parent
-SETS = sorted(p for top in ("results", "llmbench/references/data") for p in (ROOT / top).rglob("*.json")
+SETS = sorted(p for top in ("results", "llmbench/references/data") for p in tracked(top, "*.json")
               if isinstance(d := json.loads(p.read_text()), dict) and isinstance(d.get("cases"), list)
               and d.get("schema_version") is not None)
 

@@ -31,11 +31,12 @@ from llmbench.results import (
     load,
     save,
 )
+from tests.conftest import tracked
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = "tests.plugins.nonfinite_scenarios"
 Command = Callable[[list[str]], tuple[int, str, str]]  # a CLI command run in this process: code, stdout, stderr
-SETS = sorted(p for p in (ROOT / "results").rglob("*.json")
+SETS = sorted(p for p in tracked("results", "*.json")  # the committed sets, not a user's own runs
               if isinstance(d := json.loads(p.read_text()), dict) and d.get("schema_version") is not None)
 
 

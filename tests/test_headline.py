@@ -8,11 +8,10 @@ from pathlib import Path
 from llmbench.harness.plan import reference_times
 from llmbench.results import load
 from llmbench.suite import CaseSpec, load_suite
-from tests.conftest import ROOT
 
 SOURCES = ["ceilings", "inference-llama3-8b", "vllm-llama3-8b", "qlora-llama3", "trainer-variations", "fp8-linear",
            "fp8-kernel-tuning"]
-COMMITTED = [ROOT / "results" / "h100-sxm-80gb", ROOT / "results" / "h200-sxm-141gb"]
+GPUS = ("h100-sxm-80gb", "h200-sxm-141gb")  # the committed sets of each: conftest's committed_results
 
 
 def _source_cases() -> dict[str, CaseSpec]:
@@ -41,8 +40,8 @@ def test_the_transformers_fp8_cases_compile_without_torchaos_kernel_settings() -
     assert len(pair_fp8) == 2 and pair_fp8 <= {c.id for c in cases}
 
 
-def test_every_transformers_case_joins_a_committed_result_set() -> None:
-    measured = {c.id for folder in COMMITTED for p in folder.glob("*.json") for c in load(p).cases}
+def test_every_transformers_case_joins_a_committed_result_set(committed_results: Path) -> None:
+    measured = {c.id for slug in GPUS for p in (committed_results / slug).glob("*.json") for c in load(p).cases}
     for case in load_suite("headline").cases:
         if case.params_dict.get("engine") != "vllm":  # no vLLM result set is committed yet
             assert case.id in measured, f"{case.label} is in no committed result set"
@@ -94,10 +93,10 @@ def test_the_headline_shares_one_vllm_engine_per_precision() -> None:
     assert [c.id for u in units for c in u] == [c.id for c in suite.cases]  # already in run order
 
 
-def test_the_committed_sets_quote_the_headline_cases_for_a_budget() -> None:
+def test_the_committed_sets_quote_the_headline_cases_for_a_budget(committed_results: Path) -> None:
     """On a fresh H100 or H200, `oneshot --budget` quotes each case from the committed result sets."""
     cases = [c for c in load_suite("headline").cases if c.params_dict.get("engine") != "vllm"]
-    quoted = {folder.name: reference_times(folder.parent, folder.name) for folder in COMMITTED}
+    quoted = {slug: reference_times(committed_results, slug) for slug in GPUS}
     for case in cases:
         assert any(case.id in q for q in quoted.values()), case.label
     h100 = quoted["h100-sxm-80gb"]

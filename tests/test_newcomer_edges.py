@@ -13,7 +13,7 @@ import pytest
 
 from llmbench.registry import PLUGINS_ENV
 from llmbench.results import load
-from tests.conftest import ROOT, write
+from tests.conftest import ROOT, tracked, write
 from tests.test_bad_inputs import invoke
 
 LONG = "a" * 300
@@ -211,7 +211,7 @@ def test_a_run_on_a_busy_host_records_the_warning_in_its_set(
 
 
 def test_results_holds_result_sets_bundles_and_pages_not_work_logs() -> None:
-    logs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*") if p.suffix in (".log", ".txt"))
+    logs = sorted(str(p.relative_to(ROOT)) for p in tracked("results") if p.suffix in (".log", ".txt"))
     assert not logs, f"work logs belong in docs/evidence/<gpu-slug>/: {logs[:5]}"
 
 

@@ -24,8 +24,8 @@ from llmbench.report.publish import publish
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet, save
 from llmbench.suite import SUITES_DIR, load_suite
+from tests.conftest import tracked
 
-ROOT = Path(__file__).resolve().parents[1]
 GPUS = ("h100-sxm-80gb", "h200-sxm-141gb")
 NAMES = ("H100 SXM5 80GB", "H200 SXM 141GB")
 HEADLINE = load_suite(str(SUITES_DIR / "headline.toml")).cases
@@ -180,27 +180,27 @@ def test_the_committed_tree_reads_one_figure_per_case(tmp_path: Path, monkeypatc
     monkeypatch.setattr(report_html, "_charts", lambda built: [])
     tree = tmp_path / "results"
     for slug in GPUS:
-        for src in (ROOT / "results" / slug, ROOT / "results" / "spread" / slug):
-            dst = tree / src.relative_to(ROOT / "results")
-            dst.mkdir(parents=True)
-            for p in src.glob("*.json"):
-                shutil.copy(p, dst / p.name)
+        for where in (slug, f"spread/{slug}"):  # the committed sets only, not a user's own runs beside them
+            (tree / where).mkdir(parents=True)
+            for p in tracked("results", f"{where}/*.json"):
+                shutil.copy(p, tree / where / p.name)
     seen = figures_everywhere(tree, tmp_path)
     assert {k: v for k, v in seen.items() if len(v) != 1} == {}
     assert len(seen) == 2 * len(readme.QUESTIONS)  # every question measured on both GPUs, none absent
 
 
-def test_the_packaged_export_is_the_committed_trees_and_reads_back_to_its_figures() -> None:
+def test_the_packaged_export_is_the_committed_trees_and_reads_back_to_its_figures(committed_results: Path) -> None:
     """llmbench/references/data/measured/ is what `nox -s publish` writes from results/ (run it after a
-    set is committed), under a megabyte, and the rule reads it back to the tree's figures."""
+    set is committed), under a megabyte, and the rule reads it back to the tree's figures. The tree is the
+    committed one: a user's own runs in results/ (`nox -s scenario`'s quickstart sets) are not published."""
     from llmbench.analysis.pages import export_sets
     from llmbench.analysis.runs import MEASURED_DATA
 
     files = sorted(p for p in MEASURED_DATA.rglob("*.json"))
-    assert sorted(str(p.relative_to(MEASURED_DATA)) for p in files) == sorted(export_sets(ROOT / "results")), (
+    assert sorted(str(p.relative_to(MEASURED_DATA)) for p in files) == sorted(export_sets(committed_results)), (
         "the packaged export is stale: nox -s publish")
     assert sum(p.stat().st_size for p in files) < 1_000_000
-    assert _figures(MEASURED_DATA) == _figures(ROOT / "results")
+    assert _figures(MEASURED_DATA) == _figures(committed_results)
 
 
 def _figures(tree: Path) -> dict[tuple[str, str, str], float | None]:

@@ -34,7 +34,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "results"
 H100, H200, A100 = "h100-sxm-80gb", "h200-sxm-141gb", "a100-sxm-80gb"
 A100_ENV = {"gpu": {"name": "NVIDIA A100-SXM4-80GB", "slug": A100, "count": 1, "compute_capability": "8.0"}}
 runner = CliRunner()
@@ -192,8 +191,8 @@ def test_parts_scale_by_their_own_ratio_and_host_time_stays(tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def committed() -> PairAnswer:
-    return build_pair(H100, A100, RESULTS)
+def committed(committed_results: Path) -> PairAnswer:
+    return build_pair(H100, A100, committed_results)
 
 
 def test_batch_32_decode_is_gpu_time_never_an_a100_faster(committed: PairAnswer) -> None:
@@ -328,7 +327,7 @@ def test_versus_puts_your_sets_in_and_takes_any_pair(tmp_path: Path) -> None:
 
 # -- the reference data ----------------------------------------------------------------------------
 
-def test_reference_data_is_graded_joins_llmbench_cases_and_ships_with_the_package() -> None:
+def test_reference_data_is_graded_joins_llmbench_cases_and_ships_with_the_package(committed_results: Path) -> None:
     sets = published_sets()
     assert sets and all(rs.source.kind == "published" and rs.source.citation for _, rs in sets)
     for name, rs in sets:
@@ -339,12 +338,12 @@ def test_reference_data_is_graded_joins_llmbench_cases_and_ships_with_the_packag
     assert all(c.grade in GRADES and c.grade_note for c in claims())
     assert next(e for _, rs in sets if rs.suite == "torchao-decode-2024" for c in rs.cases
                 if (e := PublishedInfo.of(c.info).match)).grade == "uncontrolled"
-    measured = {c["id"] for p in (RESULTS / H100).glob("*.json") for c in json.loads(p.read_text())["cases"]}
+    measured = {c["id"] for p in (committed_results / H100).glob("*.json") for c in json.loads(p.read_text())["cases"]}
     assert all(w.ids[0] in measured for w in workloads() if w.scenario), "a workload's case is not in results/"
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["llmbench"]
     shipped = {p for g in globs for p in (ROOT / "llmbench").glob(g)}
     assert {p for p in DATA.rglob("*") if p.is_file()} <= shipped
-    assert not (RESULTS / "published").exists()  # one home: the package
+    assert not (committed_results / "published").exists()  # one home: the package
 
 
 def test_every_published_figure_and_claim_reads_through_the_models_and_names_a_workload() -> None:

@@ -16,12 +16,13 @@ import operator
 import re
 import statistics
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llmbench.report import readme
-from tests.conftest import ROOT
+from tests.conftest import ROOT, is_tracked
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -97,6 +98,7 @@ class _Case:
 def _load(ref: dict[str, Any], label: str) -> _Case:
     """A case of a result set picked by params (exactly one must match), or an object of a JSON file."""
     path = ROOT / "results" / FIGURES["sets"].get(ref["set"], ref["set"])
+    assert is_tracked(path), f"{label}: {path.resolve().relative_to(ROOT)} is not committed"
     data = json.loads(path.read_text(encoding="utf-8"))
     if "cases" not in data:  # a benchmark's JSON (or spread's): `key` is the dotted path to the object
         for part in ref["key"].split("."):
@@ -193,9 +195,9 @@ def test_the_docs_are_documentation_not_a_diary(doc: str) -> None:
     assert not found, f"{doc} reads like a work log: {found}"
 
 
-def test_the_readme_answer_table_is_generated_from_the_result_sets() -> None:
+def test_the_readme_answer_table_is_generated_from_the_result_sets(committed_results: Path) -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme.rewrite(text, readme.answer_table(ROOT / "results")) == text, (
+    assert readme.rewrite(text, readme.answer_table(committed_results)) == text, (
         "README.md's answer table differs from the result sets: python -m llmbench.report.readme README.md")
 
 
@@ -206,4 +208,4 @@ def test_every_not_a_figure_says_why() -> None:
 
 def test_every_committed_set_a_figure_names_exists() -> None:
     for alias, rel in FIGURES["sets"].items():
-        assert (ROOT / "results" / rel).is_file(), f"{alias}: results/{rel} is not committed"
+        assert is_tracked(ROOT / "results" / rel), f"{alias}: results/{rel} is not committed"

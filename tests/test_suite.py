@@ -302,7 +302,9 @@ def committed_cases() -> list[tuple[str, dict]]:
     import json
 
     out = []
-    for path in sorted((Path(llmbench.__file__).resolve().parent.parent / "results").rglob("*.json")):
+    from tests.conftest import tracked
+
+    for path in tracked("results", "*.json"):  # the committed sets, not a user's own runs
         data = json.loads(path.read_text())
         if isinstance(data, dict) and isinstance(data.get("cases"), list):
             out += [(path.name, c) for c in data["cases"]]
