@@ -1,15 +1,21 @@
-"""Secrets out of everything llmbench writes or prints: a result set, a bundle's files, a log, the
-terminal. One function, `redact`, applied where text leaves the process; what it hides:
+"""Secrets out of everything llmbench writes or prints: a result set (its params, and so its case ids,
+its info, reasons and tracebacks), a bundle's files, a log, the terminal. One mechanism, here: `redact`
+for text, `redact_value` for a JSON-like value (an argv list among the params), applied where text leaves
+the process. What it hides:
 
 - the userinfo of any URL (`https://user:TOKEN@host`, `git+https://TOKEN@github.com/x.git` in a pip
   freeze, `ray://user:pw@head:10001`),
-- token-like query values (`?token=`, `&access_token=`, `api_key`, `password`, `sig`),
-- the value of a secret-named variable (`RAY_AUTH_TOKEN=...`, `"HF_TOKEN": "..."`), and of a secret-named
-  flag (`--ray-auth-token X`, `--api-key=X`),
+- the value of a secret-named query key (`?token=`, `&access-token=`, `private_token`, `X-Amz-Signature`,
+  `sig`, `api_key`, `password`: `secret_name`),
+- the value of a secret-named variable (`RAY_AUTH_TOKEN=...`, `"HF_TOKEN": "..."`),
+- the value of a secret-named flag (`--api-key`, `--hf-token`, `--auth`, `--password`, `--secret`, `--key`:
+  `secret_name`; and `-p`, a password's short flag) written `--flag=value` or `--flag value`, also as
+  separate words of a command line (`["--api-key", "K"]` in a suite or its JSON, `'--api-key', 'K'` as
+  Python prints a list),
 - a bearer credential (`Authorization: Bearer X`, as Ray's token authentication sends its token).
 
-A text without any of these comes back unchanged (a case id hashed from redacted params is the id of
-the same params before)."""
+A text without any of these comes back unchanged, so a case id hashed from redacted params is the id of
+the same params before. `-p`'s value is kept where it is a port, a `{placeholder}` or a path."""
 
 from __future__ import annotations
 
@@ -19,17 +25,61 @@ from typing import Any
 
 HIDDEN = "***"
 
+# The last word of a flag or query key (words split at '-', '_', '.', and camelCase) that names a
+# credential: `--api-key`, `--hf-token`, `--auth`, `private_token`, `X-Amz-Signature`, `apiKey`. The last
+# word only: `--max-tokens`, `--tokenizer`, `--auth-type` and `--ssl-keyfile` are no secrets.
+SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "pwd", "key", "apikey", "auth", "credential",
+                          "credentials", "signature", "sig"})
+SHORT_SECRET_FLAGS = frozenset({"-p"})  # a password's short flag (mysql, psql's -W aside); its value kept if a port
+
 # a URL's scheme, then userinfo up to the '@' before the host (no '/', space or quote in between)
 _USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@\"'<>]+@")
-_QUERY = re.compile(r"([?&;](?:access_token|auth_token|token|api_key|apikey|key|password|secret|sig)=)[^&#\s\"']+",
-                    re.IGNORECASE)
+_QUERY = re.compile(r"([?&;]([A-Za-z][\w.\-]*)=)(?!\*\*\*)([^&#\s\"'\\<>]+)")
 SECRET_NAME = re.compile(r"[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)")
 _NAMED = r"\b([A-Z][A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY))"
 _ASSIGNED = re.compile(_NAMED + r"=(?!\*\*\*)[^\s\"',;]+")
 _JSON_VALUE = re.compile(r"\"" + _NAMED[2:] + r"\"(\s*:\s*)\"(?!\*\*\*\")(?:[^\"\\]|\\.)*\"")
 # "Bearer" as written in a header (or "authorization: bearer"), then a credential-like word of 8+ characters
 _BEARER = re.compile(r"((?:\bBearer|(?i:authorization:\s*bearer))\s+)(?!\*\*\*)[A-Za-z0-9._~+/=\-]{8,}")
-_FLAG = re.compile(r"(--[a-z0-9-]*(?:token|secret|password|api-key)(?:=|\s+))(?!\*\*\*)(?!-)[^\s\"']+")
+# a flag, then its value: after '=' or spaces (`--api-key K`), or as the next quoted word of a list as JSON or
+# Python write it (`"--api-key", "K"`, `'-p', 'K'`, `\"--auth\", \"K\"` inside a JSON string)
+_FLAG_NAME = r"--?[A-Za-z][\w.\-]*"
+_FLAG = re.compile(r"(?<![\w\-])(" + _FLAG_NAME + r")(=|\s+|\\?[\"']\s*,\s*\\?[\"'])(?!\*\*\*)(?!-)([^\s\"'\\]+)")
+_WORD_SPLIT = re.compile(r"[-_.]+|(?<=[a-z0-9])(?=[A-Z])")
+# what follows `-p` that is no password: a port (`-p 8000`, docker's `-p 8000:8000`), a placeholder (`-p
+# {port}`), a path (`mkdir -p /tmp/x`, `./logs`, `~/x`, `$HOME/x`)
+_KEPT_SHORT_VALUE = re.compile(r"[\d.:]+|\{\w+\}|[/~$].*|\.\.?/.*")
+
+
+def secret_name(name: str) -> bool:
+    """Whether a flag (`--api-key`) or a URL query key (`access-token`) names a credential: its last word is
+    one of SECRET_WORDS."""
+    words = [w for w in _WORD_SPLIT.split(name) if w]
+    return bool(words) and words[-1].lower() in SECRET_WORDS
+
+
+def secret_flag(word: str) -> bool:
+    """Whether `word` is a flag whose value is a credential (`--api-key`, `--hf-token`, `-p`)."""
+    if word in SHORT_SECRET_FLAGS:
+        return True
+    return word.startswith("--") and re.fullmatch(_FLAG_NAME, word) is not None and secret_name(word[2:])
+
+
+def _hides(flag: str, value: str) -> bool:
+    """Whether `value`, the word after `flag`, is hidden: a secret flag's, but a short flag's port,
+    placeholder or path (`-p 8000`, `-p {port}`, `mkdir -p /x`) and a value hidden already are kept."""
+    if value == HIDDEN or value.startswith("-") or not secret_flag(flag):
+        return False
+    return not (flag in SHORT_SECRET_FLAGS and _KEPT_SHORT_VALUE.fullmatch(value))
+
+
+def _flag_value(m: re.Match[str]) -> str:
+    flag, sep, value = m.group(1), m.group(2), m.group(3)
+    return flag + sep + HIDDEN if _hides(flag, value) else m.group(0)
+
+
+def _query_value(m: re.Match[str]) -> str:
+    return m.group(1) + HIDDEN if secret_name(m.group(2)) else m.group(0)
 
 
 def redact(text: str) -> str:
@@ -37,11 +87,11 @@ def redact(text: str) -> str:
     if not text:
         return text
     text = _USERINFO.sub(r"\1" + HIDDEN + "@", text)
-    text = _QUERY.sub(r"\1" + HIDDEN, text)
+    text = _QUERY.sub(_query_value, text)
     text = _ASSIGNED.sub(r"\1=" + HIDDEN, text)
     text = _JSON_VALUE.sub(r'"\1"\2"' + HIDDEN + '"', text)
     text = _BEARER.sub(r"\1" + HIDDEN, text)
-    return _FLAG.sub(r"\1" + HIDDEN, text)
+    return _FLAG.sub(_flag_value, text)
 
 
 def redact_bytes(data: bytes) -> bytes:
@@ -50,12 +100,18 @@ def redact_bytes(data: bytes) -> bytes:
 
 
 def redact_value(value: Any) -> Any:
-    """Strings anywhere in a JSON-like value redacted (a secret-named key's value hidden whole)."""
+    """Strings anywhere in a JSON-like value redacted: a secret-named key's value hidden whole, and in a
+    list (a command line) the word after a secret flag (`["--api-key", "K"]`)."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, Mapping):
         return {k: HIDDEN if isinstance(k, str) and SECRET_NAME.fullmatch(k) and v else redact_value(v)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_value(v) for v in value]
+        out: list[Any] = []
+        for i, v in enumerate(value):
+            before = value[i - 1] if i else None
+            hide = isinstance(before, str) and isinstance(v, str) and _hides(before, v)
+            out.append(HIDDEN if hide else redact_value(v))
+        return out
     return value
