@@ -128,8 +128,8 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
         for i, p in enumerate(points, 1):
             if stop:
                 raise KeyboardInterrupt
-            # the case id is of the URL without credentials
-            params = redact_value(CaseSpec("serving", p, StopRule.model_validate({}), engine=server).params_dict)
+            # the case id is of the URL without credentials (Scenario.record hides them)
+            params = CaseSpec("serving", p, StopRule.model_validate({}), engine=server).params_dict
             info: dict[str, Any] = {}
             started = utc_now()
             ui.line(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
@@ -144,7 +144,7 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
             except (RuntimeError, OSError) as e:
                 ended = {"status": "failed", "reason": redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])}
             rs.upsert(CaseResult(id=case_id("serving", params), scenario="serving", params=params, started_at=started,
-                                 info=info, **ended))
+                                 info=redact_value(info), **ended))
             if path is None:  # finished_at stays empty until the last point: a cut sweep is not a finished set
                 path = save_new(rs, out, env["gpu"]["slug"], name)
             else:

@@ -12,6 +12,7 @@ import typer
 
 from llmbench.api import Plan, duration_text
 from llmbench.errors import UserError
+from llmbench.redact import redact
 from llmbench.report.tables import Table, render
 from llmbench.report.terminal import SafeConsole, print_terminal, terminal_safe, to_terminal_text
 
@@ -99,11 +100,12 @@ def budget_fit_text(plan: Plan, budget_s: float | None) -> str:
 
 
 def write_out(path: Path, text: str, option: str = "--out") -> None:
-    """Write a command's output file; a failure (a disk that filled, a folder removed meanwhile) is one
-    line naming the option and the reason, not a traceback."""
+    """Write a command's output file, credentials hidden (llmbench.redact: a result set written before
+    it hid them); a failure (a disk that filled, a folder removed meanwhile) is one line naming the option
+    and the reason, not a traceback."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(redact(text), encoding="utf-8")
     except OSError as e:
         raise UserError(f"{option} {str(path)!r}: cannot write it ({e.strerror or e})") from None
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from llmbench import __version__
 from llmbench.harness.isolation import ChildOutcome, run_case_process
+from llmbench.redact import redact_value
 from llmbench.results import utc_now, write_atomic
 from llmbench.scenarios.base import SCENARIOS, BatchSearch
 
@@ -70,8 +71,9 @@ class ProbeLog:
         return known, None
 
     def save(self, probes: list[dict[str, Any]]) -> None:
-        """Write the probes in order (a replayed probe's `resumed` mark is this run's, not the record's)."""
-        probes = [{k: v for k, v in p.items() if k != "resumed"} for p in probes]
+        """Write the probes in order (a replayed probe's `resumed` mark is this run's, not the record's),
+        credentials in their reasons hidden (llmbench.redact)."""
+        probes = redact_value([{k: v for k, v in p.items() if k != "resumed"} for p in probes])
         write_atomic(self.path, json.dumps({**self.identity(), "updated_at": utc_now(), "probes": probes},
                                            indent=1) + "\n")
 

@@ -59,6 +59,7 @@ from llmbench.harness.schedule import Unit, run_units, start_order
 from llmbench.harness.ui import UI
 from llmbench.measure import host_speed
 from llmbench.precision import DeviceInfo
+from llmbench.redact import redact, redact_value
 from llmbench.results import (
     CaseResult,
     ResultSet,
@@ -664,8 +665,8 @@ def _next(events: queue.Queue[_Event]) -> _Event:
 
 def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
     """A case the parent knows cannot run here: recorded `skipped` without starting a process."""
-    return CaseResult(id=case.id, scenario=case.scenario, params=case.params_dict, status="skipped", reason=reason,
-                      started_at=utc_now(), duration_s=0.0, settings=case.settings.model_dump(),
+    return CaseResult(id=case.id, scenario=case.scenario, params=case.params_dict, status="skipped",
+                      reason=redact(reason), started_at=utc_now(), duration_s=0.0, settings=case.settings.model_dump(),
                       info=CaseInfo(skipped_by=RUNNER_SKIP).model_dump(exclude_none=True, exclude_defaults=True))
 
 
@@ -708,12 +709,14 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
 
 def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) -> CaseResult:
     """The result of a case's outcome (alone, in a share group, after a max-batch search), its metrics
-    checked for NaN and infinities against its scenario's headline (results.check_finite)."""
+    checked for NaN and infinities against its scenario's headline (results.check_finite). What the case
+    process said in words (its reason, info, traceback: a server's command line and log, a URL) has its
+    credentials hidden (llmbench.redact), as its params have."""
     payload = out.payload
     return check_finite(CaseResult(
         id=case.id, scenario=case.scenario, params=case.params_dict, status=out.status,  # type: ignore[arg-type]
-        reason=out.reason, metrics=payload.get("metrics", {}), timer=payload.get("timer"),
-        started_at=started, duration_s=round(seconds, 3),
-        settings=case.settings.model_dump(), info=payload.get("info", {}), code_path=payload.get("code_path", {}),
-        traceback=out.traceback,
+        reason=out.reason and redact(out.reason), metrics=payload.get("metrics", {}), timer=payload.get("timer"),
+        started_at=started, duration_s=round(seconds, 3), settings=case.settings.model_dump(),
+        info=redact_value(payload.get("info", {})), code_path=payload.get("code_path", {}),
+        traceback=out.traceback and redact(out.traceback),
     ), case.scenario_obj().headline)

@@ -23,6 +23,7 @@ from llmbench.measure.replica_sync import ReplicaSync
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
 from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
+from llmbench.redact import redact_value
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
 
@@ -319,7 +320,9 @@ class Scenario(ABC):
         """A case's params as a result set records them and its id hashes them: the scenario's params, the
         engine's options and the GPUs in the spelling they had as params (`EngineOptions.record`,
         `gpus_param`), so a case keeps its id whichever way its suite file writes it. A placement enters
-        under its own name only where it says more than the engine's tensor parallelism does."""
+        under its own name only where it says more than the engine's tensor parallelism does. Credentials
+        are hidden (llmbench.redact: a server command's `--api-key K`, a URL's `?token=`), so neither the
+        result set nor the id holds one; params without any are recorded as they are (same ids)."""
         out = params.model_dump(mode="json")
         implied = getattr(engine, "tensor_parallel", cls.default_placement.gpus)
         if cls.gpus_param is not None:
@@ -330,7 +333,7 @@ class Scenario(ABC):
             out["placement"] = {**out.get("placement", {}), "nodes": placement.nodes}
         if placement.replicas > 1:  # copies of the case side by side: another measurement than one copy
             out["placement"] = {**out.get("placement", {}), "gpus": placement.gpus, "replicas": placement.replicas}
-        return out | (engine.record() if engine is not None else {})
+        return redact_value(out | (engine.record() if engine is not None else {}))
 
     @classmethod
     def split(cls, flat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
