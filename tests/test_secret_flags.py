@@ -128,3 +128,8 @@ def test_oneshot_writes_no_planted_credential_anywhere(tmp_path: Path) -> None:
     found = {str(p): _leaks(d.decode("utf-8", "replace")) for p, d in [*files.items(), *members.items()]}
     assert {p: s for p, s in found.items() if s} == {}
     assert b"--api-key" in members["suites/planted.toml"] and b"***" in members["suites/planted.toml"]
+    # the bundle's copy cannot start the server: resuming from it asks for the suite file
+    again = subprocess.run([sys.executable, "-m", "llmbench", "oneshot", "--resume", str(bundle), "--out",
+                            str(tmp_path / "again"), "--cpu"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert again.returncode == 2 and "credentials hidden" in again.stderr and "planted.toml" in again.stderr

@@ -19,7 +19,7 @@ from llmbench.bundle import Bundle, write_new_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import llmbench_info
 from llmbench.harness.doctor import Check
-from llmbench.redact import redact
+from llmbench.redact import HIDDEN, redact
 from llmbench.results import load, save, utc_now
 from llmbench.suite import Suite, load_suite
 
@@ -60,7 +60,9 @@ def place_resumed(bundle: Bundle, out: Path) -> dict[str, Path]:
 
 def bundled_suites(bundle: Bundle, out: Path) -> list[Suite]:
     """The suites a bundle was run with, from the copies it carries (suites/<name>.toml): a resumed run
-    has the same cases as the first part, whatever this machine's checkout holds."""
+    has the same cases as the first part, whatever this machine's checkout holds. A copy whose
+    credentials the bundle hid (a server's `--api-key ***`) cannot start that server: the suite file itself
+    is asked for (its cases have the same ids)."""
     names = bundle.manifest.get("suites") or []
     odd = [n for n in names if not isinstance(n, str) or not n or n.startswith(".") or "/" in n or "\\" in n]
     if odd:  # each name becomes OUT/suites/<name>.toml: an absolute or nested name would write outside it
@@ -74,8 +76,19 @@ def bundled_suites(bundle: Bundle, out: Path) -> list[Suite]:
         path = out / "suites" / f"{n}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(bundle.files[f"suites/{n}.toml"])
-        loaded.append(load_suite(str(path)))
+        suite = load_suite(str(path))
+        if any(_hidden_credential(c.worker_spec("cpu")) for c in suite.cases):
+            path.unlink()
+            raise UserError(f"--resume {bundle.path.name}: the bundle's copy of suite {n!r} has its credentials "
+                            f"hidden ({HIDDEN}), so its servers cannot start from it; name the suite file after the "
+                            f"command: llmbench oneshot --resume {bundle.path.name} path/to/{n}.toml")
+        loaded.append(suite)
     return loaded
+
+
+def _hidden_credential(spec: dict[str, Any]) -> bool:
+    """Whether what a case process would run (its params and engine options) holds a credential the bundle hid."""
+    return HIDDEN in json.dumps([spec["params"], spec["engine"]])
 
 
 def part_summary(checks: list[Check], started: str, budget_s: float | None, interrupted: bool,
