@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -21,6 +22,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from llmbench.caseinfo import info_problems
+from llmbench.errors import UserError
 from llmbench.measure.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
 from llmbench.redact import redact
@@ -358,19 +360,82 @@ def stamped_names(folder: Path, prefix: str, suffix: str) -> Iterator[Path]:
         yield folder / f"{prefix}-{now.strftime(STAMP)}_{now.microsecond:06d}{suffix}"
 
 
+_LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 @contextmanager
 def set_lock(path: Path) -> Iterator[None]:
     """Hold the advisory lock of one result set (`.<name>.lock` beside its real file) while its copy
     on disk is read, merged and rewritten: concurrent runs (--resume with other filters) then add to
-    one file instead of overwriting each other's cases."""
+    one file instead of overwriting each other's cases. The lock is never a symlink (`_open_lock`). Where
+    the work under it fails, the lock file and the folders this call made for it are removed again."""
     real = Path(os.path.realpath(path))
+    made = [d for d in (real.parent, *real.parent.parents) if not d.exists()]  # deepest first
     real.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(real.parent / f".{real.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    lock = real.parent / f".{real.name}.lock"
+    fd, created = _held_lock(lock)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    except BaseException:
+        if created:  # safe while held: a writer that waited on this file finds it gone and takes a new one
+            lock.unlink(missing_ok=True)
+            for d in made:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+        raise
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _held_lock(lock: Path) -> tuple[int, bool]:
+    """The lock file `lock` open and locked, and whether this call created it. A lock removed while this
+    call waited for it (a failed writer's, `set_lock`) is not held: it is taken again under its name."""
+    while True:
+        fd, created = _open_lock(lock)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            now = os.stat(lock, follow_symlinks=False)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        held = os.fstat(fd)
+        if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            return fd, created
+        os.close(fd)
+
+
+def _open_lock(lock: Path) -> tuple[int, bool]:
+    """`lock` opened, created where it is missing (and whether it was). Never through a symlink: in a
+    results folder others can write to, a planted `.<set>.json.lock` link would have this process (root,
+    perhaps) create or open a file wherever it points; such a link, or anything else but a file, is refused."""
+    while True:
+        try:
+            return os.open(lock, _LOCK_FLAGS | os.O_CREAT | os.O_EXCL, 0o666), True
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(lock, _LOCK_FLAGS | os.O_NONBLOCK)  # non-blocking: a planted FIFO does not hang the open
+        except FileNotFoundError:  # removed since (a failed writer's): create it
+            continue
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise UserError(_not_a_lock(lock)) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UserError(_not_a_lock(lock))
+        return fd, False
+
+
+def _not_a_lock(lock: Path) -> str:
+    kind = "a symlink" if lock.is_symlink() else "not a plain file"
+    return (f"{lock}: the result set's lock file is {kind}; llmbench opens no lock through a link (it would "
+            "create or open a file where the link points): remove it, and check who can write to that folder")
 
 
 def save_merged(path: Path, ours: ResultSet, new_cases: list[CaseResult]) -> ResultSet:
@@ -393,11 +458,14 @@ def save_merged(path: Path, ours: ResultSet, new_cases: list[CaseResult]) -> Res
 
 def correct(path: Path, what: str, why: str, *, when: str | None = None, by: str | None = None) -> ResultSet:
     """Record in the set at `path`, under its lock, a change made to it after it was written (the change
-    itself is the caller's: this touches no figure). `when` defaults to now. Returns the set as saved."""
+    itself is the caller's: this touches no figure). `when` defaults to now. Returns the set as saved.
+    A correction that fails (no set there, one that does not read) leaves no lock file or folder behind."""
     try:  # a bad entry fails before the file is read
         entry = Correction(what=what, why=why, when=when or utc_now(), by=by)
     except ValidationError as e:
         raise ValueError(f"{path}: correction {_first_problem(e)}") from None
+    if not Path(path).is_file():  # nothing to correct: no lock taken, no folder made
+        raise FileNotFoundError(errno.ENOENT, "no result set there", str(path))
     with set_lock(path):
         rs = load(path)
         rs.corrections = [*rs.corrections, entry]
