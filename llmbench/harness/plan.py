@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -310,6 +311,9 @@ def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
     package, the scenario's own `skip_reason`), or that its params are broken (the check raised on them);
     None when it may run."""
     scenario = case.scenario_obj()
+    too_many = cpu_ranks_reason(scenario, device)
+    if too_many:
+        return too_many
     try:
         missing = scenario.engine.missing_reason() if scenario.engine is not None else None
         return missing or scenario.skip_reason(scenario.Params.model_validate(case.params.model_dump()), device)
@@ -318,6 +322,20 @@ def skip_reason(case: CaseSpec, device: DeviceInfo) -> str | None:
             err = e.errors()[0]
             return f"its params are broken: {'.'.join(map(str, err['loc']))} = {err.get('input')!r:.80}: {err['msg']}"
         return f"its params are broken: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
+
+
+def cpu_ranks_reason(scenario: Any, device: DeviceInfo) -> str | None:
+    """Why a rank case cannot run on the CPU here: one rank a GPU of its placement, each a process on a
+    core of its own, and more of them than the host has cores (os.cpu_count()) would measure the cores'
+    time-sharing, not the ranks; None where it fits (or on a GPU)."""
+    from llmbench.scenarios.base import RankScenario
+
+    cores = os.cpu_count() or 1
+    ranks = scenario.placement.gpus
+    if device.kind != "cpu" or not isinstance(scenario, RankScenario) or ranks <= cores:
+        return None
+    return (f"placement gpus = {ranks} starts {ranks} ranks, one process each, and on the CPU this host has "
+            f"{cores} cores (os.cpu_count()): give placement gpus 1..{cores} for a CPU run")
 
 
 DONE_STATUSES = ("ok", "skipped")  # what a resumed run does not run again (but see `done_before`)

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, model_validator
 from llmbench import precision as prec
 from llmbench.caseinfo import CaseInfo
 from llmbench.engines.base import Engine, EngineOptions, engine_class
+from llmbench.errors import UserError
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import AddedLater
@@ -310,10 +311,18 @@ class Scenario(ABC):
     # its cases may run as `placement.replicas` copies at once, one per GPU slice, their metrics combined
     # (harness/launchers/replicas.py): a scenario whose case is one self-contained process
     replicable: ClassVar[bool] = False
+    # its ranks may span `placement.nodes` nodes (a RankScenario); another scenario's case refuses nodes > 1,
+    # which would enter its id and mean nothing
+    spans_nodes: ClassVar[bool] = False
 
     def __init__(self, engine: Engine | None = None, placement: Placement | None = None) -> None:
         self.engine = engine  # the case's engine (built from its [engine] table), None for a scenario of none
         self.placement = placement or self.default_placement
+        if self.placement.nodes > 1 and not self.spans_nodes:
+            spanning = ", ".join(name for name, cls in SCENARIOS if cls.spans_nodes)
+            named = getattr(self, "name", type(self).__name__)
+            raise UserError(f"placement nodes = {self.placement.nodes}: scenario {named!r} runs in one process, on "
+                            f"one node; only a scenario that runs as ranks spans nodes ({spanning}): leave nodes out")
 
     @classmethod
     def record(cls, params: ScenarioParams, engine: EngineOptions | None, placement: Placement) -> dict[str, Any]:
@@ -428,6 +437,7 @@ class RankScenario(Scenario):
     with that status and reason; `collect` is then not called."""
 
     rank_entry: ClassVar[RankEntry]
+    spans_nodes = True
 
     @abstractmethod
     def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:

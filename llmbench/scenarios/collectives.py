@@ -63,10 +63,10 @@ class Collectives(RankScenario):
         return 20.0  # torchrun and NCCL start; the timed iterations are short
 
     def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
-        """One launch: the case's ranks."""
+        """One launch: the case's ranks (over its placement's nodes)."""
         spec = {"op": params.op, "size_bytes": params.size_mib * 2**20, "dtype": params.dtype,
                 "device": ctx.device.kind, "warmup": ctx.rule.warmup_iters, "iters": ctx.rule.min_iters}
-        return [RankRun("ranks", self.placement.gpus, spec)]
+        return [RankRun("ranks", self.placement.gpus, spec, nnodes=self.placement.nodes)]
 
     def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
         """The case's metrics from its ranks' outputs (rank 0 first)."""
