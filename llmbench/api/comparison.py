@@ -194,12 +194,11 @@ def report_html(files: Sequence[Path], *, baseline: str | None = None, title: st
     Needs matplotlib (llmbench[report]): without it, a UserError naming the install."""
     sets = load_sets(list(files), pool=pool)
     priced = _priced(sets, prices, prices_file)
-    try:  # plots need matplotlib, an optional extra: the other commands work without it
-        from llmbench.report.html import render_html
-    except ModuleNotFoundError as e:
-        raise UserError(
-            f"llmbench report needs {e.name}, which is not installed: pip install 'llmbench[report]'"
-        ) from None
+    from llmbench.report.html import REPORT_EXTRA, charts_missing, render_html
+
+    missing = charts_missing()  # plots need matplotlib, an optional extra: the other commands work without it
+    if missing:
+        raise UserError(f"llmbench report needs {missing}, which is not installed: {REPORT_EXTRA}")
     sec = section(
         ", ".join(dict.fromkeys(s.rs.suite for s in sets)) + ": " + " vs ".join(s.label for s in display_names(sets)),
         sets,

@@ -164,10 +164,11 @@ def _compare_folder(folder: Path, out: Path, baseline: Optional[str], price: Opt
     md.write_text("\n".join(to_markdown(answer_tables(sec.cmp) + comparison_tables(sec.cmp) + costs.get(sec.title, []),
                                         sec.title) for sec in found.suites if sec.cmp), encoding="utf-8")
     err_console.print(f"wrote {md}", highlight=False)
-    try:  # plots need matplotlib (llmbench[report]); the Markdown comparison is written without it
-        from llmbench.report.html import render_html
-    except ModuleNotFoundError as e:
-        err_console.print(f"no report.html: it needs {e.name} (pip install 'llmbench[report]')", highlight=False)
+    from llmbench.report.html import REPORT_EXTRA, charts_missing, render_html
+
+    missing = charts_missing()  # plots need matplotlib (llmbench[report]); comparison.md is written without it
+    if missing:
+        err_console.print(f"no report.html: it needs {missing} ({REPORT_EXTRA})", highlight=False)
         return
     path = out / "report.html"
     path.write_text(render_html(found.suites, "llmbench fleet", more=costs), encoding="utf-8")

@@ -29,8 +29,8 @@ from llmbench.report.views import (
 
 if TYPE_CHECKING:  # charts.py and plots.py import matplotlib (over a second): only a page with charts needs it
     from llmbench.report.plots import Chart
-if importlib.util.find_spec("matplotlib") is None:  # as the import of charts.py here did: callers say what to install
-    raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+
+REPORT_EXTRA = "pip install 'llmbench[report]'"
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 SHOWN_CHART_PX = 460  # a comparison shows its first chart at most this tall; every other chart is folded
@@ -284,6 +284,17 @@ def runs_html(lines: list[RunLine]) -> str:
     return f'<div id="runs">{_fold(summary, tables)}</div>'
 
 
+def charts_missing() -> str | None:
+    """What this machine lacks to draw the page's charts (matplotlib, of the `report` extra), for a caller's
+    one-line message; None where it has it. Asked without importing matplotlib: this module is imported
+    by every command (versus -> pair_view for its tables), and a base install has no matplotlib."""
+    try:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # a broken install, or one a test hid
+        found = False
+    return None if found else "matplotlib"
+
+
 def render_html(sections: list[Section], title: str = "llmbench report", answers: list[AnswerBlock] | None = None,
                 lead: str = "", after: str = "", more: dict[str, list[Table]] | None = None,
                 runs: list[RunLine] | None = None) -> str:
@@ -291,7 +302,11 @@ def render_html(sections: list[Section], title: str = "llmbench report", answers
     sections) with the runs read, used and left out (`runs`, folded), `after` (HTML: published and
     projected evidence, such as the H100-vs-A100 answer of publish.py), the projection check, the
     contents and the sections (with `more` tables by section title); the sections of published reference
-    sets alone come last, folded together."""
+    sets alone come last, folded together. Without matplotlib (`charts_missing`): ModuleNotFoundError
+    naming it, before anything is drawn."""
+    missing = charts_missing()
+    if missing:
+        raise ModuleNotFoundError(f"No module named {missing!r} (the charts need it: {REPORT_EXTRA})", name=missing)
     built = _build(sections, more or {})
     if answers is None:
         answers = pair_answers([(b.sec.title, b.sec.cmp) for b in built if b.sec.cmp]) or [_sets_answer(built)]
