@@ -34,6 +34,7 @@ NODES_RENDEZVOUS = "c10d"  # ranks over several nodes: torchrun's c10d rendezvou
 # torchrun's failure summary, one block per failed rank ("rank : 1 (local_rank: 1)", "exitcode : 3 (pid: ...)")
 _FAILED_RANK = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
 STOPPED_BY_TORCHRUN = -signal.SIGTERM  # how torchrun ends the other ranks once one failed
+TORCHRUN_LOGS = "torchrun-logs"  # torchrun's --log-dir, in the launch's own folder (removed with it)
 
 
 def rank_file(out_dir: Path, rank: int, suffix: str = "") -> Path:
@@ -77,7 +78,10 @@ class Torchrun:
             where = [f"--nnodes={nnodes}", f"--node_rank={node_rank}", f"--nproc_per_node={nproc // nnodes}",
                      f"--rdzv_backend={NODES_RENDEZVOUS}", f"--rdzv_endpoint={endpoint}", f"--rdzv_id={run_id}",
                      f"--rdzv_conf=is_host={'true' if node_rank == 0 else 'false'}"]
-        return [sys.executable, "-m", "torch.distributed.run", *where, "-m", __name__, entry, str(spec_path),
+        # torchrun's own log folder inside the launch's folder, which goes with it: by default each agent
+        # makes a torchelastic_* folder in the system temp folder and leaves it there
+        logs = f"--log-dir={out_dir / TORCHRUN_LOGS}"
+        return [sys.executable, "-m", "torch.distributed.run", *where, logs, "-m", __name__, entry, str(spec_path),
                 str(out_dir)]
 
     def agents(self, spec: dict[str, Any], env: dict[str, str], spec_path: Path, out_dir: Path,
