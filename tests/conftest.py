@@ -6,9 +6,11 @@ import functools
 import os
 import shutil
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -90,12 +92,67 @@ def alive(pid: int) -> bool:
     return True
 
 
-def wait_gone(pids: list[int], seconds: float = 10.0) -> bool:
+# How long a test waits for something it expects to happen (a process to start, reach a phase or exit): long
+# enough for a loaded two-core host, where starting Python and importing torch takes many seconds. A wait
+# returns as soon as the thing happens, so a test is no slower for it; only a test that fails waits it out.
+EVENT_S = 120.0
+T = TypeVar("T")
+
+
+def wait_gone(pids: list[int], seconds: float = EVENT_S) -> bool:
     """Whether every process of `pids` has exited within `seconds` (polled)."""
     deadline = time.monotonic() + seconds
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.05)
     return not any(alive(p) for p in pids)
+
+
+def wait_for(what: str, check: Callable[[], T], seconds: float = EVENT_S, step: float = 0.02) -> T:
+    """`check()`'s first truthy answer, polled every `step` seconds; an AssertionError saying `what` did not
+    happen when there is none within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: not within {seconds:g}s")
+        time.sleep(step)
+
+
+class Posted:
+    """The results a parallel run's units have put in the runner's queue (the main thread records them from
+    there), as they are put: what a test waits for instead of a sleep where it needs a result queued."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._changed = threading.Condition()
+
+    def put(self, case_id: str) -> None:
+        with self._changed:
+            self.ids.append(case_id)
+            self._changed.notify_all()
+
+    def wait(self, case_ids: list[str], seconds: float = EVENT_S) -> bool:
+        """Whether every one of `case_ids` has been put within `seconds`."""
+        with self._changed:
+            return self._changed.wait_for(lambda: set(case_ids) <= set(self.ids), timeout=seconds)
+
+
+@pytest.fixture
+def posted(monkeypatch: pytest.MonkeyPatch) -> Posted:
+    """Hears each case result a parallel run's unit puts in the runner's queue (runner._Posted.done)."""
+    from llmbench.harness import runner
+
+    heard = Posted()
+    done = runner._Posted.done
+
+    def put(self: Any, case: Any, *args: Any, **kwargs: Any) -> None:
+        done(self, case, *args, **kwargs)
+        heard.put(case.id)
+
+    monkeypatch.setattr(runner._Posted, "done", put)
+    return heard
 
 
 # The checkout's results/ holds the committed result sets and pages, and whatever a user ran there besides

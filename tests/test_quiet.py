@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,69 +17,106 @@ import pytest
 from llmbench.harness.launch import GpuSlots
 from llmbench.measure import quiet
 from llmbench.measure.quiet import QUIET_ENV
+from tests.conftest import EVENT_S, wait_for
 
+# A case process of a parallel run, as the worker calls measure/quiet.py. Its set-up and timed part last
+# `setup` and `timed`: seconds, or until a file of that path exists (the test's go: what a phase waits on is
+# then an event, not a race against the host's speed). Whenever quiet.py holds it up, it touches
+# <out>.waiting (quiet's progress callback, called once it waits on a neighbour).
 CASE = """
-import json, sys, time
+import json, os, sys, time
 from llmbench.measure import quiet
-setup_s, timed_s, out = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+setup, timed, out = sys.argv[1], sys.argv[2], sys.argv[3]
 cases = int(sys.argv[4]) if len(sys.argv) > 4 else 1  # more than one: a share group's cases in one process
 ready = len(sys.argv) > 5  # it starts ready to time (its set-up was over before it was asked for)
+def hold(what):
+    try:
+        time.sleep(float(what))
+    except ValueError:
+        while not os.path.exists(what):
+            time.sleep(0.01)
+def waiting(_fraction, _text):
+    open(out + ".waiting", "a").close()
 info, t, later = {}, {}, []
 if not ready:
-    quiet.setup()  # as the worker does at its start, before there is a case's info
+    quiet.setup(progress=waiting)  # as the worker does at its start, before there is a case's info
 for n in range(cases):
     if not ready:
-        quiet.setup(info)  # and before each case: the wait above is noted in the first
+        quiet.setup(info, waiting)  # and before each case: the wait above is noted in the first
     t["setup_start"] = time.time()
-    time.sleep(setup_s)
+    hold(setup)
     t["setup_end"] = time.time()
-    quiet.timed(info)
+    quiet.timed(info, waiting)
     t["timed_start"] = time.time()
-    time.sleep(timed_s)
+    hold(timed)
     t["timed_end"] = time.time()
     later.append(dict(t))
 json.dump({**later[0], **info, "cases": later}, open(out, "w"))
 """
 
 
-def _case(folder: Path, setup_s: float, timed_s: float, out: Path, cases: int = 1,
+def _case(folder: Path, setup: float | Path, timed: float | Path, out: Path, cases: int = 1,
           ready: bool = False) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != quiet.CASE_ENV}
-    args = [str(setup_s), str(timed_s), str(out), str(cases)] + (["ready"] if ready else [])
+    args = [str(setup), str(timed), str(out), str(cases)] + (["ready"] if ready else [])
     return subprocess.Popen([sys.executable, "-c", CASE, *args], env={**env, QUIET_ENV: str(folder)})
 
 
-def _phase_of(folder: Path, pid: int, phase: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if quiet.phases(folder).get(pid) == phase:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"case {pid} never reached {phase}")
+def _phase_of(folder: Path, pid: int, phase: str) -> None:
+    wait_for(f"case {pid} reaching {phase}", lambda: quiet.phases(folder).get(pid) == phase)
+
+
+def _waiting(out: Path) -> None:
+    """Until the case writing `out` is held up by a neighbour (quiet.py said so through its progress)."""
+    wait_for(f"{out.name}'s case waiting on a neighbour", Path(f"{out}.waiting").exists)
+
+
+def _ended(*procs: subprocess.Popen[bytes]) -> None:
+    assert all(p.wait(EVENT_S) == 0 for p in procs)
+
+
+def _results(folder: Path, *names: str) -> list[dict[str, Any]]:
+    return [json.loads((folder / f"{n}.json").read_text()) for n in names]
+
+
+def _apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Two windows, one over before the other began (whichever first)."""
+    return a[1] <= b[0] or b[1] <= a[0]
+
+
+def _timed(r: dict[str, Any]) -> tuple[float, float]:
+    return r["timed_start"], r["timed_end"]
 
 
 def test_a_case_times_only_after_its_neighbours_set_up_ends(tmp_path: Path) -> None:
-    a = _case(tmp_path, 1.5, 0.2, tmp_path / "a.json")  # a long set-up (a compilation)
+    go = tmp_path / "go"
+    a = _case(tmp_path, go, 0.2, tmp_path / "a.json")  # a long set-up (a compilation), over at the test's go
     _phase_of(tmp_path, a.pid, quiet.SETUP)
     b = _case(tmp_path, 0.0, 0.2, tmp_path / "b.json")  # ready to time at once
-    assert a.wait(30) == 0 and b.wait(30) == 0
-    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    _waiting(tmp_path / "b.json")  # b is held up by a's set-up
+    go.touch()
+    _ended(a, b)
+    ra, rb = _results(tmp_path, "a", "b")
     assert rb["timed_start"] >= ra["setup_end"]
-    assert rb["quiet_wait_s"] > 0.5  # the one that waited says so
-    # a's set-up ends with b waiting to time: the first to ask times first; a, where it came second (a loaded
-    # host), waited for b's timed part only, never for a set-up
-    assert "quiet_wait_s" not in ra or ra["timed_start"] >= rb["timed_end"]
+    assert rb["quiet_wait_s"] > 0  # the one that waited says so
     moves = {phase: (asked, entered) for phase, asked, entered in rb["quiet_phases_unix"]}  # as the case notes them
-    assert list(moves) == ["setup", "timed"] and moves["timed"][1] - moves["timed"][0] > 0.5
+    asked, entered = moves["timed"]  # (rounded to the millisecond)
+    assert list(moves) == ["setup", "timed"] and asked - 0.001 < ra["setup_end"] <= entered + 0.001
+    # a's set-up ends with b ready to time: either times first (a asks as its set-up ends, b looks again
+    # within quiet.POLL_S), never both at once
+    assert _apart(_timed(ra), _timed(rb)), (ra, rb)
 
 
 def test_a_set_up_starts_only_after_a_neighbours_timed_part_ends(tmp_path: Path) -> None:
-    a = _case(tmp_path, 0.0, 1.5, tmp_path / "a.json")  # a long timed part
+    go = tmp_path / "go"
+    a = _case(tmp_path, 0.0, go, tmp_path / "a.json")  # a long timed part, over at the test's go
     _phase_of(tmp_path, a.pid, quiet.TIMED)
     b = _case(tmp_path, 0.1, 0.0, tmp_path / "b.json")
-    assert a.wait(30) == 0 and b.wait(30) == 0
-    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
-    assert rb["setup_start"] >= ra["timed_end"] and rb["quiet_wait_s"] > 0.5
+    _waiting(tmp_path / "b.json")  # b's set-up is held up by a's timed part
+    go.touch()
+    _ended(a, b)
+    ra, rb = _results(tmp_path, "a", "b")
+    assert rb["setup_start"] >= ra["timed_end"] and rb["quiet_wait_s"] > 0
 
 
 def _windows(*results: dict[str, Any]) -> list[tuple[float, float]]:
@@ -88,22 +124,30 @@ def _windows(*results: dict[str, Any]) -> list[tuple[float, float]]:
 
 
 def test_timed_parts_never_overlap(tmp_path: Path) -> None:
-    a = _case(tmp_path, 0.5, 1.0, tmp_path / "a.json")  # ready to time at about the same moment
-    b = _case(tmp_path, 0.5, 1.0, tmp_path / "b.json")
-    assert a.wait(30) == 0 and b.wait(30) == 0
-    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    go = tmp_path / "go"
+    a = _case(tmp_path, 0.0, go, tmp_path / "a.json")  # ready to time at about the same moment; each timed
+    b = _case(tmp_path, 0.0, go, tmp_path / "b.json")  # part lasts until the test's go
+    # one times (or sets up) first; the other is held up by it, before its set-up or before it times
+    wait_for("one case timing and the other held up",
+             lambda: (quiet.TIMED in quiet.phases(tmp_path).values()
+                      and any(Path(f"{tmp_path / n}.json.waiting").exists() for n in "ab")))
+    go.touch()
+    _ended(a, b)
+    ra, rb = _results(tmp_path, "a", "b")
     (_, first_end), (second_start, _) = _windows(ra, rb)
     assert second_start >= first_end
-    assert max(ra.get("quiet_wait_s", 0), rb.get("quiet_wait_s", 0)) > 0.5  # one waited for the other's part
+    assert max(ra.get("quiet_wait_s", 0), rb.get("quiet_wait_s", 0)) > 0  # one waited for the other's part
 
 
 def test_a_share_groups_next_case_lets_a_ready_neighbour_time(tmp_path: Path) -> None:
-    a = _case(tmp_path, 0.0, 1.0, tmp_path / "a.json", cases=2)  # two cases in one process, as a share group
+    go = tmp_path / "go"
+    a = _case(tmp_path, 0.0, go, tmp_path / "a.json", cases=2)  # two cases in one process, as a share group
     _phase_of(tmp_path, a.pid, quiet.TIMED)
     b = _case(tmp_path, 0.0, 0.5, tmp_path / "b.json", ready=True)  # ready while a's first case times
     _phase_of(tmp_path, b.pid, quiet.READY)
-    assert a.wait(30) == 0 and b.wait(30) == 0  # a's next set-up waits for b, which no longer waits for a
-    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    go.touch()  # a's first case ends its timed part
+    _ended(a, b)  # a's next set-up waits for b, which no longer waits for a
+    ra, rb = _results(tmp_path, "a", "b")
     first, second = ra["cases"]
     assert first["timed_end"] <= rb["timed_start"] and rb["timed_end"] <= second["setup_start"]
 
@@ -112,10 +156,14 @@ def test_set_ups_overlap_set_ups_and_a_gone_case_counts_for_nothing(tmp_path: Pa
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()
     (tmp_path / f"{dead}.json").write_text(json.dumps({"phase": quiet.TIMED}))  # a case process killed mid-window
-    a = _case(tmp_path, 0.8, 0.0, tmp_path / "a.json")
-    b = _case(tmp_path, 0.8, 0.0, tmp_path / "b.json")
-    assert a.wait(30) == 0 and b.wait(30) == 0
-    ra, rb = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    go = tmp_path / "go"
+    a = _case(tmp_path, go, 0.0, tmp_path / "a.json")  # set-ups over at the test's go
+    b = _case(tmp_path, go, 0.0, tmp_path / "b.json")
+    _phase_of(tmp_path, a.pid, quiet.SETUP)  # both set up at once, neither waiting on the dead case's window
+    _phase_of(tmp_path, b.pid, quiet.SETUP)
+    go.touch()
+    _ended(a, b)
+    ra, rb = _results(tmp_path, "a", "b")
     assert ra["setup_start"] < rb["setup_end"] and rb["setup_start"] < ra["setup_end"]  # at the same time
     assert not (tmp_path / f"{dead}.json").exists()
 
