@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from llmbench.harness.runner import RunOptions, run_suite, skipped_result
 from llmbench.harness.ui import UI
 from llmbench.results import CaseResult, ResultSet, history_of, latest_result, load, save
 from llmbench.suite import CaseSpec, load_suite
-from tests.conftest import ROOT, write
+from tests.conftest import EVENT_S, ROOT, Posted, write
 
 SLEEPS = """
 name = "sleeps"
@@ -212,14 +211,14 @@ class _Gate(IsolatedProcess):
     def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float, on_progress: Any = None) -> Any:
         out = super().run(spec, env, timeout_s, on_progress)
         if spec["params"].get("seconds") == 0.5:
-            self.released.wait(60)
+            self.released.wait(EVENT_S)
             self.returned.set()
         return out
 
 
 @pytest.mark.slow
 def test_under_parallel_every_ended_case_is_on_disk_before_the_next_one_starts(
-    tmp_path: Path, fault_plugin: str
+    tmp_path: Path, fault_plugin: str, posted: Posted
 ) -> None:
     suite = load_suite(str(write(tmp_path, SLEEPS.replace("0.7, 0.8", "0.7"))))
     gate = _Gate()
@@ -239,8 +238,9 @@ def test_under_parallel_every_ended_case_is_on_disk_before_the_next_one_starts(
             assert self.path is not None and case.id in {c.id for c in load(self.path).cases}
             if case.params_dict["seconds"] == 0.0:
                 gate.released.set()
-                assert gate.returned.wait(60)
-                time.sleep(0.3)  # the 0.5 s case's thread puts its result in the queue
+                assert gate.returned.wait(EVENT_S)
+                # the 0.5 s case's thread puts its result in the queue
+                assert posted.wait([c.id for c in suite.cases if c.params_dict["seconds"] == 0.5])
 
     # equal quotes: the cases start in suite order (longest-first would gain nothing), as the gate needs
     same = {c.id: MeasuredCase(c.scenario, c.params_dict, 1.0) for c in suite.cases}

@@ -17,7 +17,7 @@ from llmbench.caseinfo import INFO_VERSION
 from llmbench.harness.runner import RunOptions, latest_result, run_suite
 from llmbench.results import history_of, load
 from llmbench.suite import load_suite
-from tests.conftest import ROOT, alive, write
+from tests.conftest import EVENT_S, ROOT, wait_for, wait_gone, write
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,8 @@ def test_every_misbehaviour_becomes_a_status_and_the_suite_goes_on(tmp_path: Pat
     assert by_kind["skip"].reason == "planted: this case cannot run here"
     assert by_kind["hang"].status == "timeout"
     assert "timeout of 3s" in by_kind["hang"].reason
-    assert by_kind["hang"].duration_s < 20
+    # stopped at its 3 s timeout, not at the end of its hour's sleep (the kill's own time aside)
+    assert by_kind["hang"].duration_s < 120, by_kind["hang"].duration_s
     ok = by_kind["ok"]
     assert ok.status == "ok" and ok.timer == "perf_counter"
     assert ok.metrics["time_ms"].stats.n >= 3
@@ -93,22 +94,16 @@ def test_sigterm_stops_the_run_kills_the_case_and_keeps_finished_cases(tmp_path:
     out, pids = tmp_path / "out", tmp_path / "pids"
     pids.mkdir()
     proc = _runner(suite, out, env={"LLMBENCH_TEST_PID_DIR": str(pids)})
-    deadline = time.time() + 120
-    long_case = None
-    while time.time() < deadline and long_case is None:  # wait until the 60 s case is running
-        long_case = next((int(f.stem) for f in pids.glob("*.pid") if f.read_text() == "60.0"), None)
-        time.sleep(0.1)
-    assert long_case is not None and alive(long_case)
-    t0 = time.time()
+    long_case = wait_for("the 60 s case running", lambda: next(
+        (int(f.stem) for f in pids.glob("*.pid") if f.read_text() == "60.0"), None))
+    began = (pids / f"{long_case}.pid").stat().st_mtime  # its 60 s sleep began
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=EVENT_S)
     assert proc.returncode == 130
-    assert time.time() - t0 < 15
+    # the runner stopped, and did not wait out the case
+    assert time.time() - began < 50, f"the run ended {time.time() - began:.1f} s into the 60 s case"
     assert "--resume" in err.decode()
-    deadline = time.time() + 10
-    while alive(long_case) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not alive(long_case)  # the case process went with the runner
+    assert wait_gone([long_case])  # the case process went with the runner
     rs = load(next(out.glob("*/slow-*.json")))
     assert [c.params["seconds"] for c in rs.cases] == [0.1, 0.2, 0.3]
     assert rs.finished_at is None
@@ -118,19 +113,14 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
     suite = write(tmp_path, SLOW)
     out = tmp_path / "out"
     proc = _runner(suite, out)
-    deadline = time.time() + 120
-    path = None
-    while time.time() < deadline:
+
+    def three_done() -> Path | None:
         files = list(out.glob("*/slow-*.json"))
-        if files:
-            path = files[0]
-            done = json.loads(path.read_text())["cases"]
-            if len(done) >= 3:
-                break
-        time.sleep(0.2)
+        return files[0] if files and len(json.loads(files[0].read_text())["cases"]) >= 3 else None
+
+    path = wait_for("three cases finished", three_done, step=0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # the runner and its current case, mid-suite
     proc.wait()
-    assert path is not None
     rs = load(path)  # still valid JSON, with every finished case
     assert [c.params["seconds"] for c in rs.cases] == [0.1, 0.2, 0.3]
     assert all(c.status == "ok" for c in rs.cases)
@@ -139,7 +129,7 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
 
     # resume: the 60 s case is filtered out so the test stays short; finished cases are not rerun
     proc = _runner(suite, out, "--resume", "--filter", "seconds=0.1,0.2,0.3,0.4")
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=300) == 0
     assert latest_result(out, rs.gpu_slug, "slow") == path
     rs2 = load(path)
     assert [c.params["seconds"] for c in rs2.cases] == [0.1, 0.2, 0.3, 0.4]
@@ -151,7 +141,7 @@ def test_kill_9_loses_no_finished_case_and_resume_completes(tmp_path: Path, faul
 
     # --force re-measures the selected cases in place; the others stay as they were
     proc = _runner(suite, out, "--resume", "--force", "--filter", "seconds=0.1")
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=300) == 0
     rs3 = load(path)
     assert len(rs3.cases) == 4
     redone = next(c for c in rs3.cases if c.params["seconds"] == 0.1)
@@ -168,7 +158,7 @@ def test_budget_starts_only_cases_that_fit_and_leaves_the_rest_for_resume(tmp_pa
     suite = write(tmp_path, SLOW)
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-m", "llmbench", "run", str(suite), "--out", str(out), "--cpu",
-                        "--budget", "40"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                        "--budget", "40"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rs = load(next(out.glob("*/slow-*.json")))
     ran = [c.params["seconds"] for c in rs.cases]
@@ -179,7 +169,7 @@ def test_budget_starts_only_cases_that_fit_and_leaves_the_rest_for_resume(tmp_pa
 
     # the plan and the budget use the same per-case times: measured where this result set has them
     proc = _runner(suite, out, "--resume", "--budget", "40", "--filter", "seconds=0.1,0.2,0.3,0.4,60.0")
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=300) == 0
     rs2 = load(next(out.glob("*/slow-*.json")))
     assert sorted(c.params["seconds"] for c in rs2.cases) == [0.1, 0.2, 0.3, 0.4]
     assert rs2.finished_at is None

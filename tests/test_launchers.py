@@ -8,7 +8,6 @@ The faulty ranks are the test plugin's `fault_ranks` (tests/plugins/fault_scenar
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -120,14 +119,14 @@ def test_a_hung_collective_stops_at_the_timeout_with_every_rank_and_the_suite_go
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("NVSHMEM_DISABLE_NVLS", "yes")  # a value of the machine's own, kept as it is
     suite = load_suite(str(write(tmp_path, HANG)))
-    t0 = time.monotonic()
     rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu")))
     hang, ok = rs.cases
     assert hang.status == "timeout", hang
-    assert hang.duration_s < 40 and time.monotonic() - t0 < 120
+    # stopped at its own 25 s timeout (and the kill's time), not the suite's 60 s or the rank's hour of sleep
+    assert hang.duration_s < 60, hang.duration_s
     hung = [int(p.name.split(".")[0]) for p in pids.glob("*.hang.rank")]
     assert len(hung) == 2  # both ranks of the hung case had started
-    assert wait_gone(hung, 5.0), [p for p in hung if alive(p)]
+    assert wait_gone(hung), [p for p in hung if alive(p)]
     assert ok.status == "ok", ok.reason
     assert ok.info["sums"] == [2.0, 2.0] and len(ok.metrics["time_ms"].samples) == 2
     assert ok.info["rank_env"] == [{**MACHINE, "NVSHMEM_DISABLE_NVLS": "yes"}] * 2

@@ -20,7 +20,7 @@ from llmbench.harness.ui import UI
 from llmbench.harness.worker import run_case
 from llmbench.results import load
 from llmbench.suite import load_suite
-from tests.conftest import ROOT, write
+from tests.conftest import EVENT_S, ROOT, write
 
 SETTINGS = "[defaults]\nmin_iters = 1\nmin_seconds = 0.0\nwarmup_iters = 0\n"
 
@@ -40,7 +40,7 @@ def gone_within(pids: list[int], seconds: float) -> bool:
     return not any(running(p) for p in pids)
 
 
-def _pids(folder: Path, suffix: str, seconds: float = 90.0, step: float = 0.05) -> list[int]:
+def _pids(folder: Path, suffix: str, seconds: float = EVENT_S, step: float = 0.05) -> list[int]:
     """The pids noted in `folder` as <pid><suffix> (tests/plugins/fault_scenarios.py), once there are any."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -96,7 +96,8 @@ def test_kill_9_of_the_runner_stops_its_case_process_and_what_that_started(
     assert all(running(p) for p in case + children)
     proc.kill()
     proc.wait()
-    assert gone_within(case + children, 5.0), [p for p in case + children if running(p)]
+    # within seconds (a loaded host's seconds): well before the case's 60 s sleep or its timeout ended it
+    assert gone_within(case + children, 30.0), [p for p in case + children if running(p)]
 
 
 DETACHED = f"""name = "detached"
@@ -125,7 +126,7 @@ def test_a_child_in_a_session_of_its_own_is_stopped_when_its_case_ends(
     assert [c.status for c in rs.cases] == ["ok", "timeout"]
     children = [int(f.stem) for f in pids.glob("*.child")]
     assert len(children) == 2
-    assert gone_within(children, 1.0), [p for p in children if running(p)]
+    assert gone_within(children, EVENT_S), [p for p in children if running(p)]
 
 
 class _Heard(UI):
@@ -138,7 +139,7 @@ class _Heard(UI):
 
 HANGING_CLOSE = f"""name = "hanging-close"
 share_engines = true
-{SETTINGS}timeout_s = 10
+{SETTINGS}timeout_s = 60
 [[case]]
 scenario = "shared"
 tag = 0
@@ -159,7 +160,8 @@ def test_a_share_group_whose_session_does_not_close_is_stopped_in_time_and_said(
     ui = _Heard()
     t0 = time.monotonic()
     rs = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu"), ui))
-    assert time.monotonic() - t0 < 40  # without the bound: the cases' timeouts and a minute, 80 s
+    took = time.monotonic() - t0  # without the bound: the cases' timeouts and SESSION_CLOSE_S, 122 s
+    assert took < 60, f"the run took {took:.1f} s"
     assert [(c.status, c.info["share_group"]["ran"]) for c in rs.cases] == [("ok", "in group")] * 2
     assert rs.finished_at is not None
     said = [w for w in ui.warnings if "did not close" in w]
@@ -176,12 +178,12 @@ def test_sigterm_right_after_a_share_group_case_ended_keeps_that_case(tmp_path: 
     proc = _runner(write(tmp_path, GROUP), out, pids)
     (worker,) = _pids(pids, "-1.shared", step=0.005)  # the second case started: the first one's file is there
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=EVENT_S)
     assert proc.returncode == 130, err.decode()[-2000:]
     rs = load(next(out.glob("*/group-*.json")))
     assert [(c.params["tag"], c.status) for c in rs.cases] == [(0, "ok")]
     assert rs.finished_at is None
-    assert gone_within([worker], 5.0)
+    assert gone_within([worker], EVENT_S)
 
 
 def test_an_allocation_failure_on_the_cpu_is_oom(fault_plugin: str) -> None:

@@ -102,11 +102,12 @@ def test_a_replica_that_fails_fails_the_case_naming_it_and_the_other_stops_waiti
         fault_plugin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMBENCH_TEST_PID_DIR", str(tmp_path))
     spec = case_from("fault_replicas", {"fail_replica": 1, "placement": {"gpus": 2, "replicas": 2}},
-                     {**SETTINGS, "timeout_s": 120}).worker_spec("cpu")
+                     {**SETTINGS, "timeout_s": 300}).worker_spec("cpu")
     t0 = time.monotonic()
     r = run_case(spec)
     assert r["status"] == "failed" and r["reason"].startswith("replica 2 of 2: RuntimeError: planted failure")
-    assert time.monotonic() - t0 < 60  # replica 1 did not wait for its timeout
+    took = time.monotonic() - t0
+    assert took < 200, f"the case took {took:.1f} s: replica 1 waited for its 300 s timeout"
     assert len(list(tmp_path.glob("*.replica"))) == 2
 
 

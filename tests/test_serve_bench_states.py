@@ -8,14 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from llmbench.results import load
 from llmbench.serving.fake_server import FakeOptions, running
-from tests.conftest import ROOT
+from tests.conftest import EVENT_S, ROOT, wait_for
 
 
 @pytest.mark.slow
@@ -30,11 +29,10 @@ def test_an_interrupted_sweep_is_saved_as_not_finished_and_said_once(tmp_path: P
                                  "--tokenizer", str(tok), "--concurrency", "1,1,1", "--input-len", "8",
                                  "--output-len", "4", "-n", "5", "--out", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        deadline = time.monotonic() + 60
-        while not list(out.glob("*/serve-bench-*.json")) and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)  # the first point is saved: the second is under way
+        # the first point is saved: the second is under way
+        wait_for("the first point saved", lambda: list(out.glob("*/serve-bench-*.json")) or proc.poll() is not None)
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=EVENT_S)
     assert proc.returncode == 130, stdout + stderr
     said = stdout + stderr
     assert said.count("interrupted:") == 1 and "Traceback" not in said, said

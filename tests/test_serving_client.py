@@ -4,6 +4,7 @@ each pitfall of measuring a served model, tested by behaviour."""
 from __future__ import annotations
 
 import asyncio
+import statistics
 
 import pytest
 
@@ -13,6 +14,7 @@ from llmbench.serving.client import Endpoint, stream_request
 from llmbench.serving.fake_server import FakeOptions, Gauge, running
 from llmbench.serving.load import Schedule, arrival_offsets, open_session
 from llmbench.serving.records import RequestRecord
+from tests.conftest import EVENT_S
 from tests.serving_helpers import load, sessions
 
 
@@ -67,10 +69,13 @@ def test_client_queueing_is_kept_out_of_ttft() -> None:
         res = load(url, sessions(2), Schedule(offsets_s=(0.0, 0.0)), block_s=0.5)
     for r in res.records:
         assert r.queue_s >= 0.5
-        assert r.chunks_s[0] - r.sent_s < r.queue_s  # TTFT counts from the send, not the schedule
+        # TTFT counts from the send, not the schedule: the 0.5 s the client was late is not in it
+        assert latency(r).ttft_ms == pytest.approx((r.chunks_s[0] - r.sent_s) * 1e3)
+        assert (r.chunks_s[0] - r.scheduled_s) * 1e3 - latency(r).ttft_ms >= 500
     metrics, _ = summarize(res.records)
     assert metrics["client_queue_ms"].value >= 500
-    assert metrics["ttft_ms"].value < metrics["client_queue_ms"].value
+    assert metrics["ttft_ms"].value == pytest.approx(statistics.median(latency(r).ttft_ms for r in res.records),
+                                                     rel=1e-4)
 
 
 def test_an_sse_line_over_64_kib_is_read_whole() -> None:
@@ -83,10 +88,10 @@ def test_an_sse_line_over_64_kib_is_read_whole() -> None:
 
 
 def test_150_requests_really_are_in_flight_together() -> None:
-    # the server holds every request until 150 are open at once (or 5 s pass): aiohttp's default pool
+    # the server holds every request until 150 are open at once (or EVENT_S pass): aiohttp's default pool
     # of 100 connections would never get there
     g = Gauge()
-    with running(FakeOptions(hold_until=150, hold_timeout_s=5.0), g) as url:
+    with running(FakeOptions(hold_until=150, hold_timeout_s=EVENT_S), g) as url:
         res = load(url, sessions(150, 2), Schedule(concurrency=150))
     assert g.peak == 150
     assert all(r.ok for r in res.records)
@@ -100,9 +105,13 @@ def test_requests_go_out_at_the_rate_asked() -> None:
         res = load(url, sessions(100, 2), Schedule(offsets_s=offsets))
     metrics, _ = summarize(res.records, asked_rate=50.0)
     achieved = metrics["achieved_request_rate_per_s"].value
-    assert abs(achieved / scheduled - 1) < 0.2
     assert abs(scheduled / 50.0 - 1) < 0.2
-    assert all(r.sent_s >= r.scheduled_s for r in res.records)
+    assert all(r.sent_s >= r.scheduled_s for r in res.records)  # never early
+    # never late but for the client's own queueing (its event loop slowed by a loaded host, measured):
+    # the sends' span is the schedule's, give or take the latest one's lateness
+    late = max(r.queue_s for r in res.records)
+    assert abs(achieved / scheduled - 1) < 0.2 + late / offsets[-1], (
+        f"achieved {achieved:.1f}/s against {scheduled:.1f}/s scheduled; the client was up to {late * 1e3:.0f} ms late")
 
 
 def test_mid_stream_errors_are_counted_failures_and_kept_out_of_latencies() -> None:

@@ -89,8 +89,8 @@ def test_a_replayed_trace_keeps_its_timing() -> None:
     with running() as url:
         res = load(url, sessions(3, 2), Schedule(offsets_s=offsets))
     assert [r.scheduled_s for r in res.records] == list(offsets)
-    assert all(r.sent_s >= r.scheduled_s for r in res.records)
-    assert res.records[2].sent_s - res.records[0].sent_s >= 0.4
+    assert all(r.sent_s >= r.scheduled_s for r in res.records)  # none early, however late the first one went
+    assert [r.sent_s for r in res.records] == sorted(r.sent_s for r in res.records)  # in the trace's order
 
 
 def test_duration_stops_new_requests() -> None:

@@ -4,14 +4,13 @@ and stopping the whole process group."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from llmbench.errors import UserError
 from llmbench.serving.server import ServerProcess, fill, free_port
-from tests.conftest import alive
+from tests.conftest import wait_for, wait_gone
 
 
 def test_placeholders_are_filled_and_json_braces_left_alone() -> None:
@@ -51,14 +50,14 @@ def test_a_server_that_never_answers_times_out_and_its_whole_group_is_stopped(tm
     script = ("import subprocess, sys, time; "
               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
               f"open({str(pid_file)!r}, 'w').write(str(c.pid)); print('loading', flush=True); time.sleep(60)")
-    server = ServerProcess([sys.executable, "-c", script], tmp_path / "server.log")
+    log = tmp_path / "server.log"
+    server = ServerProcess([sys.executable, "-c", script], log)
     with server, pytest.raises(RuntimeError, match=r"did not answer on http://127\.0\.0\.1:9 within 1 s: loading"):
+        # its 1 s counts from when it is loading (its child started), however long Python took to start
+        wait_for("the server loading", lambda: pid_file.exists() and "loading" in log.read_text())
         server.wait_ready("http://127.0.0.1:9", timeout_s=1)
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child)
+    assert wait_gone([child])
 
 
 @pytest.mark.slow
