@@ -41,6 +41,10 @@ DECODE_RATE, PREFILL_RATE, E2E_RATE, TRAIN_STEP_RATE, OP_RATE = (
 )
 
 
+# Units of the speed metrics: what a scenario's all-metric geometric mean and a GPU's spread between
+# machines pool (memory, quality, energy and efficiency ratios get their own per-metric means only).
+SPEED_UNITS = frozenset({"ms", "tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
+
 _DEFS = [
     # generation / serving (definitions follow vLLM bench and NVIDIA AIPerf)
     MetricDef("ttft_ms", "ms", "lower",

@@ -73,10 +73,14 @@ def test_a_slowdown_beyond_threshold_and_noise_exits_1_and_names_the_case(app: t
     assert "gemm" not in res.output.split("regression gate failed")[1]  # the unchanged case is not blamed
 
 
-def test_single_runs_without_a_noise_floor_are_listed_not_judged(app: typer.Typer, tmp_path: Path) -> None:
+def test_single_runs_without_a_noise_floor_are_not_judged_and_fail_unless_told(app: typer.Typer,
+                                                                                tmp_path: Path) -> None:
     res = invoke(app, tmp_path, baseline(), candidate(50.0), "--fail-if-slower", "5%")  # 17% slower, 1 run a side
+    assert res.exit_code == 1, res.output
+    assert "not judged (fails, --unjudged fail)" in res.output and "3 slower and not judged" in res.output
+    res = invoke(app, tmp_path, baseline(), candidate(50.0), "--fail-if-slower", "5%", "--unjudged", "pass")
     assert res.exit_code == 0, res.output
-    assert "not judged: one run a side, no noise floor (run --repeat 3)" in res.output
+    assert "not judged (passes, --unjudged pass)" in res.output
 
 
 def test_single_runs_are_judged_against_the_measured_noise_floor(app: typer.Typer, tmp_path: Path) -> None:
@@ -100,10 +104,10 @@ def test_a_slowdown_inside_the_noise_does_not_fail() -> None:
     base = result_set(H100_ENV, [case("gemm", {"precision": "bf16", "shape": [8192, 8192, 8192]},
                                       {"tflops": MetricResult.from_samples("tflops", noisy(700.0, n=6, rel=0.3))})])
     cand = noisy_gemm(600.0, rel=0.3)
-    g = gate(compare(refs(base, cand), 0), 0.05, headline_metric_names())
+    g = gate(compare(refs(base, cand), 0), 0.05, headline_metric_names(), unjudged="pass")
     cell = next(c for c in g.slower if c.metric == "tflops")
     assert cell.ratio < 1 / 1.05 and cell.ci is not None and cell.ci[1] >= 1 / 1.05
-    assert not cell.beyond_noise and not g.failed
+    assert not cell.beyond_noise and not cell.decidable and not g.failed  # one run a side: not judged, let pass
 
 
 def test_without_the_option_a_slowdown_exits_0(app: typer.Typer, tmp_path: Path) -> None:
@@ -136,8 +140,8 @@ def _runs(rng: np.random.Generator, center: float, cv: float, runs: int = 3, wit
 def _fail_rate(true_ratio: float, cv: float, seed: int, trials: int = 400) -> float:
     rng = np.random.default_rng(seed)
     fails = 0
-    for t in range(trials):
-        r = runs_ratio(_runs(rng, 100.0, cv), _runs(rng, 100.0 * true_ratio, cv), "higher", f"sim{t}")
+    for _ in range(trials):
+        r = runs_ratio(_runs(rng, 100.0, cv), _runs(rng, 100.0 * true_ratio, cv), "higher")
         fails += slower_beyond_noise(r, 1 / 1.05) is True
     return fails / trials
 

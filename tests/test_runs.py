@@ -41,7 +41,7 @@ def _coverage(kb: int, kt: int, between_b: float, between_t: float, trials: int 
     rng = np.random.default_rng(20261124 + 10 * kb + kt)
     hits = 0
     for _ in range(trials):  # the true ratio is 130/100: the runs' centres are symmetric around 100 and 130
-        r = runs_ratio(_runs(rng, 100.0, kb, between_b), _runs(rng, 130.0, kt, between_t), "higher", "sim")
+        r = runs_ratio(_runs(rng, 100.0, kb, between_b), _runs(rng, 130.0, kt, between_t), "higher")
         assert r is not None and r.ci is not None and r.method == RUNS_CI_METHOD
         hits += r.ci[0] <= 1.3 <= r.ci[1]
     return hits / trials

@@ -13,29 +13,35 @@ import numpy as np
 from llmbench.analysis.caselabels import case_labels, searched_batch
 from llmbench.analysis.codepath import CodePathNote, code_path_notes, code_path_warnings
 from llmbench.analysis.envdiff import env_differences
+from llmbench.analysis.hostbound import measures_host
 from llmbench.analysis.inputs import SetRef, machine_count
 from llmbench.analysis.labels import mixing_warning
-from llmbench.analysis.noisefloor import Floor, NoiseFloor
-from llmbench.analysis.pooled import RUNS_CI_METHOD, LogRatioInterval, log_ratio_interval, pool_metric, runs_seed
+from llmbench.analysis.noisefloor import Floor, NoiseFloor, machine_of
+from llmbench.analysis.pooled import (
+    RUNS_CI_METHOD,
+    LogRatioInterval,
+    SideRuns,
+    level_interval,
+    own_floor,
+    pool_metric,
+    runs_seed,
+)
 from llmbench.analysis.runs import GpuRuns, RunLine, run_lines
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
-from llmbench.metrics import METRICS, Better
+from llmbench.metrics import METRICS, SPEED_UNITS, Better
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 CONFIDENCE = 0.95
 RATIO_CI_METHOD = "percentile bootstrap of the ratio of medians (each side resampled from its raw samples)"
-# Units of the speed metrics that enter a scenario's all-metric geometric mean (memory, quality,
-# energy and efficiency ratios get their own per-metric geomeans only).
-SPEED_UNITS = frozenset({"ms", "tok/s", "req/s", "samples/s", "TFLOP/s", "TB/s", "GB/s"})
+HOST_BOUND = "host-bound"  # the geometric means' scenario name of the cells that measure the host
 
 
-NOISE_FLOOR_METHOD = ("t-interval on the log ratio: the within-run bootstrap variance plus each side's measured "
-                      "between-run variance (its GPU's noise floor for the case family), with the floor's degrees "
-                      "of freedom")
 SINGLE_RUN_METHOD = (RATIO_CI_METHOD + "; one run per side and no noise floor measured: the spread between runs is "
                      "not in it, so it is not a 95% interval of the GPUs' ratio")
-# What an interval rests on (Ratio.basis): the renderers tag each interval with it.
-BASIS_SAMPLES, BASIS_RUNS, BASIS_FLOOR, BASIS_SINGLE = "samples", "runs", "noise floor", "single run"
+# What an interval rests on (Ratio.basis): the renderers tag each interval with it. "none": no interval can
+# be given (no spread says how far another machine lands; Ratio.note says why).
+BASIS_SAMPLES, BASIS_RUNS, BASIS_FLOOR, BASIS_SINGLE, BASIS_NONE = (
+    "samples", "runs", "noise floor", "single run", "none")
 
 
 @dataclass
@@ -50,11 +56,21 @@ class Ratio:
     # "single run" (one run a side, no floor: within-run only, not a 95% interval of the GPUs' ratio),
     # "samples" (within one set: a base diff, a geometric mean of such)
     basis: str = BASIS_SAMPLES
+    note: str = ""  # what the interval borrowed, or why there is none
+    spread: LogRatioInterval | None = field(default=None, repr=False)  # the log t-interval behind `ci`, if any
+    stream: str = ""  # the case its replicates are seeded by: a case's metrics move together (one timing)
+
+    def replicates(self) -> np.ndarray | None:
+        """The ratio's replicates: the bootstrap's, else drawn from its t-interval (on demand: only a
+        geometric mean needs them), seeded alike for every ratio (`LogRatioInterval.draws`)."""
+        if self.draws is None and self.spread is not None:
+            self.draws = self.spread.draws(runs_seed(self.stream))
+        return self.draws
 
     @property
     def is_95(self) -> bool:
         """Whether `ci` is a 95% interval of the ratio a new pair of runs would show."""
-        return self.ci is not None and self.basis != BASIS_SINGLE
+        return self.ci is not None and self.basis not in (BASIS_SINGLE, BASIS_NONE)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +79,7 @@ class Ratio:
             "interval": list(self.ci) if self.ci else None,
             "ci_method": self.method if self.ci else None,
             "basis": self.basis,
+            "note": self.note or None,
         }
 
 
@@ -82,6 +99,7 @@ class MetricRow:
     between_run_cv: list[float | None] = field(default_factory=list)  # spread of the runs' medians; None: 1 run
     # the measured noise floor of each set's GPU for this case family (noisefloor.py); None: not measured
     floor_cv: list[float | None] = field(default_factory=list)
+    measures_host: bool = False  # the cell measures the host, not the GPU (analysis/hostbound.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +115,7 @@ class MetricRow:
             "machines": self.machines,
             "between_run_cv": self.between_run_cv,
             "floor_cv": self.floor_cv,
+            "measures_host": self.measures_host,
             "ratios": [r.to_dict() if r else None for r in self.ratios],
         }
 
@@ -239,45 +258,42 @@ def geomean(ratios: list[Ratio]) -> Ratio:
     point = float(np.exp(np.mean(np.log([r.value for r in ratios]))))
     bases = {r.basis for r in ratios}
     # the weakest basis wins: one within-run-only ratio makes the whole mean's interval within-run only
-    basis = next((b for b in (BASIS_SINGLE, BASIS_SAMPLES, BASIS_FLOOR, BASIS_RUNS) if b in bases), BASIS_SAMPLES)
-    if any(r.draws is None for r in ratios):
-        return Ratio(point, basis=basis)
+    basis = next((b for b in (BASIS_NONE, BASIS_SINGLE, BASIS_SAMPLES, BASIS_FLOOR, BASIS_RUNS) if b in bases),
+                 BASIS_SAMPLES)
+    replicates = [r.replicates() for r in ratios]
+    if any(d is None for d in replicates):
+        why = next((r.note for r, d in zip(ratios, replicates, strict=True) if d is None and r.note), "")
+        return Ratio(point, basis=basis, note=why)
     with np.errstate(over="ignore", divide="ignore"):
-        draws = np.exp(np.mean(np.log(np.stack([r.draws for r in ratios])), axis=0))  # type: ignore[misc]
+        draws = np.exp(np.mean(np.log(np.stack(replicates)), axis=0))  # type: ignore[arg-type]
     method = SINGLE_RUN_METHOD if basis == BASIS_SINGLE else ratios[0].method
     return Ratio(point, _ci(draws), draws, method, basis)
 
 
-def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str) -> Ratio | None:
-    """The oriented ratio of two sides' figures where a side pools several runs: the ratio of the medians
-    of the runs' medians, its interval a t-interval on the runs' log ratio (analysis/pooled.py)."""
+def runs_ratio(base: list[MetricResult], this: list[MetricResult], better: Better, stream: str = "",
+               machines: tuple[list[str], list[str]] | None = None,
+               floors: tuple[Floor | None, Floor | None] | None = None,
+               names: tuple[str, str] = ("", "")) -> Ratio | None:
+    """The oriented ratio of two sides' figures (the medians of their runs' medians), its interval a
+    t-interval on the log ratio of the sides' machine means (pooled.level_interval). `machines`: each
+    run's machine (default: every run a machine of its own); `floors`: each side's GPU spread for the case
+    family (default: from the sides' own runs). No interval where no spread says how far machines land."""
     if better == "neither":
         return None
     b, t = pool_metric(base, []).value, pool_metric(this, []).value
     if b <= 0 or t <= 0:
         return None
-    point = float(orient(t, b, better))
-    li = log_ratio_interval([m.value for m in base], [m.value for m in this], better)
-    if li is None:
-        return Ratio(point)
+    point = float(orient(t, b, better)) if np.isfinite(t / b) else float("nan")
+    vb, vt = [m.value for m in base], [m.value for m in this]
+    mb, mt = machines or ([f"run {k}" for k in range(len(vb))], [f"run {k} of the other" for k in range(len(vt))])
+    fb, ft = floors if floors is not None else tuple(own_floor(vb, vt))
+    answer = level_interval(SideRuns(vb, mb, fb, names[0]), SideRuns(vt, mt, ft, names[1]), better)
+    if answer.interval is None:
+        return Ratio(point, method=RUNS_CI_METHOD, basis=BASIS_NONE, note=answer.why)
+    li = answer.interval
     lo, hi = li.bounds(CONFIDENCE)
-    return Ratio(point, (min(lo, point), max(hi, point)), li.draws(runs_seed(stream)), RUNS_CI_METHOD, BASIS_RUNS)
-
-
-def floor_ratio(single: Ratio, floors: list[Floor], stream: str) -> Ratio:
-    """A ratio of one run per side, its interval widened by the sides' noise floors (both sides' where
-    measured; a side without one borrows the other's): on the log scale the within-run bootstrap variance
-    plus each side's between-run variance, a t quantile with the floors' Welch degrees of freedom."""
-    within = float(np.var(np.log(single.draws))) if single.draws is not None else 0.0
-    between = [f.log_var for f in floors]
-    dfs = [f.df for f in floors]
-    if len(floors) == 1:
-        between, dfs = between * 2, dfs * 2
-    se2 = within + sum(between)
-    df = sum(between) ** 2 / sum(v * v / d for v, d in zip(between, dfs, strict=True)) if sum(between) else 1e6
-    li = LogRatioInterval(float(np.log(single.value)), float(np.sqrt(se2)), max(float(df), 1.0))
-    lo, hi = li.bounds(CONFIDENCE)
-    return Ratio(single.value, (lo, hi), li.draws(runs_seed(stream)), NOISE_FLOOR_METHOD, BASIS_FLOOR)
+    basis = BASIS_FLOOR if answer.why else BASIS_RUNS
+    return Ratio(point, (min(lo, point), max(hi, point)), None, RUNS_CI_METHOD, basis, answer.why, li, stream)
 
 
 def _all_cases(sets: list[SetRef]) -> tuple[list[str], dict[str, CaseResult]]:
@@ -392,24 +408,25 @@ def sample_count(m: MetricResult | None) -> int | None:
 
 
 def _side_ratio(
-    base: list[MetricResult], this: list[MetricResult], better: Better, cid: str, name: str,
-    floors: list[Floor] | None = None,
+    base: list[tuple[MetricResult, str]], this: list[tuple[MetricResult, str]], better: Better, cid: str, name: str,
+    floors: tuple[Floor | None, Floor | None] | None, names: tuple[str, str],
 ) -> Ratio | None:
-    """A single run a side: the bootstrap of the ratio of medians from the raw samples, widened by the
-    sides' noise floors where measured (`floor_ratio`), else labelled within-run only; several runs on
-    either side: the runs' ratio (`runs_ratio`), whose interval holds the between-run spread. Its
-    replicates are seeded by case, so a case's metrics move together in a geometric mean (TPOT and
-    decode tok/s are one timing)."""
+    """Each side's runs of the metric, each with its machine. A single run a side with no spread measured:
+    the bootstrap of the ratio of medians from the raw samples, labelled within-run only; else the runs'
+    ratio (`runs_ratio`), machines its independent units. Replicates are seeded by case, so a case's
+    metrics move together in a geometric mean (TPOT and decode tok/s are one timing)."""
     if not base or not this:
         return None
-    if len(base) == 1 and len(this) == 1:
-        single = ratio(base[0], this[0], better, f"{cid}:{name}")
+    unmeasured = floors is None or (floors[0] is None and floors[1] is None)
+    if len(base) == 1 and len(this) == 1 and unmeasured:
+        single = ratio(base[0][0], this[0][0], better, f"{cid}:{name}")
         if single is None or single.ci is None:
             return single
-        if floors:
-            return floor_ratio(single, floors, cid)
         return replace(single, method=SINGLE_RUN_METHOD, basis=BASIS_SINGLE)
-    return runs_ratio(base, this, better, cid)
+    if floors is not None:
+        floors = (floors[0] or floors[1], floors[1] or floors[0])  # one GPU: a side lacking one borrows
+    return runs_ratio([m for m, _ in base], [m for m, _ in this], better, cid,
+                      ([w for _, w in base], [w for _, w in this]), floors, names)
 
 
 def _metric_rows(
@@ -432,13 +449,18 @@ def _metric_rows(
         if batches_differ and mdef is not None and mdef.per_batch:
             better = "neither"  # a step at 25 samples against one at 64: shown, not ratioed
         got = [[m[name] for c in side if name in (m := case_metrics(c))] for side in runs]
+        on = [[(m[name], machine_of(r, f"{i}:{k}")) for k, (r, c) in enumerate(sets[i].case_sets(cid))
+               if c.status == "ok" and name in (m := case_metrics(c))] for i in range(len(sets))]
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
-        floors = [floor.get(s.rs.gpu_slug, scenario, name) if floor else None for s in sets]  # each side's GPU
+        host = bool(runs[baseline]) and measures_host(runs[baseline][0], name)
+        floors = [floor.get(s.rs.gpu_slug, scenario, name, side[0] if side else None) if floor else None
+                  for s, side in zip(sets, runs, strict=True)]  # each side's GPU, host-bound cells apart
         ratios = [
-            None if i == baseline else _side_ratio(got[baseline], ms, better, cid, name,
-                                                   [f for f in (floors[baseline], floors[i]) if f is not None])
-            for i, ms in enumerate(got)
+            None if i == baseline else _side_ratio(
+                on[baseline], on[i], better, cid, name,
+                (floors[baseline], floors[i]) if floor is not None else None, (sets[baseline].label, sets[i].label))
+            for i in range(len(sets))
         ]
         machines = [None if not ms else machine_count(runs_with(sets[i], cid, name)) for i, ms in enumerate(got)]
         rows.append(MetricRow(
@@ -446,7 +468,7 @@ def _metric_rows(
             [p.value if p else None for p in pooled], ratios, [p.n if p else None for p in pooled],
             [p.runs if p else 0 for p in pooled], machines,
             [p.between_run_cv if p else None for p in pooled],
-            [f.cv if f is not None and ms else None for f, ms in zip(floors, got, strict=True)],
+            [f.cv if f is not None and ms else None for f, ms in zip(floors, got, strict=True)], host,
         ))
     return rows
 
@@ -501,6 +523,11 @@ def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
     for r in rows:
         if r.better == "neither":
             continue
+        if r.measures_host:  # measures the host: a mean of its own, never in a GPU's
+            groups.setdefault((HOST_BOUND, r.metric), []).append(r)
+            if r.unit in SPEED_UNITS:
+                groups.setdefault((HOST_BOUND, "speed"), []).append(r)
+            continue
         groups.setdefault((r.scenario, r.metric), []).append(r)
         if r.unit in SPEED_UNITS:
             groups.setdefault((r.scenario, "speed"), []).append(r)
@@ -519,5 +546,6 @@ def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
             n = max(n, cells)
         if n:
             out.append(Geomean(scenario, metric, per_set, n))
-    out.sort(key=lambda g: (g.scenario == "overall", g.scenario, g.metric != "speed", g.metric))
+    out.sort(key=lambda g: (g.scenario == "overall", g.scenario == HOST_BOUND, g.scenario, g.metric != "speed",
+                            g.metric))
     return out

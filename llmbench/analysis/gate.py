@@ -1,11 +1,15 @@
 """A regression gate for `llmbench compare --fail-if-slower 5%`: a headline cell fails when its ratio is
-worse than the threshold AND its one-sided 95% upper bound lies below 1, on an interval that carries the
-noise between runs (pooled runs, or a single run widened by a measured noise floor); a cell of single
-runs without a floor is listed, never failed. "5% slower" reads as time: the oriented ratio below
-1 / 1.05. Error rates (tests/test_gate.py): docs/design.md, "Comparing, projecting, publishing".
+worse than the threshold AND it is slower than 1 beyond the noise, judged over the whole suite at once:
+one-sided t-tests of "not slower" on each cell's interval (machines and runs, analysis/pooled.py), Holm's
+step-down over the cells, so that a suite with nothing changed fails at most `ALPHA` of the time however
+many cells it has. "5% slower" reads as time: the oriented ratio below 1 / 1.05. A slower cell with no
+spread to judge by (one run a side, nothing measured) is "not judged": it fails or passes as asked
+(`--unjudged`). Error rates: benchmarks/gate_calibration.py, docs/design.md.
 
 What no interval can excuse fails outright, named: a case ok in the baseline that is failed, timed out,
-skipped or absent in a candidate, and a headline value or slower ratio (or its interval) that is not finite."""
+skipped or absent in a candidate, a headline value or slower ratio (or its interval) that is not finite,
+a speed value that is zero or negative, a case id twice in one set, and a set filed under another GPU's
+folder."""
 
 from __future__ import annotations
 
@@ -13,12 +17,13 @@ import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from llmbench.analysis.compare import Comparison, MetricRow, Ratio
 from llmbench.errors import UserError
+from llmbench.metrics import SPEED_UNITS
+from llmbench.results import ResultSet
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
@@ -46,8 +51,9 @@ class GateCell:
     ratio: float | None  # None: no ratio (the case or the metric is absent from the candidate)
     ci: tuple[float, float] | None
     beyond_noise: bool  # slower than the limit and the whole interval below 1; False: within noise, or undecidable
-    decidable: bool = True  # False: one run a side and no noise floor (the interval is within-run only)
+    decidable: bool = True  # False: not judged (no spread says how far runs and machines land)
     problem: str = ""  # why the cell fails whatever the noise: a lost case, a value that is not finite
+    p_value: float | None = None  # one-sided, of "not slower than 1"; Holm's step-down compares it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +67,7 @@ class GateCell:
             "beyond_noise": self.beyond_noise,
             "decidable": self.decidable,
             "problem": self.problem or None,
+            "p_value": self.p_value,
         }
 
 
@@ -71,10 +78,16 @@ class GateResult:
     baseline: str
     slower: list[GateCell]  # every cell past the limit; those with beyond_noise fail the gate
     checked: int  # ratioed headline cells looked at
+    unjudged: str = "fail"  # what a slower cell that cannot be judged does: "fail" or "pass"
+    power: Power | None = None  # what the gate can catch with the runs and noise at hand
+
+    @property
+    def not_judged(self) -> list[GateCell]:
+        return [c for c in self.slower if not c.decidable and not c.problem]
 
     @property
     def failures(self) -> list[GateCell]:
-        return [c for c in self.slower if c.beyond_noise]
+        return [c for c in self.slower if c.beyond_noise or (self.unjudged == "fail" and c in self.not_judged)]
 
     @property
     def failed(self) -> bool:
@@ -87,26 +100,91 @@ class GateResult:
             "baseline": self.baseline,
             "checked": self.checked,
             "failed": self.failed,
+            "family_wise_alpha": ALPHA,
+            "unjudged": self.unjudged,
+            "not_judged": len(self.not_judged),
+            "power": self.power.to_dict() if self.power else None,
             "slower": [c.to_dict() for c in self.slower],
         }
 
 
-ONE_SIDED = 0.95  # "slower" is one-sided: the gate's false-alarm rate is at most 1 - this
+UNJUDGED = ("fail", "pass")  # what a slower cell that cannot be judged does to the gate
+ALPHA = 0.05  # the suite's false-alarm rate: at most this often does a suite with nothing changed fail
+POWER = 0.80  # the probability at which the gate states the smallest slowdown it catches
+
+
+def p_slower(r: Ratio) -> float | None:
+    """One-sided p-value of "this cell is not slower than 1" from the ratio's log t-distribution, with the
+    degrees of freedom its spreads have were a run's cases one measurement (the suite-wide test reads
+    the deep tail, where an overstated df would raise false alarms); None where the ratio carries no
+    spread between runs and machines (no 95% interval)."""
+    import scipy.stats
+
+    if r.spread is None or not r.is_95:
+        return None
+    if r.spread.se == 0.0:
+        return 0.0 if r.spread.centre < 0 else 1.0
+    return float(scipy.stats.t.cdf(r.spread.centre / r.spread.se, r.spread.df_shared or r.spread.df))
+
+
+def holm(p_values: list[float], alpha: float = ALPHA) -> list[bool]:
+    """Holm's step-down: which of the hypotheses are rejected with the family-wise error at most `alpha`."""
+    order = sorted(range(len(p_values)), key=lambda k: p_values[k])
+    rejected = [False] * len(p_values)
+    for rank, k in enumerate(order):
+        if p_values[k] > alpha / (len(p_values) - rank):
+            break
+        rejected[k] = True
+    return rejected
 
 
 def slower_beyond_noise(r: Ratio, limit: float) -> bool | None:
-    """Whether a ratio fails the gate: below `limit` and its one-sided 95% upper bound below 1 (slower,
-    and not by the noise between runs: a one-sided test at 5%). None where it cannot be judged: no
-    interval, or one that does not carry the between-run noise (basis 'single run'). An interval that is
-    not finite is never the noise: a slower ratio with one fails."""
+    """Whether one ratio alone fails the gate: below `limit` and slower than 1 at the one-sided 5% level
+    (a suite of one cell). None where it cannot be judged. An interval that is not finite is never the
+    noise: a slower ratio with one fails."""
     if r.value >= limit:
         return False
     if r.ci is not None and not all(map(math.isfinite, r.ci)):
         return True
-    if r.ci is None or not r.is_95:
+    p = p_slower(r)
+    return None if p is None else p <= ALPHA
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the gate catches with the runs and noise at hand: the smallest slowdown a cell shows that fails
+    it with POWER probability, and the runs a side that would catch a 10% slowdown so."""
+
+    cells: int
+    smallest_caught: float | None  # e.g. 0.08: an 8% slowdown is caught 80% of the time; None: no judged cell
+    runs_for_10pct: int | None  # None: more runs on these machines cannot (the machines' own spread rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cells": self.cells, "smallest_caught_80pct": self.smallest_caught,
+                "runs_a_side_for_10pct": self.runs_for_10pct}
+
+
+def power_of(ratios: list[Ratio], threshold: float, runs: int) -> Power | None:
+    """The median judged cell's power (its t-test at Holm's first step, alpha over the cells, with the
+    degrees of freedom the gate judges by): the smallest slowdown caught 80% of the time, and how many runs
+    a side would bring a 10% slowdown there (the run part of the spread shrinking as 1/runs; where the
+    spread between machines is in it, no number of runs on the same machines removes that part)."""
+    import scipy.stats
+
+    judged = sorted((r.spread for r in ratios if r.spread is not None and r.is_95 and r.spread.se > 0),
+                    key=lambda s: s.se)
+    if not judged:
         return None
-    upper = float(np.quantile(r.draws, ONE_SIDED)) if r.draws is not None else r.ci[1]
-    return not math.isfinite(upper) or upper < 1.0
+    mid = judged[len(judged) // 2]
+    df = mid.df_shared or mid.df
+    z = float(scipy.stats.t.ppf(1 - ALPHA / len(judged), df) + scipy.stats.t.ppf(POWER, df))
+    need = max(z * mid.se, math.log(1 + threshold) + float(scipy.stats.t.ppf(POWER, df)) * mid.se)
+    smallest = 1 - math.exp(-need)
+    target = math.log(1.1)
+    for more in range(1, 65):  # as if the whole spread were the runs' (the best case for more runs)
+        if z * mid.se * math.sqrt(runs / more) <= target:
+            return Power(len(judged), smallest, more)
+    return Power(len(judged), smallest, None)
 
 
 def not_finite(row: MetricRow, i: int, baseline: int) -> str:
@@ -120,8 +198,12 @@ def not_finite(row: MetricRow, i: int, baseline: int) -> str:
         return f"{row.metric} is {this} in the candidate"
     if base is not None and not math.isfinite(base):
         return f"{row.metric} is {base} in the baseline"
+    if row.unit in SPEED_UNITS and this <= 0:
+        return f"{row.metric} is {this:g} in the candidate (a speed is positive)"
     if r is not None and not math.isfinite(r.value):
         return f"{row.metric}: the ratio is {r.value}"
+    if r is not None and r.ci is not None and not all(map(math.isfinite, r.ci)):
+        return f"{row.metric}: the ratio's interval is not finite ({row.values[baseline]:g} against {this:g})"
     return ""
 
 
@@ -142,12 +224,14 @@ def lost_cases(cmp: Comparison) -> list[GateCell]:
     return out
 
 
-def gate(cmp: Comparison, threshold: float, metrics: Collection[str]) -> GateResult:
-    """Every ratioed cell of `metrics` (the headline ones) checked against 1 / (1 + threshold); every case
-    ok in the baseline and not in a candidate, and every headline cell that is not finite, fails it."""
+def gate(cmp: Comparison, threshold: float, metrics: Collection[str], unjudged: str = "fail",
+         problems: list[GateCell] | None = None) -> GateResult:
+    """Every ratioed cell of `metrics` (the headline ones) checked against 1 / (1 + threshold), Holm's
+    step-down over the judged cells; every case ok in the baseline and not in a candidate, every headline
+    cell that is not finite or not positive, and each of `problems` (input_problems), fails it."""
     limit = 1.0 / (1.0 + threshold)
-    slower: list[GateCell] = lost_cases(cmp)
-    checked = 0
+    slower: list[GateCell] = lost_cases(cmp) + list(problems or [])
+    checked, judged = 0, []
     for row in cmp.rows:
         if row.metric not in metrics or row.better == "neither":
             continue
@@ -163,11 +247,31 @@ def gate(cmp: Comparison, threshold: float, metrics: Collection[str]) -> GateRes
             if r is None:
                 continue
             checked += 1
-            verdict = slower_beyond_noise(r, limit)
-            if verdict is False and r.value >= limit:
-                continue
-            odd = r.ci is not None and not all(map(math.isfinite, r.ci))
-            slower.append(GateCell(cmp.sets[i].label, row.case_id, row.scenario, row.case, row.metric,
-                                   r.value, r.ci, bool(verdict), verdict is not None,
-                                   "slower, and its interval is not finite" if odd else ""))
-    return GateResult(threshold, limit, cmp.sets[cmp.baseline].label, slower, checked)
+            p = p_slower(r)
+            cell = GateCell(cmp.sets[i].label, row.case_id, row.scenario, row.case, row.metric, r.value, r.ci,
+                            False, p is not None, p_value=p)
+            if p is not None:
+                judged.append((cell, r))
+            if r.value < limit:
+                slower.append(cell)
+    for (cell, r), rejected in zip(judged, holm([c.p_value or 0.0 for c, _ in judged]), strict=True):
+        cell.beyond_noise = rejected and r.value < limit
+    runs = max((n for row in cmp.rows for n in row.runs), default=1)
+    return GateResult(threshold, limit, cmp.sets[cmp.baseline].label, slower, checked, unjudged,
+                      power_of([r for _, r in judged], threshold, runs))
+
+
+def input_problems(loaded: list[tuple[str, str, ResultSet]], known_slugs: Collection[str]) -> list[GateCell]:
+    """What fails a gate in the inputs themselves: a case id twice in one set (which of the two is the
+    case?), and a set filed in a folder named for another GPU (results/<gpu-slug>/)."""
+    out = []
+    for _stem, where, rs in loaded:
+        ids = [c.id for c in rs.cases]
+        for cid in sorted({i for i in ids if ids.count(i) > 1}):
+            out.append(GateCell(where, cid, "", "", "", None, None, True,
+                                problem=f"case id {cid} appears {ids.count(cid)} times in {where}"))
+        folder = Path(where.split(":", 1)[0]).parent.name
+        if folder in known_slugs and folder != rs.gpu_slug:
+            out.append(GateCell(where, "", "", "", "", None, None, True,
+                                problem=f"{where} is in the {folder} folder but measured {rs.gpu_slug}"))
+    return out

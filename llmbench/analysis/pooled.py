@@ -8,13 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmbench.analysis.noisefloor import Floor, floor_of_values
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES
 from llmbench.metrics import Better
 from llmbench.results import MetricResult
 
 RUNS_CI_METHOD = (
-    "t-interval on the log ratio of the runs' medians (Welch; one side a single run: the other side's "
-    "between-run variance for both), widened to hold the point"
+    "t-interval on the log ratio of the sides' machine means: machines are the independent units; each "
+    "side's variance is its GPU's between-machine spread over its machines plus the between-run spread "
+    "over its runs (pooled over the case family, Satterthwaite degrees of freedom), widened to hold the point"
 )
 CONFIDENCE = 0.95
 
@@ -57,11 +59,14 @@ def pool_metric(got: list[MetricResult], counts: list[int | None]) -> PooledMetr
 
 @dataclass
 class LogRatioInterval:
-    """A ratio's interval on the log scale: centre, standard error and degrees of freedom."""
+    """A ratio's interval on the log scale: centre, standard error and degrees of freedom, and how much
+    its error moves with that of the other cases measured in the same runs (`corr`, 1: in full)."""
 
     centre: float
     se: float
     df: float
+    corr: float = 1.0
+    df_shared: float | None = None  # `df` were a run's cases one measurement (the gate's; None: `df`)
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
         import scipy.stats  # where used: it is slow to import (measure/stats.py)
@@ -71,13 +76,23 @@ class LogRatioInterval:
         half = scipy.stats.t.ppf(0.5 + confidence / 2.0, self.df) * self.se
         return float(np.exp(self.centre - half)), float(np.exp(self.centre + half))
 
-    def draws(self, seed: int, size: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
-        """Replicates of the ratio from the same t distribution: what a geometric mean of ratios
-        combines (as it combines the bootstrap replicates of single-run ratios)."""
-        rng = np.random.default_rng(seed)
-        t = rng.standard_t(self.df, size) if self.se else np.zeros(size)
+    def draws(self, own_seed: int, size: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
+        """Replicates of the ratio from its t distribution. Each draw's normal score is a part shared by every
+        ratio (one fixed stream: the state of the runs and machines all cases of a comparison were measured
+        on) and a part of the case's own (`own_seed`), weighted so that two ratios' draws correlate `corr`:
+        a geometric mean over cases then counts the runs' shared state, neither as independent nor, unless
+        measured so, in full."""
+        import scipy.stats
+
+        shared = np.random.default_rng(SHARED_SEED).standard_normal(size)
+        own = np.random.default_rng(own_seed).standard_normal(size)
+        z = np.sqrt(self.corr) * shared + np.sqrt(1.0 - self.corr) * own
+        t = np.asarray(scipy.stats.t.ppf(scipy.stats.norm.cdf(z), self.df)) if self.se else np.zeros(size)
         with np.errstate(over="ignore"):  # a t draw of 1-2 degrees of freedom may overflow: an unbounded
             return np.asarray(np.exp(self.centre + self.se * t))  # ratio (inf), which percentiles keep
+
+
+SHARED_SEED = 20261202
 
 
 def log_ratio_interval(base: list[float], this: list[float], better: Better) -> LogRatioInterval | None:
@@ -101,6 +116,91 @@ def log_ratio_interval(base: list[float], this: list[float], better: Better) -> 
     spread = lb if kb >= 2 else lt  # the single run's spread is taken to be the other side's
     var = float(spread.var(ddof=1))
     return LogRatioInterval(centre, float(np.sqrt(var * (1.0 / kb + 1.0 / kt))), float(spread.size - 1))
+
+
+@dataclass(frozen=True)
+class SideRuns:
+    """One side's runs of one metric of one case: each run's figure and the machine that measured it,
+    and the spread of the side's GPU for the case's family (None: not measured)."""
+
+    values: list[float]
+    machines: list[str]
+    floor: Floor | None = None
+    name: str = ""  # the side as a note names it
+
+    def machine_means(self) -> list[tuple[float, int]]:
+        """(mean log figure, runs) per machine."""
+        by: dict[str, list[float]] = {}
+        for v, m in zip(self.values, self.machines, strict=True):
+            by.setdefault(m, []).append(float(np.log(v)))
+        return [(float(np.mean(x)), len(x)) for x in by.values()]
+
+    def centre(self) -> float:
+        """The side's log figure: the mean over machines of each machine's mean (each machine counts once)."""
+        return float(np.mean([m for m, _ in self.machine_means()]))
+
+
+@dataclass(frozen=True)
+class LevelAnswer:
+    """A ratio's log interval from runs on machines, or why there is none (`interval` None)."""
+
+    interval: LogRatioInterval | None
+    why: str = ""  # no interval: why; else what was borrowed ("" where each side measured its own spread)
+
+
+def level_interval(base: SideRuns, this: SideRuns, better: Better) -> LevelAnswer:
+    """The t-interval of the oriented log ratio of two sides' machine means. A side's variance is
+    machine_var / M + run_var * mean(1/R) / M (M machines, R runs on each), the two spreads its GPU's
+    (`Floor`, pooled over the case family); machines shared by both sides of one GPU cancel (their level
+    is in both). Degrees of freedom: Satterthwaite over the spreads' own."""
+    if better == "neither" or min(base.values + this.values, default=0.0) <= 0:
+        return LevelAnswer(None, "no positive figure")
+    sign = 1.0 if better == "higher" else -1.0
+    centre = sign * (this.centre() - base.centre())
+    shared = base.floor == this.floor and set(base.machines) == set(this.machines)
+    # each estimated spread once, with the weight the ratio's variance gives it: a side that borrows the
+    # other's spread adds weight to the same estimate (its degrees of freedom counted once)
+    weights: dict[tuple[Floor, str], list[float]] = {}  # (floor, level) -> [weight, variance, df, df if shared]
+    borrowed: list[str] = []
+    for side in (base, this):
+        means, f = side.machine_means(), side.floor
+        m = len(means)
+        if f is None:
+            return LevelAnswer(None, f"no spread measured for {side.name or 'a side'}'s GPU in this case family")
+        if not shared:
+            if f.machine_var is None:
+                return LevelAnswer(None, f"{side.name or 'a side'}: no spread between machines measured for this "
+                                         "case family (runs of one machine cannot say how far another lands)")
+            weights.setdefault((f, "machine"), [0.0, f.machine_var, float(f.machine_df),
+                                                float(f.machine_df_shared or f.machine_df)])[0] += 1.0 / m
+            if m < 2:
+                borrowed.append(f"{side.name or 'one side'} ran on one machine: its between-machine spread is "
+                                f"{f.machine_from or 'the case family'}'s, {f.machine_cases} cells of 2+ machines")
+            elif f.machine_from:
+                borrowed.append(f"{side.name or 'a side'}: no spread between machines measured for this case "
+                                f"family; {f.machine_from}'s")
+        if f.run_var is not None:
+            inv_r = sum(1.0 / r for _, r in means) / (m * m)
+            weights.setdefault((f, "run"), [0.0, f.run_var, float(f.df), float(f.df_shared or f.df)])[0] += inv_r
+        elif shared:
+            return LevelAnswer(None, "one machine on both sides and no spread between its runs measured")
+    parts = [(w * v, d, ds) for w, v, d, ds in weights.values()]
+    se2 = sum(v for v, _, _ in parts)
+    note = "; ".join(dict.fromkeys(borrowed))
+    corr = max(f.corr for f, _ in weights)
+    if se2 == 0.0:
+        return LevelAnswer(LogRatioInterval(centre, 0.0, 1e6, corr), note)
+    df = se2**2 / sum(v * v / d for v, d, _ in parts if v > 0)  # Satterthwaite
+    df_shared = se2**2 / sum(v * v / ds for v, _, ds in parts if v > 0)
+    return LevelAnswer(LogRatioInterval(centre, float(np.sqrt(se2)), max(float(df), 1.0), corr,
+                                        max(float(df_shared), 1.0)), note)
+
+
+def own_floor(*sides: list[float]) -> list[Floor | None]:
+    """Each side's spread from its own runs alone, each run counted as a machine of its own (runs with no
+    machine recorded are independent units); a side with a single run borrows the other's."""
+    floors = [floor_of_values(v) for v in sides]
+    return [f if f is not None else next((g for g in floors if g is not None), None) for f in floors]
 
 
 def runs_seed(stream: str) -> int:

@@ -12,10 +12,10 @@ from llmbench.analysis.basediff import BaseDiff, base_diff, parse_base
 from llmbench.analysis.compare import Comparison, headline_metric_names
 from llmbench.analysis.compare import compare as compare_sets
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
-from llmbench.analysis.gate import GateResult, gate
-from llmbench.analysis.inputs import SetRef, display_names, resolve_baseline
+from llmbench.analysis.gate import UNJUDGED, GateResult, gate, input_problems
+from llmbench.analysis.inputs import SetRef, display_names, read_inputs, resolve_baseline
 from llmbench.analysis.migslice import SliceRow, slice_rows
-from llmbench.analysis.noisefloor import floor_from_folders, folders_for
+from llmbench.analysis.noisefloor import floor_beside, folder_runs, folders_for
 from llmbench.analysis.pages import Section, section, suite_cases
 from llmbench.analysis.prices import Price, load_prices, parse_price, resolve_prices
 from llmbench.analysis.runs import GpuRuns, load_sets
@@ -77,12 +77,15 @@ class CompareResult:
 def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | None = None,
             headline: bool = False, pool: bool = False, fail_if_slower: float | None = None,
             prices: Sequence[str] = (), prices_file: Path | None = None, run_tokens: float = DEFAULT_RUN_TOKENS,
-            noise_floor: Sequence[Path] = (), mix_suites: bool = False) -> CompareResult:
+            noise_floor: Sequence[Path] = (), mix_suites: bool = False, unjudged: str = "fail") -> CompareResult:
     """Compare result sets (files, folders, oneshot bundles) case by case against `baseline` (a GPU slug
     or file stem; default the first), per suite unless `mix_suites`; `base` ('precision=bf16') compares
-    within each set; `fail_if_slower` (0.05) gates the headline metrics; `prices` ('slug=USD') add costs."""
+    within each set; `fail_if_slower` (0.05) gates the headline metrics (`unjudged`: what a slower cell
+    that cannot be judged does, "fail" or "pass"); `prices` ('slug=USD') add costs."""
+    if unjudged not in UNJUDGED:
+        raise UserError(f"--unjudged {unjudged!r}: valid: {choices_text(UNJUDGED)}")
     sets = load_sets(list(files), pool=pool)
-    floor = floor_from_folders(list(noise_floor) or folders_for(files))
+    floor_runs = folder_runs(list(noise_floor) or folders_for(files))
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
                         + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
@@ -98,11 +101,14 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
                                 for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
     names = headline_metric_names()
+    problems = input_problems(read_inputs(list(files)), slugs()) if fail_if_slower is not None else []
     groups = []
     for group, notes in joined:
+        floor = floor_beside(floor_runs, [s.all_runs for s in group])
         cmp = compare_sets(group, resolve_baseline(group, baseline), names if headline else None, floor)
         groups.append(GroupComparison(
-            cmp, notes, slice_rows(cmp), gate(cmp, fail_if_slower, names) if fail_if_slower is not None else None))
+            cmp, notes, slice_rows(cmp),
+            gate(cmp, fail_if_slower, names, unjudged, problems) if fail_if_slower is not None else None))
     if not joined and baseline is not None:
         resolve_baseline(sets, baseline)
     diffs = None

@@ -45,8 +45,14 @@ def compare_cmd(
         None,
         "--fail-if-slower",
         help="A regression gate, e.g. 5%: exit 1 when a headline metric of a joined case is slower than "
-        "the baseline by more than this AND its 95% interval lies beyond it (more than the noise).",
+        "the baseline by more than this AND slower beyond the noise between runs and machines, judged over "
+        "the whole suite (Holm: at most 5% false alarms for a suite with nothing changed). It prints the "
+        "smallest slowdown it catches 80% of the time with the runs at hand.",
     ),
+    unjudged: str = typer.Option(
+        "fail", "--unjudged", metavar="fail|pass", help="With --fail-if-slower: what a slower cell does when "
+        "no spread between runs is known to judge it by (one run a side, none measured): fail (the default) "
+        "or pass."),
     price: Optional[list[str]] = PRICE_OPT,
     prices_file: Optional[Path] = PRICES_OPT,
     run_tokens: int = RUN_TOKENS_OPT,
@@ -75,7 +81,7 @@ def compare_cmd(
     check_out_file(out)
     result = api.compare(files, baseline=baseline, base=base, headline=headline, pool=pool, fail_if_slower=threshold,
                          prices=price or [], prices_file=prices_file, run_tokens=run_tokens,
-                         noise_floor=noise_floor or [], mix_suites=mix_suites)
+                         noise_floor=noise_floor or [], mix_suites=mix_suites, unjudged=unjudged)
     tables: list[Table] = []
     for k, group in enumerate(result.groups):
         cmp = group.comparison
@@ -95,11 +101,14 @@ def compare_cmd(
     failed = result.failed_gates
     for verdict in failed:
         lost = [c for c in verdict.failures if c.problem]
-        typer.echo(f"regression gate failed vs {verdict.baseline}: {len(verdict.failures) - len(lost)} headline "
-                   f"metric(s) slower than {verdict.threshold:.1%} beyond the noise, {len(lost)} case(s) or "
-                   "value(s) not measured or not finite:", err=True)
+        let_fail = [c for c in verdict.failures if c in verdict.not_judged]
+        typer.echo(f"regression gate failed vs {verdict.baseline}: "
+                   f"{len(verdict.failures) - len(lost) - len(let_fail)} headline metric(s) slower than "
+                   f"{verdict.threshold:.1%} beyond the noise, {len(let_fail)} slower and not judged (no spread "
+                   f"between runs to judge by; --unjudged pass lets them pass), {len(lost)} case(s) or value(s) "
+                   "not measured, not finite or not positive:", err=True)
         for c in verdict.failures:
-            what = c.problem or f"{c.metric} {cell_ratio(c)}"
+            what = c.problem or f"{c.metric} {cell_ratio(c)}" + (" (not judged)" if c in let_fail else "")
             typer.echo(terminal_safe(f"  {c.set_label}: {c.scenario} {c.case}: {what}"), err=True)
     if failed:
         raise typer.Exit(1)

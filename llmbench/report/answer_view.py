@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, Ratio, case_speed_ratios
+from llmbench.analysis.compare import HOST_BOUND, SPEED_UNITS, Comparison, Geomean, Ratio, case_speed_ratios
 from llmbench.analysis.inputs import SetRef, side_names
 from llmbench.analysis.pooled import RUNS_CI_METHOD
 from llmbench.metrics import METRICS
@@ -21,8 +21,8 @@ ENERGY_PER_UNIT = ("energy_j_per_token", "energy_j_per_sample")
 BASIS_TEXT = {
     "single run": "from the samples of one run per side: not a 95% interval of the GPUs' ratio (the spread "
                   "between runs is not in it)",
-    "runs": "from the spread between runs",
-    "noise floor": "widened by the measured noise floor between runs",
+    "runs": "from the spread between runs and between machines",
+    "noise floor": "widened by the measured noise floor between runs and machines",
 }
 
 
@@ -40,7 +40,7 @@ def _ratio_sentence(r: Ratio | None, other: str, base: str, cells: int, cases: s
         return f"{other}: no speed metric was measured ok on both {other} and {base}."
     text = f"{other} runs at {r.value:.2f}x the speed of {base}"
     if r.ci is None:
-        text += " (no interval: a side has no raw samples)"
+        text += f" (no 95% interval: {r.note})" if r.note else " (no interval: a side has no raw samples)"
     else:
         basis = interval_basis(r, runs)
         kind = "interval" if basis == "single run" else "95% interval"
@@ -75,9 +75,11 @@ def sides_table(cmp: Comparison, names: list[str], notes: list[str]) -> Table:
     order = [b, *(i for i in range(len(sets)) if i != b)]
     overall = _overall(cmp)
     runs = [len(s.all_runs) for s in sets]
+    host = next((g for g in cmp.geomeans if g.scenario == HOST_BOUND and g.metric == "speed"), None)
     lead = [
         _ratio_sentence(overall.ratios[i] if overall else None, names[i], names[b], overall.n if overall else 0,
                         cmp.coverage, [runs[i], runs[b]])
+        + (f" {host.n} host-bound cells apart (they measure the host)." if host else "")
         for i in order[1:]
     ]
     noise = [side_noise(cmp, i) for i in range(len(sets))]

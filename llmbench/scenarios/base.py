@@ -413,6 +413,11 @@ class Scenario(ABC):
         """Why a case cannot be projected to another GPU at all (e.g. it measures the host); None if it can."""
         return None
 
+    def measures_host(self, params: dict[str, Any], metric: str) -> bool:
+        """Whether `metric` of a case with `params` is set by the host's work, not the GPU's (a GPU's
+        answer pools only cells that measure the GPU: analysis/hostbound.py)."""
+        return False
+
     def projected_composites(
         self, metrics: dict[str, MetricResult], time_factor: Callable[[Bound], float]
     ) -> dict[str, float]:
