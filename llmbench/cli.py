@@ -28,9 +28,9 @@ def _version(value: bool) -> None:
 
 
 HELP = ("Benchmark LLM workloads across GPUs, precisions and engines, and compare the results.\n\n"
-        "Exit codes: 0 every case ok or skipped; 1 a case failed or timed out (oom counts as a result unless "
-        "run --strict); 2 bad input (one message, nothing written); 3 results could not be written (a full disk; "
-        "the message says where they went); 130 interrupted (finished cases are saved).")
+        "Exit codes: 0 every case ok or skipped; 1 a case failed, timed out or was killed (oom counts as a result "
+        "unless run --strict); 2 bad input (one message, nothing written); 3 results could not be written (a full "
+        "disk; the message says where they went); 130 interrupted (finished cases are saved).")
 
 
 @app.callback(help=HELP)

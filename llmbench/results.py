@@ -29,7 +29,7 @@ from llmbench.redact import redact
 
 SCHEMA_VERSION = 2  # 1: `repeat`, `history` and the stats keys were undeclared extras (read by `_from_v1`)
 STAMP = "%Y%m%dT%H%M%SZ"  # the UTC stamp in names of result sets and bundles
-Status = Literal["ok", "skipped", "oom", "failed", "timeout"]
+Status = Literal["ok", "skipped", "oom", "failed", "timeout", "killed"]  # killed: a SIGKILL not the OOM killer's
 
 
 def utc_now() -> str:

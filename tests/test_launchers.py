@@ -65,7 +65,7 @@ def test_a_failure_names_the_rank_that_failed_first_not_the_ones_it_took_down() 
     died = _failure(2, 1, {0: peer}, TORCHRUN_FAILURES.format(code=3), 60.0, [None, None], 1.0)
     assert (died.status, died.reason) == ("failed", "rank 1 of 2 exited with code 3 (torchrun exited with code 1)")
     killed = _failure(2, 1, {}, TORCHRUN_FAILURES.format(code=-9), 60.0, [None, None], 1.0)
-    assert (killed.status, killed.reason[:35]) == ("oom", "rank 1 of 2 was killed by SIGKILL (")
+    assert (killed.status, killed.reason[:35]) == ("killed", "rank 1 of 2 was killed by SIGKILL f")
     segv = _failure(2, 1, {}, TORCHRUN_FAILURES.format(code=-11), 60.0, [None, None], 1.0)
     assert (segv.status, segv.reason[:31]) == ("failed", "rank 1 of 2 died with SIGSEGV (")
     first = {"type": "ValueError", "message": "planted", "oom": False, "time": 1.0}

@@ -62,7 +62,7 @@ def oneshot(
     bundle <gpu-slug>-<UTC>.tar.gz (result sets, HTML report, log, environment) in --out.
 
     Ctrl-C or SIGTERM writes the bundle of what finished (exit 130); --resume BUNDLE continues it.
-    Exit code 1: the stack is broken (doctor) or a case failed or timed out; 2: bad input."""
+    Exit code 1: the stack is broken (doctor) or a case failed, timed out or was killed; 2: bad input."""
     seconds = parse_budget(budget) if budget is not None else None
     gpus, parallel = node_placement(gpus, parallel, cpu)
     if dry_run:

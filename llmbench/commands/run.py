@@ -281,7 +281,8 @@ def run(
 ) -> None:
     """Run a suite: every case in its own process, results written after each case.
 
-    Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed or timed out."""
+    Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed, timed out or
+    was killed (a SIGKILL the out-of-memory killer did not send)."""
     budget_s = parse_budget(budget) if budget is not None else None
     api.check_launcher(launcher, address, gpus, repeat, parallel)
     api.check_machine(out, gpus, cpu, parallel, ceilings)

@@ -162,6 +162,118 @@ def says_out_of_memory(text: str) -> bool:
     return _OOM_TEXT.search(text) is not None
 
 
+VMSTAT = Path("/proc/vmstat")  # the host's count of OOM kills: `oom_kill N` (Linux 4.13+)
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+KERNEL_LOG = Path("/dev/kmsg")  # readable where dmesg is (root, or kernel.dmesg_restrict = 0)
+
+
+@dataclass(frozen=True)
+class OomCounts:
+    """The kernel's counts of out-of-memory kills before a process ran: the host's (/proc/vmstat
+    `oom_kill`) and this process's cgroup's (v2 memory.events `oom_kill`, v1 memory.oom_control), which
+    count the kills in the cgroups below it too (a case process is in the runner's). None: unreadable."""
+
+    host: int | None = None
+    cgroup: int | None = None
+    since_us: int = 0  # when they were read, on the kernel log's clock (CLOCK_MONOTONIC, microseconds)
+
+
+def oom_counts() -> OomCounts:
+    """The counts now (`OomCounts`), read before a process starts so that its SIGKILL can be told apart:
+    the out-of-memory killer's raises a count, an operator's kill -9 does not."""
+    return OomCounts(_count_in(VMSTAT, "oom_kill"), _cgroup_oom_kills(), time.monotonic_ns() // 1000)
+
+
+def _count_in(path: Path, key: str) -> int | None:
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _cgroup_oom_kills(proc_cgroup: Path = Path("/proc/self/cgroup")) -> int | None:
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        hierarchy, controllers, rel = ([*line.split(":", 2), "", ""])[:3]
+        if hierarchy == "0" and not controllers:  # cgroup v2
+            got = _count_in(CGROUP_ROOT / rel.lstrip("/") / "memory.events", "oom_kill")
+        elif "memory" in controllers.split(","):  # cgroup v1
+            got = _count_in(CGROUP_ROOT / "memory" / rel.lstrip("/") / "memory.oom_control", "oom_kill")
+        else:
+            continue
+        if got is not None:
+            return got
+    return None
+
+
+def _kernel_log_names(pid: int, since_us: int) -> bool | None:
+    """Whether the kernel log says the out-of-memory killer killed `pid` ("Killed process <pid>") in a
+    record stamped after `since_us` (an older one is of another process that had the pid); None where
+    the log cannot be read. Read without blocking, up to its end."""
+    try:
+        fd = os.open(KERNEL_LOG, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    needle = re.compile(rf"Killed process {pid}\b|oom-kill:.*\bpid={pid}\b")
+    try:
+        for _ in range(1_000_000):  # one record a read; the log's ring buffer bounds it
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:  # the end of the log
+                break
+            except BrokenPipeError:  # a record overwritten while it was read: go on with the next
+                continue
+            except OSError:
+                return None
+            if not record:
+                break
+            head, _, message = record.decode("utf-8", "replace").partition(";")
+            fields = head.split(",")  # priority, sequence, microseconds since boot, flags
+            stamp = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else 0
+            if stamp >= since_us and needle.search(message):
+                return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def oom_evidence(since: OomCounts | None, pid: int | None = None) -> str | None:
+    """What says the out-of-memory killer sent a SIGKILL that ended `pid` since `since` was read: the
+    kernel log naming the pid, the cgroup's or the host's OOM-kill count risen; None where nothing does."""
+    if since is None:
+        return None
+    if pid is not None and _kernel_log_names(pid, since.since_us):
+        return f"the kernel log says it killed pid {pid}"
+    now = oom_counts()
+    if since.cgroup is not None and now.cgroup is not None and now.cgroup > since.cgroup:
+        return f"the cgroup's memory.events counted {now.cgroup - since.cgroup} OOM kill(s) meanwhile"
+    if since.host is not None and now.host is not None and now.host > since.host:
+        return f"the host's /proc/vmstat counted {now.host - since.host} OOM kill(s) meanwhile"
+    return None
+
+
+def sigkill_outcome(what: str, since: OomCounts | None, pid: int | None = None) -> tuple[str, str]:
+    """(status, reason) for `what` ("the case process", "rank 1 of 2") ended by SIGKILL: `oom` where the
+    kernel log or an OOM-kill count says the out-of-memory killer sent it, else `killed` (an operator's
+    kill -9, a supervisor's), saying what was looked at."""
+    evidence = oom_evidence(since, pid)
+    if evidence:
+        return "oom", f"{what} was killed by the host's out-of-memory killer ({evidence})"
+    readable = since is not None and (since.host is not None or since.cgroup is not None)
+    why = ("no OOM kill was counted meanwhile (cgroup memory.events, /proc/vmstat): not the out-of-memory killer"
+           if readable else "the kernel's OOM-kill counts could not be read, so whether it was the out-of-memory "
+           "killer is not known")
+    return "killed", f"{what} was killed by SIGKILL from outside (a kill -9, a supervisor): {why}"
+
+
 def marked_pids(token: str, var: str = CASE_TOKEN_ENV) -> list[int]:
     """The processes (this one aside) whose environment carries `var`=token (CASE_TOKEN_ENV: a case
     process and its descendants; a launch's own marker: its ranks), wherever their process group or
@@ -240,12 +352,14 @@ def run_child(
     timeout_s: float,
     on_progress: Callable[[float, str], None] | None = None,
     on_wait: Callable[[], bool] | None = None,
+    pid_out: list[int] | None = None,
 ) -> tuple[int | None, str, float]:
     """Run `python -m llmbench.harness.worker *args` in its own process group. Returns the exit code
     (None on timeout, or where `on_wait` asked for the kill), the stderr tail, and the wall time.
     Progress lines on stdout are forwarded. `on_wait` is called every WAIT_STEP_S from this thread
     while the child runs; it returns True to have the child killed. However it ends, what it started
-    is stopped with it (its process group, and what carries its marker: `stop_marked`)."""
+    is stopped with it (its process group, and what carries its marker: `stop_marked`). `pid_out`
+    gets the child's pid."""
     token = uuid.uuid4().hex
     env = {**env, CASE_TOKEN_ENV: token, RUNNER_PID_ENV: str(os.getpid())}
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
@@ -255,6 +369,8 @@ def run_child(
             stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env,
             text=True, errors="replace", start_new_session=True,
         )
+        if pid_out is not None:
+            pid_out.append(proc.pid)
         with _LIVE_LOCK:
             _LIVE[proc] = token
         other_lines: deque[str] = deque(maxlen=40)
@@ -346,14 +462,17 @@ def run_case_process(
     with tempfile.TemporaryDirectory(prefix=_tmp_prefix("case")) as tmp:
         spec_path, out_path = Path(tmp, "spec.json"), Path(tmp, "out.json")
         spec_path.write_text(json.dumps(spec))
-        code, tail, elapsed = run_child(["case", str(spec_path), str(out_path)], env, timeout_s, on_progress)
+        since = oom_counts()  # the OOM-kill counts before: a SIGKILL later is told apart by them
+        pid: list[int] = []
+        code, tail, elapsed = run_child(["case", str(spec_path), str(out_path)], env, timeout_s, on_progress,
+                                        pid_out=pid)
         payload = json.loads(out_path.read_text()) if out_path.exists() else None
     if code is None:
         return ChildOutcome("timeout", f"the case did not finish within its timeout of {timeout_s:g}s and was killed",
                             traceback=tail or None, duration_s=elapsed)
     if payload is not None:
         return _payload_outcome(payload, elapsed)
-    return _exit_outcome(code, tail, elapsed)
+    return _exit_outcome(code, tail, elapsed, since, pid[0] if pid else None)
 
 
 def _payload_outcome(payload: dict[str, Any], elapsed: float) -> ChildOutcome:
@@ -411,9 +530,11 @@ def run_group_process(
                 return True
             return False
 
+        since = oom_counts()
+        pid: list[int] = []
         try:
             code, tail, _ = run_child(["group", str(specs_path), str(out_dir)], env,
-                                      sum(timeouts) + SESSION_CLOSE_S, on_progress, on_wait=collect)
+                                      sum(timeouts) + SESSION_CLOSE_S, on_progress, on_wait=collect, pid_out=pid)
         except BaseException:  # an interrupt: the cases the process finished are recorded before it ends the run
             collect()
             raise
@@ -430,19 +551,22 @@ def run_group_process(
         lost = ChildOutcome("timeout", f"the case did not finish within its timeout of {limit:g}s and was killed "
                             "(with its share group's process)", traceback=tail or None, duration_s=elapsed)
     else:
-        lost = _exit_outcome(code, tail, elapsed)
+        lost = _exit_outcome(code, tail, elapsed, since, pid[0] if pid else None)
     outcomes.append(lost)
     on_outcome(i, lost)
     return outcomes
 
 
-def _exit_outcome(code: int, tail: str, elapsed: float) -> ChildOutcome:
-    """A case process that ended without writing an outcome, from its exit code and stderr tail."""
+def _exit_outcome(code: int, tail: str, elapsed: float, since: OomCounts | None = None,
+                  pid: int | None = None) -> ChildOutcome:
+    """A case process that ended without writing an outcome, from its exit code and stderr tail. A SIGKILL
+    is `oom` where the kernel says its out-of-memory killer sent it (`sigkill_outcome`: the OOM-kill
+    counts read before it started, `since`), else `killed`."""
     if code < 0:
         name = signal_name(code)
         if name == "SIGKILL":
-            return ChildOutcome("oom", "the case process was killed by SIGKILL (most likely the host's "
-                                "out-of-memory killer)", traceback=tail or None, duration_s=elapsed)
+            status, reason = sigkill_outcome("the case process", since, pid)
+            return ChildOutcome(status, reason, traceback=tail or None, duration_s=elapsed)
         return ChildOutcome("failed", f"the case process died with {name}", traceback=tail or None, duration_s=elapsed)
     if says_out_of_memory(tail):
         return ChildOutcome("oom", f"the case process ran out of memory (exit code {code})", traceback=tail,

@@ -15,12 +15,12 @@ from llmbench.harness.doctor import Check
 from llmbench.results import CaseResult, ResultSet, load
 from llmbench.suite import CaseSpec, Suite
 
-FAILED_STATUSES = ("failed", "timeout")  # exit 1; "oom" too with strict
+FAILED_STATUSES = ("failed", "timeout", "killed")  # exit 1; "oom" too with strict
 
 
 def exit_code(counts: dict[str, int], strict: bool) -> int:
-    """0: every case ok or skipped (or oom: a result, the size does not fit); 1: a case failed or
-    timed out (or, with strict, ran out of memory)."""
+    """0: every case ok or skipped (or oom: a result, the size does not fit); 1: a case failed, timed
+    out or was killed from outside (or, with strict, ran out of memory)."""
     bad = FAILED_STATUSES + (("oom",) if strict else ())
     return 1 if any(counts.get(s) for s in bad) else 0
 

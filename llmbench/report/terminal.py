@@ -203,7 +203,8 @@ def to_terminal_text(tables: list[Table], width: int = 160) -> str:
     return buf.getvalue()
 
 
-STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red"}
+STATUS_STYLE = {"ok": "green", "skipped": "yellow", "oom": "red", "failed": "red", "timeout": "red",
+                "killed": "red"}
 REASON_CHARS = 60  # a skip or failure reason in a table: its first clause or words (the set keeps it all)
 FLAG_MARK = " (!)"
 FLAG_LEGEND = ("(!) marks a flagged figure (e.g. an energy window too short to trust, a run far under its "

@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.hardware.topology import multicast_off, multicast_settings
-from llmbench.harness.isolation import ChildOutcome, rank_tmp_prefix, says_out_of_memory, signal_name, stop_marked
+from llmbench.harness.isolation import (
+    ChildOutcome,
+    OomCounts,
+    oom_counts,
+    rank_tmp_prefix,
+    says_out_of_memory,
+    sigkill_outcome,
+    signal_name,
+    stop_marked,
+)
 from llmbench.harness.launchers.base import ProgressFn
 from llmbench.results import write_atomic
 from llmbench.scenarios.base import CaseContext, RankRun, RankScenario
@@ -32,7 +41,7 @@ RANKS_TOKEN_ENV = "LLMBENCH_RANKS_TOKEN"  # the marker every rank of one launch 
 RENDEZVOUS = "standalone"  # one node: torchrun's own local rendezvous
 NODES_RENDEZVOUS = "c10d"  # ranks over several nodes: torchrun's c10d rendezvous, node rank 0 hosting its store
 # torchrun's failure summary, one block per failed rank ("rank : 1 (local_rank: 1)", "exitcode : 3 (pid: ...)")
-_FAILED_RANK = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
+_FAILED_RANK = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?")
 STOPPED_BY_TORCHRUN = -signal.SIGTERM  # how torchrun ends the other ranks once one failed
 TORCHRUN_LOGS = "torchrun-logs"  # torchrun's --log-dir, in the launch's own folder (removed with it)
 
@@ -97,7 +106,7 @@ class Torchrun:
     def run(self, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
             on_progress: ProgressFn | None = None) -> ChildOutcome:
         """The ranks' outputs as `payload["ranks"]`, rank 0 first; else how the launch failed."""
-        nproc, token, t0 = int(spec["nproc"]), uuid.uuid4().hex, time.perf_counter()
+        nproc, token, t0, since = int(spec["nproc"]), uuid.uuid4().hex, time.perf_counter(), oom_counts()
         with tempfile.TemporaryDirectory(prefix=rank_tmp_prefix()) as tmp:
             spec_path, out_dir = Path(tmp, "spec.json"), Path(tmp)
             spec_path.write_text(json.dumps(spec["spec"]))
@@ -112,7 +121,7 @@ class Torchrun:
         elapsed = time.perf_counter() - t0
         if code == 0 and all(o is not None for o in outputs):
             return ChildOutcome("ok", payload={"ranks": outputs}, duration_s=elapsed)
-        return _failure(nproc, code, errors, output[-OUTPUT_TAIL:], timeout_s, outputs, elapsed)
+        return _failure(nproc, code, errors, output[-OUTPUT_TAIL:], timeout_s, outputs, elapsed, since)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -120,10 +129,12 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], tail: str, timeout_s: float,
-             outputs: list[dict[str, Any] | None], elapsed: float) -> ChildOutcome:
+             outputs: list[dict[str, Any] | None], elapsed: float, since: OomCounts | None = None) -> ChildOutcome:
     """What a launch that did not end with every rank's output comes to, naming the rank that failed
     first where it can: one that ran out of memory; else one that died without raising (an exit, a
-    signal: torchrun lists it, and the others then fail in their collectives); else the first to raise."""
+    signal: torchrun lists it, and the others then fail in their collectives); else the first to raise.
+    A rank ended by SIGKILL is `oom` where the kernel says its out-of-memory killer sent it (the OOM-kill
+    counts `since` the launch started, or the kernel log naming its pid), else `killed`."""
     def outcome(status: str, reason: str) -> ChildOutcome:
         return ChildOutcome(status, reason[:500], traceback=tail or None, duration_s=elapsed)
 
@@ -133,13 +144,12 @@ def _failure(nproc: int, code: int | None, errors: dict[int, dict[str, Any]], ta
     if raised and raised[0][1].get("oom"):
         rank, e = raised[0]
         return outcome("oom", f"rank {rank} of {nproc} ran out of memory: {e['type']}: {e['message']}")
-    died = [(int(r), int(c)) for r, c in _FAILED_RANK.findall(tail)
+    died = [(int(r), int(c), int(pid) if pid else None) for r, c, pid in _FAILED_RANK.findall(tail)
             if int(r) not in errors and int(c) != STOPPED_BY_TORCHRUN]
     if died:  # as a lone case process's end is read (isolation._exit_outcome)
-        rank, exit_code = died[0]
+        rank, exit_code, pid = died[0]
         if exit_code == -signal.SIGKILL:
-            return outcome("oom", f"rank {rank} of {nproc} was killed by SIGKILL (most likely the host's "
-                           "out-of-memory killer)")
+            return outcome(*sigkill_outcome(f"rank {rank} of {nproc}", since, pid))
         how = f"died with {signal_name(exit_code)}" if exit_code < 0 else f"exited with code {exit_code}"
         status = "oom" if says_out_of_memory(tail) else "failed"
         return outcome(status, f"rank {rank} of {nproc} {how} (torchrun exited with code {code})")
