@@ -25,7 +25,9 @@ from llmbench.hardware import nvml
 from llmbench.hardware.cpus import CPUS_ENV
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
+from llmbench.harness import journal
 from llmbench.harness.isolation import ChildOutcome, sweep_stale_tmp
+from llmbench.harness.journal import KEY as JOURNAL_KEY
 from llmbench.harness.launch import GpuSlots, SlotGrant
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
 from llmbench.harness.launchers import replicas
@@ -165,6 +167,9 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         if rs.env.get("gpu", {}).get("slug") != slug:
             raise UserError(f"--resume: {existing} was measured on {rs.gpu_slug}, not {slug}; resume it on a "
                             f"{rs.gpu_slug} machine, or run without --resume")
+        recovered = recovered_cases(existing, rs, suite.cases)
+        for result in recovered:  # saved below, with the set's first write of this run
+            rs.upsert(result)
     else:
         if opts.resume:
             ui.warn(f"nothing to resume for suite {suite.name!r} on {slug}: starting a new run")
@@ -191,7 +196,11 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
                            "nothing was run") from None
     state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
     if existing is not None:
-        state.save()
+        if recovered:
+            state.unsaved.extend(recovered)
+        if state.save() and recovered:
+            ui.warn(f"{len(recovered)} case(s) recorded from the outcomes their case processes wrote before the "
+                    f"last run of {path.name} stopped: {', '.join(r.id for r in recovered)}")
     ui.suite_start(suite, todo, path, skipped=len(cases) - len(todo))
     share = suite.share_engines if opts.share_engines is None else opts.share_engines
     try:
@@ -261,6 +270,7 @@ class _Run:
             return False
         if self.save_error is not None:
             self.ui.warn(f"{self.path} written again: the {len(self.unsaved)} case(s) that waited are in it")
+        journal.remove(self.path, [c.id for c in self.unsaved])  # the set holds them now
         self.unsaved.clear()
         self.save_error = None
         return True
@@ -347,6 +357,10 @@ class _Run:
         whatever it ran inside; None for a case the runner skipped without starting it."""
         if CaseInfo.of(result.info).skipped_by:
             return None
+        return self.launcher_for(case)
+
+    def launcher_for(self, case: CaseSpec) -> str:
+        """The launcher a case that is started runs its work through (`launcher_of`)."""
         outer = self.opts.launcher.name
         if outer != IsolatedProcess.name:
             return outer
@@ -354,15 +368,28 @@ class _Run:
             return Torchrun.name
         return replicas.NAME if case.placement.replicas > 1 else outer
 
-    def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
-               group: ShareGroupInfo | None = None, cpus: str | None = None) -> None:
-        """Add a finished case to the result set and write it (atomically)."""
+    def noted(self, case: CaseSpec, launcher: str | None, gpus: str | None, others: list[dict[str, Any]],
+              group: ShareGroupInfo | None = None, cpus: str | None = None) -> dict[str, Any]:
+        """What the runner adds to a case's info: the code, the GPUs, what ran beside it, its launcher."""
         noted = CaseInfo(info_version=INFO_VERSION, llmbench_commit=self.commit,  # a set can span commits
                          llmbench_tree_modified=self.modified, gpus=gpus, other_gpu_processes=others or None,
                          share_group=group, ran_beside_cases=(self.beside and case.id not in self.alone) or None,
-                         ran_alone=self.alone.get(case.id), cpus=cpus,
-                         launcher=self.launcher_of(case, result))
-        result.info.update(noted.model_dump(exclude_none=True))
+                         ran_alone=self.alone.get(case.id), cpus=cpus, launcher=launcher)
+        return noted.model_dump(exclude_none=True)
+
+    def journal_for(self, case: CaseSpec, gpus: str | None, others: list[dict[str, Any]],
+                    group: ShareGroupInfo | None = None) -> dict[str, Any] | None:
+        """The journal entry a case's spec names (harness/journal.py), where its case process runs on this
+        machine and so reaches the set's folder (the local launcher); None elsewhere."""
+        if self.opts.launcher.name != IsolatedProcess.name or not self.path.name:
+            return None
+        return journal.entry(self.path, case.id, utc_now(),
+                             self.noted(case, self.launcher_for(case), gpus, others, group))
+
+    def record(self, case: CaseSpec, result: CaseResult, gpus: str | None, others: list[dict[str, Any]],
+               group: ShareGroupInfo | None = None, cpus: str | None = None) -> None:
+        """Add a finished case to the result set and write it (atomically)."""
+        result.info.update(self.noted(case, self.launcher_of(case, result), gpus, others, group, cpus))
         search = CaseInfo.of(result.info).max_batch
         not_reused = search.not_reused if search else None
         if not_reused:  # a recorded search of another llmbench or GPU: searched afresh, said out loud
@@ -502,7 +529,8 @@ def _run_alone(case: CaseSpec, run: _Run, hand: _Hand, where: SlotGrant, i: int,
     """One case in a process of its own (its max-batch search first, where it asks for one)."""
     hand.start(case, i)
     result = run_one(case, where.env, run.opts.device, hand.progress, log=run.probe_log(case),
-                     fresh=run.opts.force, on_probe=partial(hand.probe, case), launcher=run.opts.launcher)
+                     fresh=run.opts.force, on_probe=partial(hand.probe, case), launcher=run.opts.launcher,
+                     journal=run.journal_for(case, where.visible, others, group))
     hand.done(case, result, others, group)
 
 
@@ -525,7 +553,10 @@ def _run_group(cases: list[CaseSpec], run: _Run, hand: _Hand, where: SlotGrant, 
             hand.start(cases[i + 1], index[cases[i + 1].id])
 
     hand.start(cases[0], index[cases[0].id])
-    specs = [{**c.worker_spec(run.opts.device), "id": c.id} for c in cases]
+    specs = []
+    for i, c in enumerate(cases):
+        entry = run.journal_for(c, where.visible, others if i == 0 else [], ShareGroupInfo(cases=ids, index=i))
+        specs.append({**c.worker_spec(run.opts.device), "id": c.id, **({journal.KEY: entry} if entry else {})})
     outcomes = run.opts.launcher.run_group(specs, where.env, done, hand.progress, hand.warn)
     if len(outcomes) == len(cases) and outcomes[-1].status in ("ok", "skipped"):
         return
@@ -672,13 +703,15 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: ProgressFn | None = None, *,
             log: ProbeLog | None = None, fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None,
-            launcher: CaseLauncher | None = None) -> CaseResult:
+            launcher: CaseLauncher | None = None, journal: dict[str, Any] | None = None) -> CaseResult:
     """Run one case through `launcher` (its own process by default) with its placement's `env`. A case
     that asks for a max-batch search searches its batch first, each probe run by the same launcher, its
-    probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok."""
+    probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok.
+    `journal`: the entry its measurement's case process writes its outcome to first (not its probes')."""
     launcher = launcher or IsolatedProcess()
     spec = case.worker_spec(device)
-    started = utc_now()
+    started = str(journal["started_at"]) if journal else utc_now()
+    final = {JOURNAL_KEY: journal} if journal else {}
     t0 = time.perf_counter()
     search = None
     axis = batch_search(case)
@@ -691,7 +724,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
         first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
         out = ChildOutcome(str(first["status"]), first["reason"])
     else:
-        out = launcher.run(spec, env, case.settings.timeout_s, on_progress)
+        out = launcher.run({**spec, **final}, env, case.settings.timeout_s, on_progress)
         retries = 0
         while search is not None and out.status == "oom" and retries < MEASUREMENT_RETRIES:
             lower = search.measurement_oom(out.reason)  # its probe fit, the longer measurement did not
@@ -699,12 +732,32 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
                 break
             retries += 1
             spec = {**spec, "params": search.axis.at(spec["params"], lower)}
-            out = launcher.run(spec, env, case.settings.timeout_s, on_progress)
+            out = launcher.run({**spec, **final}, env, case.settings.timeout_s, on_progress)
     if search is not None:
         out.payload.setdefault("info", {})[INFO_KEY] = search.info()
         if log is not None and out.status == "ok":  # done: the result set holds the probes now
             log.clear()
     return _result_of(case, out, started, time.perf_counter() - t0)
+
+
+def recovered_cases(path: Path, rs: ResultSet, cases: list[CaseSpec]) -> list[CaseResult]:
+    """The cases of the set at `path` whose case process wrote its outcome to the set's journal and whose
+    runner stopped (a kill -9) before it recorded them: each as it would have been recorded, with the
+    info its runner noted when it started it. An entry the set already holds (a result started as late
+    or later) or of a case not in the suite is passed over; the entries go once the set holds them."""
+    from llmbench.harness.isolation import _payload_outcome
+
+    specs = {c.id: c for c in cases}
+    have = {c.id: c.started_at for c in rs.cases}
+    out: dict[str, CaseResult] = {}
+    for p in journal.pending(path):
+        case = specs.get(p.case_id)
+        if case is None or (have.get(p.case_id) or "") >= p.started_at:
+            continue
+        result = _result_of(case, _payload_outcome(dict(p.outcome), p.seconds), p.began_at, p.seconds)
+        result.info.update(p.info)
+        out[p.case_id] = result  # a later entry of the same case wins
+    return list(out.values())
 
 
 def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) -> CaseResult:

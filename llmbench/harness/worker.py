@@ -3,8 +3,9 @@ or one per share group of cases (`group SPECS OUT_DIR`: cases that run on one lo
 one after another), with CUDA_VISIBLE_DEVICES already set, so torch is first imported here, on the
 right GPU.
 
-It writes its outcome to OUT (JSON) atomically; anything it cannot write (a segfault, a kill) the
-runner turns into a status from the exit code and the stderr tail."""
+It writes its outcome to OUT (JSON) atomically, after the journal entry its spec names (harness/journal.py:
+the outcome outlives a runner killed before it recorded it); anything it cannot write (a segfault, a kill)
+the runner turns into a status from the exit code and the stderr tail."""
 
 from __future__ import annotations
 
@@ -125,12 +126,15 @@ def run_group(specs: list[dict[str, Any]], out_dir: Path) -> None:
     runner records it then and a crash later costs only the cases not yet written. The first case that
     does not end ok or skipped stops the group: its sessions may be what failed, so the runner runs
     that case and the rest alone."""
+    from llmbench.harness import journal
     from llmbench.scenarios.base import SharedSessions
 
     shared = SharedSessions()
     try:
         for i, spec in enumerate(specs):
+            entry, began = spec.pop(journal.KEY, None), time.time()
             outcome = {**run_case(spec, shared), "ended_unix": time.time()}  # the runner's times of the cases
+            journal.write(entry, outcome, began)
             write_atomic(out_dir / f"{i}.json", json.dumps(outcome, default=str))
             if outcome["status"] not in GROUP_DONE:
                 break
@@ -161,8 +165,13 @@ def main(argv: list[str]) -> int:
         write_checks(Path(argv[1]))
         return 0
     if len(argv) == 3 and argv[0] == "case":
+        from llmbench.harness import journal
+
         spec = json.loads(Path(argv[1]).read_text())
-        write_atomic(Path(argv[2]), json.dumps(run_case(spec), default=str))
+        entry, began = spec.pop(journal.KEY, None), time.time()  # not handed on (a replica's spec)
+        outcome = run_case(spec)
+        journal.write(entry, outcome, began)
+        write_atomic(Path(argv[2]), json.dumps(outcome, default=str))
         return 0
     if len(argv) == 3 and argv[0] == "group":
         run_group(json.loads(Path(argv[1]).read_text()), Path(argv[2]))
