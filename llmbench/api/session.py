@@ -3,6 +3,7 @@ suites within a budget, one bundle), its log and its clock against the budget.""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from llmbench.api.checks import check_machine, stack_problem
 from llmbench.api.run import Plan
 from llmbench.bundle import Bundle, is_bundle
 from llmbench.caseinfo import CaseInfo
-from llmbench.errors import UserError
+from llmbench.errors import NotSaved, UserError
 from llmbench.hardware.fingerprint import local_device, local_slug
 from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.plan import done_before, ok_case_times, overlay, reference_times, unread_note
@@ -211,13 +212,26 @@ def oneshot(suites: Sequence[str | Path] = (), *, budget_s: float | None = None,
     for w in written:
         for k, v in status_counts(load(w)).items():
             counts[k] = counts.get(k, 0) + v
-    append_log(log, f"{'interrupted' if interrupted else 'done'}: {_summary(counts, journal.deferred)}")
     try:
+        append_log(log, f"{'interrupted' if interrupted else 'done'}: {_summary(counts, journal.deferred)}")
         path = write_oneshot_bundle(out, slug, written, previous, files, log, part,
                                     part_summary(checks, started, budget_s, interrupted, journal.deferred))
+    except OSError as e:  # a full disk: what was measured is in the result sets, which say where
+        raise bundle_not_saved(out, written, log, e) from None
     finally:
         signal.signal(signal.SIGTERM, on_term)  # the caller's handler again once the bundle is written
     return OneshotResult(path, counts, journal.deferred, interrupted, time.monotonic() - t0)
+
+
+def bundle_not_saved(out: Path, written: list[Path], log: Path, e: OSError) -> NotSaved:
+    """The one line a oneshot ends with (exit code 3) when its bundle cannot be written: why, and where
+    what it measured is kept (the result sets under --out, the log), for show, report and run --resume."""
+    why = e.strerror or str(e)
+    sets = ", ".join(str(w) for w in written if w.exists())
+    kept = f"the result set(s) are kept: {sets}" if sets else "no result set was written"
+    logged = f"; the log: {log}" if log.exists() else ""
+    return NotSaved(f"cannot write the bundle in {out}: {why}; {kept}{logged} (llmbench show and report read them; "
+                    f"free space and llmbench run SUITE --resume --out {out} continues them)")
 
 
 def _summary(counts: dict[str, int], deferred: int) -> str:
@@ -261,6 +275,12 @@ class Journal(UI):
         self.done: set[str] = set()
         self.last_clock = time.monotonic()
 
+
+    def _append(self, text: str) -> None:
+        """A line of the log; a log that cannot be written (a full disk) costs the log, not the run, whose
+        result sets say what it measured."""
+        with contextlib.suppress(OSError):
+            append_log(self.log, text)
     def quoted(self, plan: Plan) -> None:
         """The quotes the clock reads, once the plan is made: when its timeline has each case done, which
         over several GPUs is not the sum of the quotes before it (the cases side by side)."""
@@ -281,34 +301,34 @@ class Journal(UI):
         self.ui.clock(self.clock_now(), calm)
 
     def line(self, text: str) -> None:
-        append_log(self.log, text)
+        self._append(text)
 
     def check(self, check: Check) -> None:
-        append_log(self.log, f"doctor {check.level} {check.name}: {check.detail}")
+        self._append(f"doctor {check.level} {check.name}: {check.detail}")
 
     def suite_start(self, suite: Suite, cases: list[CaseSpec], path: Path, skipped: int) -> None:
         self.paths.append(path)
-        append_log(self.log, f"suite {suite.name}: {len(cases)} case(s) to run, {skipped} already done -> {path.name}")
+        self._append(f"suite {suite.name}: {len(cases)} case(s) to run, {skipped} already done -> {path.name}")
         self.ui.clock(self.clock_now(), False)
 
     def case_start(self, case: CaseSpec, index: int) -> None:
-        append_log(self.log, f"start    {case.id} {case.label}")
+        self._append(f"start    {case.id} {case.label}")
 
     def case_done(self, case: CaseSpec, result: CaseResult) -> None:
         self.done.add(case.id)
         given = CaseInfo.of(result.info).gpus
         gpus = f" [gpus {given}]" if given else ""
-        append_log(self.log, f"{result.status:8} {case.id} {case.label} ({result.duration_s or 0:.0f} s){gpus}"
+        self._append(f"{result.status:8} {case.id} {case.label} ({result.duration_s or 0:.0f} s){gpus}"
                    + (f": {result.reason}" if result.reason else "") + f" [{self.clock_now()}]")
         self._tick(False)
 
     def case_deferred(self, case: CaseSpec, needs_s: float, left_s: float) -> None:
         self.deferred += 1
-        append_log(self.log, f"deferred {case.id} {case.label}: needs about {needs_s:.0f} s, "
+        self._append(f"deferred {case.id} {case.label}: needs about {needs_s:.0f} s, "
                    f"{max(left_s, 0):.0f} s left")
 
     def warn(self, text: str) -> None:
-        append_log(self.log, f"warning: {text}")
+        self._append(f"warning: {text}")
 
     def suite_done(self, result_set: ResultSet, path: Path) -> None:
         self._tick(True)

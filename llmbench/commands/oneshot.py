@@ -62,7 +62,8 @@ def oneshot(
     bundle <gpu-slug>-<UTC>.tar.gz (result sets, HTML report, log, environment) in --out.
 
     Ctrl-C or SIGTERM writes the bundle of what finished (exit 130); --resume BUNDLE continues it.
-    Exit code 1: the stack is broken (doctor) or a case failed, timed out or was killed; 2: bad input."""
+    Exit code 1: the stack is broken (doctor) or a case failed, timed out or was killed; 2: bad input;
+    3: the bundle or a result set could not be written (a full disk: one line names what was kept)."""
     seconds = parse_budget(budget) if budget is not None else None
     gpus, parallel = node_placement(gpus, parallel, cpu)
     if dry_run:
