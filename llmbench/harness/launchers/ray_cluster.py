@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,6 +101,27 @@ def check_head(address: str | None) -> None:
                                "out to start a local Ray cluster for the run")) from None
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def interrupt_handlers() -> dict[int, Any]:
+    """The Python handlers of SIGINT and SIGTERM now (llmbench's: an interrupt that saves what finished)."""
+    return {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+
+
+def restore_handlers(handlers: dict[int, Any]) -> None:
+    """Put `handlers` back after `ray.init`. A local cluster Ray starts installs a SIGTERM handler of its
+    own (it stops the cluster's processes and exits with code 1) and its core worker a C-level one that
+    dumps a stack: SIGTERM would end the run there, without the finished cases' line or exit code 130.
+    Installed again even where Python still names llmbench's (the C-level one replaced it unseen); the
+    cluster is stopped by `ray.shutdown` when the run ends, interrupted or not. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None) -> Iterator[Any]:
     """Ray connected to the cluster `address` names for the run (started here where none is named), and
@@ -107,6 +130,7 @@ def ray_session(address: str | None) -> Iterator[Any]:
     check_head(address)
     ours = not ray.is_initialized()
     if ours:
+        handlers = interrupt_handlers()
         try:
             ray.init(address=address or None, log_to_driver=False,
                      include_dashboard=False, logging_level="warning")
@@ -114,6 +138,8 @@ def ray_session(address: str | None) -> Iterator[Any]:
             first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
             raise UserError(redact(f"--launcher ray: cannot join the Ray cluster at {address or 'a new local one'}: "
                                    f"{first}")) from None
+        finally:
+            restore_handlers(handlers)
     try:
         yield ray
     finally:
