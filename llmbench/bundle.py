@@ -49,6 +49,14 @@ class Bundle:
         return bundle_stem(self.path)
 
 
+def read_members(files: Mapping[str, bytes], names: Iterable[str]) -> dict[str, bytes]:
+    """The members `names` of a bundle's `files`, in one pass over the archive where they are read from it
+    (`BundleFiles.read_many`), not one pass each."""
+    if isinstance(files, BundleFiles):
+        return files.read_many(names)
+    return {n: files[n] for n in names}
+
+
 def is_bundle(path: Path) -> bool:
     return path.name.endswith(SUFFIXES)
 
@@ -189,7 +197,9 @@ def read_bundle(path: Path) -> Bundle:
 class BundleFiles(Mapping[str, bytes]):
     """A bundle's members other than the manifest and result sets, by name, each read from the archive the
     first time it is asked for: a log as its last LOG_READ_BYTES, any other member whole up to
-    MEMBER_MAX_BYTES (past that, its tail): what a bundle holds never decides what a reader's memory holds."""
+    MEMBER_MAX_BYTES (past that, its tail): what a bundle holds never decides what a reader's memory holds.
+    Several members at once (`read_many`) are read in one pass over the archive: a gzip tar is a stream,
+    and looking each one up from its start would cost the square of the members' count."""
 
     def __init__(self, path: Path, sizes: dict[str, int]) -> None:
         self.path, self.sizes = path, sizes
@@ -198,9 +208,19 @@ class BundleFiles(Mapping[str, bytes]):
     def __getitem__(self, name: str) -> bytes:
         if name not in self.sizes:
             raise KeyError(name)
-        if name not in self._read:
-            self._read[name] = self._member(name, LOG_READ_BYTES if name.startswith("logs/") else MEMBER_MAX_BYTES)
-        return self._read[name]
+        return self.read_many([name])[name]
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        """The members `names` (each one the bundle has; KeyError otherwise), those not read before read in
+        one pass over the archive, in its order."""
+        names = list(names)
+        for name in names:
+            if name not in self.sizes:
+                raise KeyError(name)
+        wanted = {n for n in names if n not in self._read}
+        if wanted:
+            self._read.update(self._members(wanted))
+        return {n: self._read[n] for n in names}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.sizes)
@@ -208,15 +228,31 @@ class BundleFiles(Mapping[str, bytes]):
     def __len__(self) -> int:
         return len(self.sizes)
 
-    def _member(self, name: str, limit: int) -> bytes:
+    def _members(self, wanted: set[str]) -> dict[str, bytes]:
+        got: dict[str, bytes] = {}
+        name = min(wanted)
         try:
             with tarfile.open(self.path, mode="r:gz") as tar:
-                m = next(m for m in tar if m.name == name)
-                f = tar.extractfile(m)
-                if f is None:
-                    return b""
-                skip = max(m.size - limit, 0)
-                f.seek(skip)  # forward through the stream in small reads, nothing kept
-                return (cut_note(skip) if skip else b"") + f.read()
-        except (tarfile.TarError, OSError, EOFError, StopIteration) as e:
+                for m in tar:  # the first member of a name, as a lookup of one would find
+                    if m.name not in wanted or m.name in got:
+                        continue
+                    name = m.name
+                    got[name] = _tail_of(tar, m, LOG_READ_BYTES if name.startswith("logs/") else MEMBER_MAX_BYTES)
+                    if len(got) == len(wanted):
+                        break
+        except (tarfile.TarError, OSError, EOFError) as e:
             raise ValueError(f"{self.path}: member {name} is not readable: {e!r}") from None
+        missing = sorted(wanted - set(got))
+        if missing:
+            raise ValueError(f"{self.path}: member {missing[0]} is not readable: not in the archive")
+        return got
+
+
+def _tail_of(tar: tarfile.TarFile, m: tarfile.TarInfo, limit: int) -> bytes:
+    """A member's content, or its last `limit` bytes after a note of what was cut."""
+    f = tar.extractfile(m)
+    if f is None:
+        return b""
+    skip = max(m.size - limit, 0)
+    f.seek(skip)  # forward through the stream in small reads, nothing kept
+    return (cut_note(skip) if skip else b"") + f.read()

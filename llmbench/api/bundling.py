@@ -15,7 +15,7 @@ from llmbench import __version__
 from llmbench.analysis.compare import headline_metric_names
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.pages import section
-from llmbench.bundle import Bundle, write_new_bundle
+from llmbench.bundle import Bundle, read_members, write_new_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import llmbench_info
 from llmbench.harness.doctor import Check
@@ -72,10 +72,11 @@ def bundled_suites(bundle: Bundle, out: Path) -> list[Suite]:
         raise UserError(f"--resume {bundle.path.name}: the bundle does not carry its suite file(s) "
                         f"{', '.join(missing or ['(none listed)'])}; name the suites to run after the command")
     loaded = []
+    texts = read_members(bundle.files, [f"suites/{n}.toml" for n in names])
     for n in names:
         path = out / "suites" / f"{n}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(bundle.files[f"suites/{n}.toml"])
+        path.write_bytes(texts[f"suites/{n}.toml"])
         suite = load_suite(str(path))
         if any(_hidden_credential(c.worker_spec("cpu")) for c in suite.cases):
             path.unlink()
@@ -112,7 +113,7 @@ def write_oneshot_bundle(out: Path, slug: str, written: list[Path], previous: Bu
     earlier parts' logs and environment, this part's, the HTML report and the manifest."""
     members: dict[str, bytes | str] = {}
     if previous is not None:
-        members.update({k: previous.files[k] for k in previous.files if k.startswith(("logs/", "env/"))})
+        members.update(read_members(previous.files, [k for k in previous.files if k.startswith(("logs/", "env/"))]))
     members.update(files)
     members[f"logs/part-{part}.log"] = log.read_bytes() if log.exists() else b""
     html, why = sets_html(written, f"llmbench oneshot: {slug}")
