@@ -6,6 +6,7 @@ that holds one starts with a note saying where its figures come from.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import replace
 
 from llmbench.analysis.basediff import BaseDiff
@@ -19,7 +20,7 @@ from llmbench.report.bottleneck_view import bottleneck_table
 from llmbench.report.power_view import power_table
 from llmbench.report.slice_view import slice_table
 from llmbench.report.tables import MISSING, Table, fmt_num, fmt_pct, ratio_text
-from llmbench.report.terminal import one_line
+from llmbench.report.terminal import NUMBER, merge_numbers, one_line
 
 RATIO_CAPTION = (
     "ratio > 1: better than {base} (throughput up or latency down); [95% CI]: percentile bootstrap "
@@ -288,14 +289,39 @@ def basediff_tables(bd: BaseDiff) -> list[Table]:
     ]
 
 
-def corrections_table(sets: list[SetRef]) -> Table | None:
-    """What was changed in the sets' files after they were written (`results.Correction`), one row each,
-    by file; None where no set records a change."""
-    rows = []
+MAX_CORRECTION_ROWS = 8  # kinds of correction shown by default (`show --all`: every correction)
+
+
+def corrections_table(sets: list[SetRef], *, every: bool = True) -> Table | None:
+    """What was changed in the sets' files after they were written (`results.Correction`), by file; None
+    where no set records a change. `every`: one row each; else, as warnings are, corrections that differ
+    only in their figures are one row (a figure that varies as its range, how many times, the first and
+    last time), at most MAX_CORRECTION_ROWS kinds and a row of how many more: a set corrected case by case
+    (100,000 times) is a few lines, not minutes of them."""
+    rows: list[list[str]] = []
+    groups: dict[tuple[str, str, str, str], list[list[str]]] = defaultdict(list)
     for s in sets:  # a pooled side names each run by its file
         names = s.stems if len(s.stems) == len(s.all_runs) else [s.stem or s.name] * len(s.all_runs)
-        rows += [[n, c.when, c.what, c.why, c.by or MISSING] for n, rs in zip(names, s.all_runs, strict=True)
-                 for c in rs.corrections]
+        for n, rs in zip(names, s.all_runs, strict=True):
+            for c in rs.corrections:
+                row = [n, c.when, c.what, c.why, c.by or MISSING]
+                if every:
+                    rows.append(row)
+                else:
+                    groups[(n, NUMBER.sub("#", c.what), NUMBER.sub("#", c.why), row[4])].append(row)
+    kinds = list(groups.values())
+    for same in kinds[:MAX_CORRECTION_ROWS]:
+        if len(same) == 1:
+            rows.append(same[0])
+            continue
+        whens = [r[1] for r in same]
+        rows.append([same[0][0], f"{min(whens)} .. {max(whens)}",
+                     f"{merge_numbers([r[2] for r in same])} ({len(same)} times)", merge_numbers([r[3] for r in same]),
+                     same[0][4]])
+    rest = kinds[MAX_CORRECTION_ROWS:]
+    if rest:
+        rows.append([MISSING, MISSING, f"{sum(map(len, rest))} more correction(s) of {len(rest)} other kind(s)",
+                     "llmbench show --all lists every one", MISSING])
     return Table("Corrections recorded in the result sets", ["set", "when (UTC)", "what was changed", "why", "by"],
                  rows, caption="changes made to a set's file after its run, as the set records them") if rows else None
 
@@ -337,7 +363,7 @@ def set_tables(ref: SetRef) -> list[Table]:
                 notes=short_note([ref]),
             )
         )
-    return tables + seed_tables(ref) + [t for t in [corrections_table([ref])] if t is not None]
+    return tables + seed_tables(ref) + [t for t in [corrections_table([ref], every=False)] if t is not None]
 
 
 def validation_tables(v: Validation, projected: SetRef, measured: SetRef) -> list[Table]:
