@@ -38,8 +38,9 @@ def sleeping_rank(spec: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def launch(name: str, nproc: int, spec: dict[str, Any], timeout_s: float = 120.0) -> Any:
-    """`name` of this file as `nproc` ranks through the torchrun launcher, from the repository root."""
+def launch(name: str, nproc: int, spec: dict[str, Any], timeout_s: float = 300.0) -> Any:
+    """`name` of this file as `nproc` ranks through the torchrun launcher, from the repository root (the
+    timeout only stops a launch that hangs: on a loaded host torchrun and each rank take long to import torch)."""
     target = RankEntry("tests.test_launch", name).target
     return Torchrun().run({"entry": target, "nproc": nproc, "spec": spec}, dict(os.environ), timeout_s)
 
