@@ -317,7 +317,7 @@ def render_html(sections: list[Section], title: str = "llmbench report", answers
                       toc_html(built, bool(projection)), *map(section_html, own),
                       _fold(f"Published reference sets ({len(refs)})", refs) if refs else ""])
     newest = max((r.rs.created_at for s in sections for r in s.sets), default="-")
-    return f"""<!DOCTYPE html>
+    return _escape_page(f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -327,4 +327,13 @@ def render_html(sections: list[Section], title: str = "llmbench report", answers
 (newest created {html.escape(newest)}). {_tags_line(built)}</p>
 {body}
 </body></html>
-"""
+""")
+
+
+def _escape_page(page: str) -> str:
+    """The page with every control and format character from a label, a param or a reason written as its
+    escape (report/escapes.py, as the terminal writes them): the markup llmbench writes holds none but
+    newlines, so one pass over the page reaches every table cell, title and chart label."""
+    from llmbench.report.escapes import escape_controls
+
+    return escape_controls(page)

@@ -10,12 +10,17 @@ from __future__ import annotations
 import html
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+from llmbench.report.escapes import escape_controls
 
 FONT_PT = 10.0
 SMALL_PT = 9.0  # ticks and legends: the smallest text on any chart (12 px at 100% zoom)
@@ -47,13 +52,33 @@ class Chart:
         return float(m.group(1)) * 4 / 3 if m else 0.0
 
 
+def _escape_texts(fig: plt.Figure) -> None:
+    """Every text of the figure with its control and format characters as escapes (report/escapes.py), so
+    they are drawn and laid out as the page shows them: titles, legends, annotations, and tick labels,
+    which a fixed formatter writes again at each draw."""
+    for artist in fig.findobj(Text):
+        artist.set_text(escape_controls(artist.get_text()))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            if isinstance(formatter, FixedFormatter):
+                formatter.seq = [escape_controls(str(label)) for label in formatter.seq]
+            elif isinstance(formatter, FuncFormatter):  # set_ticks(..., labels): the labels behind a function
+                formatter.func = _escaping(formatter.func)
+
+
+def _escaping(func: Callable[..., object]) -> Callable[..., str]:
+    return lambda x, pos=None: escape_controls(str(func(x, pos)))
+
+
 def to_svg(fig: plt.Figure, tooltips: dict[str, str] | None = None) -> str:
     """The figure as inline SVG; `tooltips` maps the gid of an artist (a tick label) to the text a
     browser shows on hovering it (an SVG <title>: the full text of a shortened label)."""
+    _escape_texts(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buf.getvalue()
     for gid, tip in (tooltips or {}).items():
-        text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(tip)}</title>', 1)
+        text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(escape_controls(tip))}</title>', 1)
     return text[text.index("<svg") :]

@@ -8,6 +8,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 
 from rich import box
 from rich.cells import cell_len
@@ -21,6 +22,7 @@ from llmbench.analysis.labels import gpu_name
 from llmbench.ids import params_text
 from llmbench.measure.stats import MIN_N_FOR_CI95
 from llmbench.redact import redact
+from llmbench.report.escapes import escape_controls
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet
 from llmbench.scenarios.base import SCENARIOS
@@ -29,15 +31,11 @@ SEPARATOR = " · "  # between the "column: value" pairs of a stacked row
 INDENT = "  "  # a stacked row's pairs under its heading
 
 
-# C0 controls but tab and newline, DEL and C1: an ESC or a CSI from a label would move the cursor, clear
-# the screen or retitle the window; a CR would overwrite the line
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def terminal_safe(text: str) -> str:
-    """`text` as it may reach a terminal: control characters written as escapes (ESC as \\x1b),
-    credentials hidden (llmbench.redact). Files keep the original text."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", redact(text))
+    """`text` as it may reach a terminal: control and format characters written as escapes (ESC as
+    \\x1b, a bidi override as \\u202e: report/escapes.py, as the HTML report writes them), credentials
+    hidden (llmbench.redact). Files keep the original text."""
+    return escape_controls(redact(text))
 
 
 class SafeConsole(Console):
@@ -167,9 +165,21 @@ def _paragraph(console: Console, text: str, style: str = "") -> None:
         console.print(Text(line, style=style), soft_wrap=True)
 
 
+def escaped_table(t: Table) -> Table:
+    """The table with its texts as a terminal may show them (`escape_controls`), before widths are measured:
+    a bidi override or a zero-width space takes no cell and its escape six, so escaping a laid-out row
+    would crop it."""
+    esc = escape_controls
+    return replace(t, title=esc(t.title), columns=[esc(c) for c in t.columns],
+                   rows=[[esc(c) for c in r] for r in t.rows], caption=esc(t.caption),
+                   notes=[esc(n) for n in t.notes], empty=esc(t.empty), lead=[esc(p) for p in t.lead])
+
+
 def print_table(t: Table, console: Console) -> None:
     """One table: its title, notes (warnings, sources) and lead paragraphs, then the rows as a table where
-    they fit the console's width without breaking a word, else stacked; then its caption."""
+    they fit the console's width without breaking a word, else stacked; then its caption. Its texts are
+    escaped first (`escaped_table`)."""
+    t = escaped_table(t)
     empty = not t.rows and not t.is_text
     if t.title or empty:
         _paragraph(console, f"{t.title}: {t.none_text}" if empty else t.title, "italic" if empty else "bold")
