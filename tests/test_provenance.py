@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from test_compare_support import H100_ENV, H200_ENV, gemm_case, refs, result_set
@@ -62,3 +63,21 @@ def test_keys_recorded_on_one_side_only_are_shown() -> None:
     assert diffs["llmbench commit"] == ["(not recorded)", "ecc53d1"]
     assert diffs["llmbench tree modified"] == ["(not recorded)", "yes"]
     assert diffs["gpu.driver"] == ["(not recorded)", "580.159.04"]
+
+
+def test_the_commit_comes_only_from_llmbench_s_own_checkout(tmp_path: Path) -> None:
+    """A tree without its own .git inside another repository (a virtualenv in a user's project) is not
+    llmbench's checkout: that repository's HEAD is not llmbench's commit."""
+    import subprocess
+
+    from llmbench.hardware.fingerprint import own_checkout
+
+    outer, tree = tmp_path / "project", tmp_path / "project" / "venv" / "src"
+    tree.mkdir(parents=True)
+    (tree / "pyproject.toml").write_text('[project]\nname = "llmbench"\n', encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    assert not own_checkout(tree)
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    assert own_checkout(tree)
+    (tree / "pyproject.toml").write_text('[project]\nname = "other"\n', encoding="utf-8")
+    assert not own_checkout(tree)  # a repository of another project

@@ -118,6 +118,8 @@ def llmbench_info() -> dict[str, Any]:
         return {"version": __version__, "git_commit": pinned, "git_dirty": None}
     root = Path(__file__).resolve().parents[2]
     commit = dirty = None
+    if not own_checkout(root):  # an installed package, or a tree inside someone else's repository
+        return {"version": __version__, "git_commit": None, "git_dirty": None}
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"],
                               capture_output=True, text=True, timeout=5)
@@ -128,6 +130,19 @@ def llmbench_info() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         pass
     return {"version": __version__, "git_commit": commit, "git_dirty": dirty}
+
+
+def own_checkout(root: Path) -> bool:
+    """Whether `root` is llmbench's own checkout: it holds llmbench's pyproject.toml and is the top level
+    of the git repository it lies in. A virtualenv inside a user's project would otherwise record the
+    user's HEAD as llmbench's commit."""
+    try:
+        named = 'name = "llmbench"' in (root / "pyproject.toml").read_text(encoding="utf-8")
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return named and top.returncode == 0 and Path(top.stdout.strip()).resolve() == root.resolve()
 
 
 def gpu_info() -> dict[str, Any] | None:
