@@ -49,7 +49,7 @@ class Layout:
     machine_sd: float
     run_sd: float
     cases: int = 17
-    history: tuple[int, int, int] = (4, 3, 2)
+    history: tuple[int, int, int] = (6, 8, 2)  # about a committed GPU's family: 13-27 machines, 50+ cells
     case_corr: float = 0.5
     same_machines: bool = False  # the gate's two sides measured on the same machines (before/after on one box)
 

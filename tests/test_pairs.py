@@ -303,8 +303,18 @@ def test_versus_from_a_pip_install_answers_from_the_packaged_references(tmp_path
     serving = next(r for r in data["rows"] if r["workload"] == "serving-max-load" and r["sides"][0] == "fp16")
     assert serving["chosen"]["kind"] == "published pair" and serving["chosen"]["grade"] == "controlled"
     assert not any(r["workload"] == "ttft-2048" and r["sides"][0] == "fp8" for r in data["rows"])  # no runs: still
+    # the measured runs that ship with llmbench are read: the H100's runs project the A100 (validated)
     decode = next(r for r in data["rows"] if r["workload"] == "decode-b1" and r["sides"][0] == "bf16")
-    assert decode["chosen"] is None and decode["span"] is not None  # the uncontrolled torchao pair: evidence only
+    assert decode["chosen"]["kind"] == "projection" and decode["chosen"]["grade"] == "validated"
+    pair = runner.invoke(_app(), ["versus", "--gpus", "h200-sxm-141gb,h100-sxm-80gb", "-f", "json"])
+    h200 = next(r for r in json.loads(pair.stdout)["rows"] if r["workload"] == "decode-b1")
+    assert h200["chosen"]["kind"] == "measured"
+    (tmp_path / "results" / "cpu-x86_64").mkdir(parents=True)  # a user's own CPU run hides nothing shipped
+    save(result_set({"gpu": {"slug": "cpu-x86_64"}}, [case("gemm", {"precision": "bf16", "shape": [64, 64, 64]},
+                                                            {"tflops": metric("tflops", 0.1)})]),
+         tmp_path / "results" / "cpu-x86_64" / "quickstart-1.json")
+    again = runner.invoke(_app(), ["versus", "-f", "json"])
+    assert json.loads(again.stdout)["rows"] == data["rows"]
 
 
 def test_versus_puts_your_sets_in_and_takes_any_pair(tmp_path: Path) -> None:

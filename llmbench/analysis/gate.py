@@ -114,17 +114,15 @@ POWER = 0.80  # the probability at which the gate states the smallest slowdown i
 
 
 def p_slower(r: Ratio) -> float | None:
-    """One-sided p-value of "this cell is not slower than 1" from the ratio's log t-distribution, with the
-    degrees of freedom its spreads have were a run's cases one measurement (the suite-wide test reads
-    the deep tail, where an overstated df would raise false alarms); None where the ratio carries no
-    spread between runs and machines (no 95% interval)."""
+    """One-sided p-value of "this cell is not slower than 1" from the ratio's log t-distribution; None
+    where the ratio carries no spread between runs and machines (no 95% interval)."""
     import scipy.stats
 
     if r.spread is None or not r.is_95:
         return None
     if r.spread.se == 0.0:
         return 0.0 if r.spread.centre < 0 else 1.0
-    return float(scipy.stats.t.cdf(r.spread.centre / r.spread.se, r.spread.df_shared or r.spread.df))
+    return float(scipy.stats.t.cdf(r.spread.centre / r.spread.se, r.spread.df))
 
 
 def holm(p_values: list[float], alpha: float = ALPHA) -> list[bool]:
@@ -165,10 +163,9 @@ class Power:
 
 
 def power_of(ratios: list[Ratio], threshold: float, runs: int) -> Power | None:
-    """The median judged cell's power (its t-test at Holm's first step, alpha over the cells, with the
-    degrees of freedom the gate judges by): the smallest slowdown caught 80% of the time, and how many runs
-    a side would bring a 10% slowdown there (the run part of the spread shrinking as 1/runs; where the
-    spread between machines is in it, no number of runs on the same machines removes that part)."""
+    """The median judged cell's power (its t-test at Holm's first step, alpha over the cells): the smallest
+    slowdown caught 80% of the time, and how many runs a side would bring a 10% slowdown there at best
+    (as if its whole spread shrank as 1/runs; the part between machines does not)."""
     import scipy.stats
 
     judged = sorted((r.spread for r in ratios if r.spread is not None and r.is_95 and r.spread.se > 0),
@@ -176,7 +173,7 @@ def power_of(ratios: list[Ratio], threshold: float, runs: int) -> Power | None:
     if not judged:
         return None
     mid = judged[len(judged) // 2]
-    df = mid.df_shared or mid.df
+    df = mid.df
     z = float(scipy.stats.t.ppf(1 - ALPHA / len(judged), df) + scipy.stats.t.ppf(POWER, df))
     need = max(z * mid.se, math.log(1 + threshold) + float(scipy.stats.t.ppf(POWER, df)) * mid.se)
     smallest = 1 - math.exp(-need)

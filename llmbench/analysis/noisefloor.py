@@ -26,20 +26,19 @@ from llmbench.results import CaseResult, ReadWarning, ResultSet, load
 class Floor:
     """The spread of one GPU, scenario and metric family at two levels, each with its degrees of freedom:
     between runs on one machine (`log_var`), and between machines (`machine_var`: the variance of a
-    machine's own level, its runs' spread taken out). Machines are the independent units of a GPU's
-    figure: runs on one machine share its state (its host core, its card), so runs alone cannot say how
-    far another machine of the same GPU lands."""
+    machine's mean run, at the runs a machine it was measured with, `machine_inv_runs`). Machines are
+    the independent units of a GPU's figure: runs on one machine share its state (its host core, its
+    card), so runs alone cannot say how far another machine of the same GPU lands."""
 
     log_var: float  # pooled variance of log(run median) between runs on one machine; 0 where not measured
     df: int  # its degrees of freedom: runs minus one per machine, summed over the cells pooled (0: not measured)
     cases: int  # case-metric cells pooled
-    machine_var: float | None = None  # variance of a machine's level (log scale); None: no cell on 2+ machines
+    machine_var: float | None = None  # variance of a machine's mean run (log); None: no cell on 2+ machines
+    machine_inv_runs: float = 1.0  # the mean 1/R of the machines it was measured over (R runs a machine)
     machine_df: int = 0  # machines minus one, summed over the cells pooled
     machine_cases: int = 0
     machine_from: str = ""  # where the machine level was borrowed from, where not from this family
     corr: float = 1.0  # how the deviations of a run's (a machine's) cases move together; 1 where not measured
-    df_shared: int = 0  # `df` were the cases of one run one measurement (_Level.df_if_shared): the gate's
-    machine_df_shared: int = 0  # the same for `machine_df`
 
     @property
     def run_var(self) -> float | None:
@@ -49,7 +48,8 @@ class Floor:
     @property
     def cv(self) -> float:
         """How far one run on another machine lands (sd of log, for small spreads the CV): both levels."""
-        return float(np.sqrt(self.log_var + (self.machine_var or 0.0)))
+        return float(np.sqrt((self.machine_var or 0.0) + self.log_var * (1.0 - self.machine_inv_runs)
+                             if self.machine_var is not None else self.log_var))
 
 
 @dataclass
@@ -68,8 +68,8 @@ class NoiseFloor:
                 mdef.unit not in SPEED_UNITS or family.endswith(HOST_FAMILY):
             return own
         base = own or Floor(0.0, 0, 0)
-        return replace(base, machine_var=wide.machine_var, machine_df=wide.machine_df,
-                       machine_cases=wide.machine_cases, machine_df_shared=wide.machine_df_shared,
+        return replace(base, machine_var=wide.machine_var, machine_inv_runs=wide.machine_inv_runs,
+                       machine_df=wide.machine_df, machine_cases=wide.machine_cases,
                        machine_from="the GPU's other speed families")
 
     def __bool__(self) -> bool:
@@ -93,12 +93,13 @@ GPU_WIDE = "*"  # the key of a GPU's between-machine spread: its speed families'
 Cell = tuple[str, str, str, str, str, str, str]  # (slug, case id, scenario, metric, floor family, path or group, side)
 
 
-def cells_of(runs: Iterable[ResultSet], side: str = "") -> dict[Cell, dict[str, list[tuple[str, float]]]]:
+def cells_of(runs: Iterable[ResultSet], side: str = "", apart: bool = True
+             ) -> dict[Cell, dict[str, list[tuple[str, float]]]]:
     """Each cell's (run, log run median) by machine: the runs of a case that ran the same recorded code path,
     or, where a case recorded none, the passes of one repeat group (the module docstring says why).
-    `side` keeps the runs of one compared side in cells of their own: the runs under test never pool
-    with another side's into one spread (and a side's runs pool whether or not they recorded a path: the
-    side, a repeat group or --pool, says they are one measurement)."""
+    `side` names the runs of one compared side: they pool whether or not they recorded a path (the side,
+    a repeat group or --pool, says they are one measurement), and with `apart` in cells of their own, so
+    that the runs under test never pool with another side's into one spread."""
     cells: dict[Cell, dict[str, list[tuple[str, float]]]] = {}
     for index, rs in enumerate(runs):
         if not is_measured(rs):
@@ -119,19 +120,21 @@ def cells_of(runs: Iterable[ResultSet], side: str = "") -> dict[Cell, dict[str, 
                 mdef = METRICS.get(name)
                 if mdef is None or mdef.better == "neither" or not np.isfinite(m.value) or m.value <= 0:
                     continue  # a NaN or Inf run is no spread: one would make the whole floor NaN
-                key = (rs.gpu_slug, c.id, c.scenario, name, floor_family(c, name), same, side)
+                key = (rs.gpu_slug, c.id, c.scenario, name, floor_family(c, name), same, side if apart else "")
                 cells.setdefault(key, {}).setdefault(machine, []).append((f"{side}{index}", float(np.log(m.value))))
     return cells
 
 
-def floor_of(runs: Iterable[ResultSet], sides: Iterable[Iterable[ResultSet]] = ()) -> NoiseFloor:
+def floor_of(runs: Iterable[ResultSet], sides: Iterable[Iterable[ResultSet]] = (), apart: bool = True) -> NoiseFloor:
     """The floor from result sets, per GPU, scenario and metric family, at two levels (`Floor`): one-way
     analysis of variance per cell (machines the groups), mean squares pooled over the cells with their
     degrees of freedom. `sides`: the runs of the sides being compared, each side's cells apart from the
-    others' and from `runs` (pass `runs` without them)."""
+    others' and from `runs` where `apart` (pass `runs` without them)."""
     cells = cells_of(runs)
     for k, side in enumerate(sides):
-        cells.update(cells_of(side, side=f"side {k}"))
+        for key, by_machine in cells_of(side, side=f"side {k}", apart=apart).items():
+            for machine, got in by_machine.items():
+                cells.setdefault(key, {}).setdefault(machine, []).extend(got)
     acc: dict[tuple[str, str, str], _Sums] = {}
     speed: set[tuple[str, str, str]] = set()  # the families of speed metrics that measure the GPU
     for (slug, _cid, scenario, name, family, _same, _side), by_machine in cells.items():
@@ -146,8 +149,7 @@ def floor_of(runs: Iterable[ResultSet], sides: Iterable[Iterable[ResultSet]] = (
         df = sum(f.machine_df for f in fams)
         if df:  # the median family by degrees of freedom: one family of wild spread does not set a GPU's
             median = next(f for k, f in enumerate(fams) if sum(g.machine_df for g in fams[:k + 1]) >= df / 2)
-            floors[(slug, GPU_WIDE, GPU_WIDE)] = Floor(0.0, 0, 0, median.machine_var, median.machine_df,
-                                                       median.machine_cases, machine_df_shared=median.machine_df_shared)
+            floors[(slug, GPU_WIDE, GPU_WIDE)] = replace(median, log_var=0.0, df=0, cases=0)
     return NoiseFloor(floors)
 
 
@@ -183,13 +185,6 @@ class _Level:
         r = self.shared_correlation() or 0.0
         return int(max(min(self.df_sum, self.df_sum / (1.0 + (k - 1.0) * r * r)), 1))
 
-    def df_if_shared(self, groups: int) -> int:
-        """The degrees of freedom were the cells' deviations one and the same (correlation 1): the distinct
-        units less the `groups` they are measured within. What the gate judges by: the deep tail that a
-        suite-wide test reads is where an overstated df shows."""
-        units = {u for d in self.deviations for u in d}
-        return max(min(self.df_sum, len(units) - groups), 1) if self.df_sum else 0
-
     def shared_correlation(self) -> float | None:
         """The correlation of the deviations of cells that share units (None where no two cells share two)."""
         by_unit: dict[str, list[int]] = {}
@@ -216,7 +211,6 @@ class _Sums:
     machine: _Level = field(default_factory=_Level)
     inv_runs: float = 0.0  # sum of 1/R over the machines of the cells on 2+ machines
     machine_count: int = 0
-    run_machines: set[str] = field(default_factory=set)  # the machines the run level's runs are on
 
     def add(self, by_machine: dict[str, list[tuple[str, float]]]) -> None:
         groups = {m: np.asarray([v for _, v in got]) for m, got in by_machine.items()}
@@ -224,7 +218,6 @@ class _Sums:
         if within:
             self.run.add({run: v - float(groups[m].mean()) for m in within for run, v in by_machine[m]},
                          sum(g.size - 1 for g in within.values()))
-            self.run_machines |= set(within)
         if len(groups) >= 2:
             means = {m: float(g.mean()) for m, g in groups.items()}
             centre = float(np.mean(list(means.values())))
@@ -233,26 +226,24 @@ class _Sums:
             self.machine_count += len(groups)
 
     def floor(self) -> Floor | None:
-        run_var, machine_ms = self.run.var or 0.0, self.machine.var
-        # a machine mean's variance is the machines' own plus the runs' over R: take the runs' part out
-        machine_var = (None if machine_ms is None else
-                       max(machine_ms - run_var * self.inv_runs / self.machine_count, 0.0))
+        run_var, machine_var = self.run.var or 0.0, self.machine.var
         df_run, df_machine = self.run.df, self.machine.df
         if not (df_run or df_machine):
             return None
         corrs = [c for c in (self.run.shared_correlation(), self.machine.shared_correlation()) if c is not None]
-        machines_of_runs = len(self.run_machines)
         return Floor(run_var if df_run else 0.0, df_run, self.run.cells, machine_var if df_machine else None,
-                     df_machine, self.machine.cells, corr=max(corrs) if corrs else 1.0,
-                     df_shared=self.run.df_if_shared(machines_of_runs) if df_run else 0,
-                     machine_df_shared=self.machine.df_if_shared(1) if df_machine else 0)
+                     self.inv_runs / self.machine_count if self.machine_count else 1.0,
+                     df_machine, self.machine.cells, corr=max(corrs) if corrs else 1.0)
 
 
 def floor_beside(runs: Iterable[ResultSet], sides: list[list[ResultSet]]) -> NoiseFloor:
     """The floor a comparison of `sides` reads: `runs` (its folders' sets) less the runs under test, and
-    each side's runs in cells of their own, so that the difference under test never becomes the noise."""
+    each side's runs in cells of their own, so that the difference under test never becomes the noise.
+    Sides of different GPUs never share a cell: their runs are read as any others (as the pages do)."""
     under_test = {run_key(r) for side in sides for r in side}
-    return floor_of([r for r in runs if run_key(r) not in under_test], sides)
+    slugs = [{r.gpu_slug for r in side} for side in sides]
+    apart = any(a & b for k, a in enumerate(slugs) for b in slugs[k + 1:])
+    return floor_of([r for r in runs if run_key(r) not in under_test], sides, apart)
 
 
 def floor_of_values(values: list[float]) -> Floor | None:
@@ -261,7 +252,7 @@ def floor_of_values(values: list[float]) -> Floor | None:
     x = np.asarray(values, dtype=np.float64)
     if x.size < 2 or not np.isfinite(x).all() or (x <= 0).any():
         return None
-    return Floor(0.0, 0, 0, float(np.log(x).var(ddof=1)), int(x.size - 1), 1)
+    return Floor(0.0, 0, 0, machine_var=float(np.log(x).var(ddof=1)), machine_df=int(x.size - 1), machine_cases=1)
 
 
 def folder_runs(folders: Iterable[Path]) -> list[ResultSet]:

@@ -11,8 +11,8 @@ from statistics import geometric_mean
 from typing import Any
 
 from llmbench.analysis import parts, runs
-from llmbench.analysis.compare import orient
-from llmbench.analysis.pooled import log_ratio_interval
+from llmbench.analysis.compare import Ratio, orient, runs_ratio
+from llmbench.analysis.noisefloor import NoiseFloor, floor_of, machine_of
 from llmbench.analysis.prices import Price, list_prices
 from llmbench.caseinfo import PublishedInfo, PublishedMatch
 from llmbench.errors import UserError, choices_text
@@ -280,10 +280,12 @@ def check_gpu(slug: str) -> str:
 
 def build_pair(a: str, b: str, results_dir: Path | None, given: list[tuple[str, ResultSet]] | None = None,
                prices: dict[str, Price] | None = None) -> PairAnswer:
-    """X (`a`) vs Y (`b`) per workload, from the measured sets of a results tree and the user's own sets."""
+    """X (`a`) vs Y (`b`) per workload, from the reference runs (a results tree's, and the packaged ones of
+    every GPU it lacks: `runs.reference_sets`) and the user's own sets."""
     a, b = check_gpu(a), check_gpu(b)
-    sets = [*(runs.tree_sets(results_dir) if results_dir is not None else []), *(given or [])]
+    sets = [*runs.reference_sets(results_dir), *(given or [])]
     by_gpu = runs.case_runs(sets)
+    floor = floor_of(rs for _, rs in sets)
     ids = {g: set(gr.cases) for g, gr in by_gpu.items()}
     figs, (ra, rb) = _figures(), (by_gpu.get(a), by_gpu.get(b))
     checks = parts.checks(by_gpu, ids, {w.metric for w in workloads()}) + _published_checks(figs, by_gpu)
@@ -304,7 +306,7 @@ def build_pair(a: str, b: str, results_dir: Path | None, given: list[tuple[str, 
             if drop:
                 answer.omitted.append((row.title, drop))
                 continue
-            _fill(row, w, cases, a, b, ra, rb, figs, bands)
+            _fill(row, w, cases, a, b, ra, rb, figs, bands, floor)
             answer.rows.append(row)
             row.verdict = _verdict(row, got)
             answer.measured += [Measured(g, row.title, cid, [r.file for r in cr.used],
@@ -329,15 +331,31 @@ def _drop(row: Row, cases: tuple[str, str], gpu_runs: tuple[Any, Any], gpus: tup
     return None
 
 
+def _measured_ratio(w: Workload, cases: tuple[str, str], a: str, b: str, ca: runs.CaseRuns, cb: runs.CaseRuns,
+                    floor: NoiseFloor) -> Ratio | None:
+    """X over Y from the runs that stand for the workload's case on each GPU, with the interval `compare`
+    gives them (machines the independent units, each GPU's spread for the case family)."""
+    sides = [[(m, machine_of(run.rs, f"{g}{k}")) for k, run in enumerate(c.used)
+              if (m := run.case.metrics.get(w.metric)) is not None] for g, c in ((b, cb), (a, ca))]
+    if not all(sides):
+        return None
+    (base, this) = sides
+    floors = (floor.get(b, cb.used[0].case.scenario, w.metric, cb.used[0].case),
+              floor.get(a, ca.used[0].case.scenario, w.metric, ca.used[0].case))
+    return runs_ratio([m for m, _ in base], [m for m, _ in this], w.better, cases[0],
+                      ([x for _, x in base], [x for _, x in this]), floors, (b, a))
+
+
 def _fill(row: Row, w: Workload, cases: tuple[str, str], a: str, b: str, ra: runs.GpuRuns | None,
-          rb: runs.GpuRuns | None, figs: list[_Fig], bands: dict[str, parts.Band]) -> None:
+          rb: runs.GpuRuns | None, figs: list[_Fig], bands: dict[str, parts.Band], floor: NoiseFloor) -> None:
     ca, cb = (ra.case(cases[0]) if ra else None), (rb.case(cases[1]) if rb else None)
     pa, pb = (ca.metric(w.metric) if ca else None), (cb.metric(w.metric) if cb else None)
-    if pa and pb:
+    if pa and pb and ca and cb:
         r = float(orient(pa.value, pb.value, w.better))
-        iv = log_ratio_interval(pb.values, pa.values, w.better)
-        lo, hi = iv.bounds() if iv else (r, r)
-        how = "95% CI over runs" if iv else "one run a side: no interval"
+        got = _measured_ratio(w, cases, a, b, ca, cb, floor)
+        lo, hi = got.ci if got is not None and got.ci and got.is_95 else (r, r)
+        how = ("95% CI over machines and runs" if got is not None and got.ci and got.is_95 else
+               f"no 95% interval: {got.note}" if got is not None and got.note else "one run a side: no interval")
         row.evidence.append(Evidence(
             "measured", "measured", r, min(lo, r), max(hi, r), how, f"{a} vs {b}", "llmbench",
             f"runs: {pa.runs} of {a}, {pb.runs} of {b}", True, picks=True))

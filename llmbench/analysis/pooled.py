@@ -66,7 +66,6 @@ class LogRatioInterval:
     se: float
     df: float
     corr: float = 1.0
-    df_shared: float | None = None  # `df` were a run's cases one measurement (the gate's; None: `df`)
 
     def bounds(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
         import scipy.stats  # where used: it is slow to import (measure/stats.py)
@@ -149,10 +148,13 @@ class LevelAnswer:
 
 
 def level_interval(base: SideRuns, this: SideRuns, better: Better) -> LevelAnswer:
-    """The t-interval of the oriented log ratio of two sides' machine means. A side's variance is
-    machine_var / M + run_var * mean(1/R) / M (M machines, R runs on each), the two spreads its GPU's
-    (`Floor`, pooled over the case family); machines shared by both sides of one GPU cancel (their level
-    is in both). Degrees of freedom: Satterthwaite over the spreads' own."""
+    """The t-interval of the oriented log ratio of two sides' machine means. A side of M machines with R
+    runs each has the variance (machine_var + run_var * (mean(1/R) - machine_inv_runs)) / M: a machine
+    mean's variance as the floor measured it at its own runs a machine, plus the run part's excess where
+    the side ran fewer runs a machine (never less: the machines' own part is not split from the runs'
+    by subtraction, whose zero-clamped estimate would be too sure). The spreads are its GPU's (`Floor`,
+    pooled over the case family); machines shared by both sides of one GPU cancel (their level is in
+    both), leaving run_var * mean(1/R) / M. Degrees of freedom: Satterthwaite over the spreads' own."""
     if better == "neither" or min(base.values + this.values, default=0.0) <= 0:
         return LevelAnswer(None, "no positive figure")
     sign = 1.0 if better == "higher" else -1.0
@@ -160,7 +162,7 @@ def level_interval(base: SideRuns, this: SideRuns, better: Better) -> LevelAnswe
     shared = base.floor == this.floor and set(base.machines) == set(this.machines)
     # each estimated spread once, with the weight the ratio's variance gives it: a side that borrows the
     # other's spread adds weight to the same estimate (its degrees of freedom counted once)
-    weights: dict[tuple[Floor, str], list[float]] = {}  # (floor, level) -> [weight, variance, df, df if shared]
+    weights: dict[tuple[Floor, str], list[float]] = {}  # (floor, level) -> [weight, variance, df]
     borrowed: list[str] = []
     for side in (base, this):
         means, f = side.machine_means(), side.floor
@@ -171,8 +173,7 @@ def level_interval(base: SideRuns, this: SideRuns, better: Better) -> LevelAnswe
             if f.machine_var is None:
                 return LevelAnswer(None, f"{side.name or 'a side'}: no spread between machines measured for this "
                                          "case family (runs of one machine cannot say how far another lands)")
-            weights.setdefault((f, "machine"), [0.0, f.machine_var, float(f.machine_df),
-                                                float(f.machine_df_shared or f.machine_df)])[0] += 1.0 / m
+            weights.setdefault((f, "machine"), [0.0, f.machine_var, float(f.machine_df)])[0] += 1.0 / m
             if m < 2:
                 borrowed.append(f"{side.name or 'one side'} ran on one machine: its between-machine spread is "
                                 f"{f.machine_from or 'the case family'}'s, {f.machine_cases} cells of 2+ machines")
@@ -180,20 +181,19 @@ def level_interval(base: SideRuns, this: SideRuns, better: Better) -> LevelAnswe
                 borrowed.append(f"{side.name or 'a side'}: no spread between machines measured for this case "
                                 f"family; {f.machine_from}'s")
         if f.run_var is not None:
-            inv_r = sum(1.0 / r for _, r in means) / (m * m)
-            weights.setdefault((f, "run"), [0.0, f.run_var, float(f.df), float(f.df_shared or f.df)])[0] += inv_r
+            inv_r = sum(1.0 / r for _, r in means) / m
+            excess = inv_r if shared else max(inv_r - f.machine_inv_runs, 0.0)
+            weights.setdefault((f, "run"), [0.0, f.run_var, float(f.df)])[0] += excess / m
         elif shared:
             return LevelAnswer(None, "one machine on both sides and no spread between its runs measured")
-    parts = [(w * v, d, ds) for w, v, d, ds in weights.values()]
-    se2 = sum(v for v, _, _ in parts)
+    parts = [(w * v, d) for w, v, d in weights.values()]
+    se2 = sum(v for v, _ in parts)
     note = "; ".join(dict.fromkeys(borrowed))
     corr = max(f.corr for f, _ in weights)
     if se2 == 0.0:
         return LevelAnswer(LogRatioInterval(centre, 0.0, 1e6, corr), note)
-    df = se2**2 / sum(v * v / d for v, d, _ in parts if v > 0)  # Satterthwaite
-    df_shared = se2**2 / sum(v * v / ds for v, _, ds in parts if v > 0)
-    return LevelAnswer(LogRatioInterval(centre, float(np.sqrt(se2)), max(float(df), 1.0), corr,
-                                        max(float(df_shared), 1.0)), note)
+    df = se2**2 / sum(v * v / d for v, d in parts if v > 0)  # Satterthwaite
+    return LevelAnswer(LogRatioInterval(centre, float(np.sqrt(se2)), max(float(df), 1.0), corr), note)
 
 
 def own_floor(*sides: list[float]) -> list[Floor | None]:

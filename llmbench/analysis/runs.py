@@ -22,6 +22,7 @@ from llmbench.registry import PluginError
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 NOT_GPU_DIRS = (SPREAD_DIR, PUBLISHED_DIR)  # folders of a results tree that are no GPU's own runs
+CPU_PREFIX = "cpu-"  # results/cpu-<arch>/: runs on a machine without a GPU (`nox -s scenario`), no GPU's evidence
 MEASURED_DATA = Path(__file__).resolve().parents[1] / "references" / "data" / "measured"  # the packaged export
 
 
@@ -291,8 +292,12 @@ def reference_dir(results_dir: Path | None) -> Path:
 
 
 def reference_sets(results_dir: Path | None) -> list[tuple[str, ResultSet]]:
-    """The reference runs (`reference_dir`): what `versus`, the pages and the time quotes read."""
-    return tree_sets(reference_dir(results_dir))
+    """The reference runs `versus` reads: a results tree's measured runs of each GPU it holds, and the
+    packaged export's of every other GPU, so that a ./results holding only a user's own CPU run, or no
+    results tree at all (an installed wheel in an empty folder), hides none of the runs llmbench ships."""
+    own = tree_sets(results_dir) if results_dir is not None and results_dir.is_dir() else []
+    have = {rs.gpu_slug for _, rs in own}
+    return own + [(name, rs) for name, rs in tree_sets(MEASURED_DATA) if rs.gpu_slug not in have]
 
 
 def tree_files(results_dir: Path, slug: str) -> list[Path]:
@@ -304,10 +309,10 @@ def tree_files(results_dir: Path, slug: str) -> list[Path]:
 
 def tree_sets(results_dir: Path, slugs: Iterable[str] | None = None) -> list[tuple[str, ResultSet]]:
     """Every measured run of every GPU folder (or of `slugs`) in a results tree, named by their path
-    relative to it."""
+    relative to it; a CPU folder's runs (a quickstart on a machine without a GPU) are no GPU's."""
     if slugs is None:
-        slugs = sorted(p.name for p in results_dir.iterdir() if p.is_dir() and p.name not in NOT_GPU_DIRS) \
-            if results_dir.is_dir() else []
+        slugs = sorted(p.name for p in results_dir.iterdir() if p.is_dir() and p.name not in NOT_GPU_DIRS
+                       and not p.name.startswith(CPU_PREFIX)) if results_dir.is_dir() else []
     out = []
     for slug in slugs:
         for p in tree_files(results_dir, slug):
