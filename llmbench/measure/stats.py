@@ -4,7 +4,7 @@ and importing scipy.stats takes longer than the rest of the CLI's start."""
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -12,6 +12,12 @@ import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
 SEED = 20261122  # fixed: the same samples always give the same interval
+# Bounds on what a bootstrap holds in memory, whatever a set carries (a metric of 10 M samples once asked
+# for 149 GiB): at most MAX_BOOTSTRAP_SAMPLES order statistics of a sample array resampled (every k-th of
+# the sorted samples, the median's neighbourhood kept as the distribution's), and at most
+# BOOTSTRAP_CELLS floats drawn at once (scipy's `batch`): a comparison stays within a few hundred MB.
+MAX_BOOTSTRAP_SAMPLES = 20_000
+BOOTSTRAP_CELLS = 4_000_000
 
 
 def bootstrap_distribution(
@@ -23,20 +29,30 @@ def bootstrap_distribution(
     x = np.asarray(samples, dtype=np.float64)
     if x.size == 1:  # scipy needs two; one sample's every resample is that sample
         return np.full(resamples, x[0])
+    if x.size > MAX_BOOTSTRAP_SAMPLES:  # evenly spaced order statistics: the same distribution, thinned
+        x = np.sort(x)[np.linspace(0, x.size - 1, MAX_BOOTSTRAP_SAMPLES).round().astype(np.int64)]
     # a copy: the cached replicates stay as computed whatever a caller does with its array
-    return _bootstrap_cached(x.tobytes(), resamples, seed).copy()
+    return _bootstrap_cached(hashlib.sha256(x.tobytes()).digest(), x.tobytes(), resamples, seed).copy()
 
 
-@functools.lru_cache(maxsize=1024)  # at most 1,024 x 2,000 float64s: 16 MB
-def _bootstrap_cached(raw: bytes, resamples: int, seed: int) -> np.ndarray:
+_CACHE: dict[tuple[bytes, int, int], np.ndarray] = {}
+_CACHE_SIZE = 1024  # at most 1,024 x 2,000 float64s: 16 MB (keyed by the samples' digest, not the samples)
+
+
+def _bootstrap_cached(digest: bytes, raw: bytes, resamples: int, seed: int) -> np.ndarray:
     """The replicates of one sample array (as bytes), computed once: a fixed seed makes them a function of
     the samples, and a page or comparison over a results tree resamples each case's samples many times
     (every section, table and command that compares it; a committed tree's pages did so 5 times over)."""
     import scipy.stats
 
-    x = np.frombuffer(raw, dtype=np.float64)
-    return scipy.stats.bootstrap((x,), np.median, n_resamples=resamples, method="percentile",
-                                 rng=seed).bootstrap_distribution
+    key = (digest, resamples, seed)
+    if key not in _CACHE:
+        x = np.frombuffer(raw, dtype=np.float64)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = scipy.stats.bootstrap((x,), np.median, n_resamples=resamples, method="percentile",
+                                            batch=max(1, BOOTSTRAP_CELLS // x.size), rng=seed).bootstrap_distribution
+    return _CACHE[key]
 
 
 def median_ratio_ci(base: Sequence[float], other: Sequence[float]) -> tuple[float, float, float]:
