@@ -61,6 +61,7 @@ def assert_readable(text: str, tables: list[Table] | None = None) -> None:
         assert not (re.search(r"\d[.,]$", line.rstrip()) and re.match(r"\d", after.strip())), (line, after)
 
 
+@pytest.mark.slow
 def test_compare_of_the_committed_inference_sets_opens_with_the_answer() -> None:
     code, text = cli("compare", H100_INFERENCE, H200_INFERENCE)
     assert code == 0, text
@@ -78,6 +79,7 @@ def test_compare_of_the_committed_inference_sets_opens_with_the_answer() -> None
     assert_readable(text)
 
 
+@pytest.mark.slow
 def test_compare_all_shows_every_case() -> None:
     code, text = cli("compare", H100_INFERENCE, H200_INFERENCE, "--all")
     assert code == 0, text
@@ -97,6 +99,7 @@ def refs_of(*paths: Path):  # type: ignore[no-untyped-def]
     return load_sets(list(paths))
 
 
+@pytest.mark.slow
 def test_headline_keeps_working() -> None:
     code, text = cli("compare", H100_CEILINGS, H200_CEILINGS, "--headline")
     assert code == 0, text
@@ -205,6 +208,7 @@ def test_show_prints_a_legend_for_the_flag_mark(tmp_path: Path) -> None:
     assert result_table(rs, skipped=False).rows == [result_table(rs).rows[0]]  # run prints skips as they come
 
 
+@pytest.mark.slow
 def test_every_command_reads_at_80_columns(tmp_path: Path) -> None:
     spread = tracked("results", "spread/h100-sxm-80gb/*.json")  # the committed runs, not a user's own
     commands: list[tuple[str | Path, ...]] = [

@@ -22,6 +22,7 @@ from tests.test_oneshot import SUITE as ONESHOT_SUITE
 SUITE = ONESHOT_SUITE  # three fault cases: ok, env (fails), and one quoted far over any budget
 
 
+@pytest.mark.slow
 def test_run_suite_returns_the_result_set_and_prints_nothing(
     tmp_path: Path, fault_plugin: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -73,6 +74,7 @@ class Recorder(api.UI):
         self.done.append(case.id)
 
 
+@pytest.mark.slow
 def test_oneshot_shows_time_spent_and_left_against_the_budget_calmly(
     tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +93,7 @@ def test_oneshot_shows_time_spent_and_left_against_the_budget_calmly(
     assert len(case_lines) == 2 and all("left of 10:00" in line for line in case_lines)
 
 
+@pytest.mark.slow
 def test_oneshot_clock_line_at_most_once_a_minute(tmp_path: Path, fault_plugin: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session, "run_checks", lambda gpus: [Check("torch", "ok", "cpu")])
@@ -117,6 +120,7 @@ class Warned(Recorder):
         self.warnings.append((text, len(self.done)))
 
 
+@pytest.mark.slow
 def test_oneshot_says_which_cases_this_machine_will_skip_before_any_runs(
     tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,6 +145,7 @@ def test_skipped_here_is_silent_where_every_case_can_run(tmp_path: Path, fault_p
     assert api.skipped_here(plan) is None
 
 
+@pytest.mark.slow
 def test_resume_runs_a_case_the_runner_skipped_once_what_it_lacked_is_there(
     tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

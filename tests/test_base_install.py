@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_compare_support import H100_ENV, H200_ENV, gemm_case, result_set
 
 from llmbench.results import save
@@ -28,6 +29,7 @@ def bare(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_help_list_and_compare_work_without_the_extras(tmp_path: Path) -> None:
     a, b = tmp_path / "h100.json", tmp_path / "h200.json"
     save(result_set(H100_ENV, [gemm_case("bf16", 700.0)]), a)
@@ -48,6 +50,7 @@ def test_a_command_that_draws_names_the_extra_in_one_line(tmp_path: Path) -> Non
     assert not (tmp_path / "report.html").exists()
 
 
+@pytest.mark.slow
 def test_no_command_imports_matplotlib_at_start() -> None:
     """Even where it is installed: charts are drawn by the commands that draw, after they start."""
     code = "import sys, llmbench.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"

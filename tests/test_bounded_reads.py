@@ -126,6 +126,7 @@ def _set_of(suite: str, done: int) -> ResultSet:
                                        duration_s=1.0) for c in cases])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("junk", ["{\"schema_version\": 1, \"suite\": \"quicks", "[1, 2, 3]"])
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_a_junk_newest_set_on_resume_is_one_line_exit_2(

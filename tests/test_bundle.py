@@ -111,6 +111,7 @@ def app() -> typer.Typer:
     return a
 
 
+@pytest.mark.slow
 def test_compare_and_report_accept_bundles(app: typer.Typer, tmp_path: Path) -> None:
     a = write_bundle(tmp_path / "h100.tar.gz", {"quickstart-1.json": h100_set()})
     b = write_bundle(tmp_path / "h200.tar.gz", {"quickstart-2.json": h200_set()})

@@ -35,6 +35,7 @@ def tiny_members(tmp_path: Path) -> Path:
     return write_bundle(tmp_path / "many.tar.gz", {}, files)
 
 
+@pytest.mark.slow
 def test_twenty_thousand_members_are_read_in_one_pass(tmp_path: Path, opens: list[str]) -> None:
     path = tiny_members(tmp_path)
     opens.clear()
@@ -46,6 +47,7 @@ def test_twenty_thousand_members_are_read_in_one_pass(tmp_path: Path, opens: lis
     assert bundle.files["env/part-1/f00007"] == b"x" and len(opens) == 2  # read already: no pass more
 
 
+@pytest.mark.slow
 def test_a_resumed_oneshot_carries_the_members_over_in_one_pass(tmp_path: Path, opens: list[str]) -> None:
     previous = read_bundle(tiny_members(tmp_path))
     opens.clear()
@@ -58,6 +60,7 @@ def test_a_resumed_oneshot_carries_the_members_over_in_one_pass(tmp_path: Path, 
     assert len([n for n in again.files if n.startswith("env/part-1/")]) == MEMBERS
 
 
+@pytest.mark.slow
 def test_a_member_missing_from_the_archive_is_one_line(tmp_path: Path) -> None:
     bundle = read_bundle(tiny_members(tmp_path))
     bundle.files.sizes["env/ghost"] = 1  # type: ignore[attr-defined]  # listed, but not in the archive

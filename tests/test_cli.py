@@ -40,6 +40,7 @@ def test_quickstart_runs_on_the_cpu_and_show_reads_it(tmp_path: Path) -> None:
     assert "tflops" in shown.stdout and "skipped" in shown.stdout
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     r = cli("run", "ceilings", "--dry-run", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
@@ -48,6 +49,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: Path) -> None:
     from llmbench.analysis.labels import gpu_display_name
     from llmbench.hardware.fingerprint import cpu_slug
@@ -76,6 +78,7 @@ def test_dry_run_quotes_what_an_earlier_run_on_this_machine_measured(tmp_path: P
     assert path.read_text() == before and len(list(tmp_path.rglob("*.json"))) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -92,6 +95,7 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path: Path, args: list[str],
     assert needle in r.stderr
 
 
+@pytest.mark.slow
 def test_bad_suite_file_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     bad = write(tmp_path, '[[case]]\nscenario = "gemm"\nprecision = "int3"\n')
     r = cli("run", str(bad), "--out", str(tmp_path / "out"))
@@ -100,6 +104,7 @@ def test_bad_suite_file_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_very_large_plan_is_refused_without_yes(tmp_path: Path) -> None:
     shapes = ", ".join(f"[{i}, 16, 16]" for i in range(1, 302))
     big = write(tmp_path, f'[[case]]\nscenario = "gemm"\nmatrix.shape = [{shapes}]\n')
@@ -109,6 +114,7 @@ def test_a_very_large_plan_is_refused_without_yes(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_list_and_help() -> None:
     r = cli("list")
     assert r.returncode == 0

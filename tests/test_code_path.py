@@ -30,6 +30,7 @@ def load(precision: str, mode: str, **options: Any) -> Any:
     return engine.load(ModelRef(model="tiny-llama"), LoadOptions(precision=precision), CPU)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", CPU_PRECISIONS)
 @pytest.mark.parametrize("mode", ["eager", "compiled"])
 def test_compiled_mode_fuses_in_every_precision_and_eager_never_does(precision: str, mode: str) -> None:
@@ -42,6 +43,7 @@ def test_compiled_mode_fuses_in_every_precision_and_eager_never_does(precision: 
     assert ("quantized" in path) == (precision != "bf16")
 
 
+@pytest.mark.slow
 def test_the_unfused_layout_is_asked_for_explicitly() -> None:
     session = load("bf16", "compiled", fuse=False)
     assert session.fused_groups == 0 and session.code_path()["fused_projection_groups"] == 0

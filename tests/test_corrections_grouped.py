@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from llmbench.results import CaseResult, Correction, MetricResult, ResultSet, save
@@ -37,6 +38,7 @@ def show(*args: str) -> str:
     return res.output
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_corrections_are_one_row(tmp_path: Path) -> None:
     out = show(str(corrected(tmp_path / "s-20260101T000000Z.json", N)))
     rows = [line for line in out.splitlines() if "times)" in line]

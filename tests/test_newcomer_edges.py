@@ -197,6 +197,7 @@ def test_a_busy_host_is_warned_about_and_an_idle_one_is_not(monkeypatch: pytest.
     assert fingerprint.environment_warnings({}) == []
 
 
+@pytest.mark.slow
 def test_a_run_on_a_busy_host_records_the_warning_in_its_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

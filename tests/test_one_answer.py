@@ -158,6 +158,7 @@ def figures_everywhere(tree: Path, tmp: Path) -> dict[tuple[str, str, str], set[
     return seen
 
 
+@pytest.mark.slow
 def test_every_page_and_compare_print_the_rules_figure_for_each_case(tmp_path: Path) -> None:
     tree = synthetic_tree(tmp_path / "results")
     seen = figures_everywhere(tree, tmp_path)
@@ -189,6 +190,7 @@ def test_the_committed_tree_reads_one_figure_per_case(tmp_path: Path, monkeypatc
     assert len(seen) == 2 * len(readme.QUESTIONS)  # every question measured on both GPUs, none absent
 
 
+@pytest.mark.slow
 def test_the_packaged_export_is_the_committed_trees_and_reads_back_to_its_figures(committed_results: Path) -> None:
     """llmbench/references/data/measured/ is what `nox -s publish` writes from results/ (run it after a
     set is committed), under a megabyte, and the rule reads it back to the tree's figures. The tree is the

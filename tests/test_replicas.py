@@ -80,6 +80,7 @@ def test_placement_and_suite_rules_for_replicas() -> None:
                                "placement": {"gpus": 2, "replicas": 2}})
 
 
+@pytest.mark.slow
 def test_generate_as_two_replicas_runs_both_copies_and_sums_their_throughput() -> None:
     spec = case_from("generate", {"model": "tiny-llama", "batch_size": 2, "input_len": 6, "output_len": 4,
                                   "placement": {"gpus": 2, "replicas": 2}}, SETTINGS).worker_spec("cpu")
@@ -98,6 +99,7 @@ def test_generate_as_two_replicas_runs_both_copies_and_sums_their_throughput() -
     assert r["code_path"]["same_on_every_replica"] is True
 
 
+@pytest.mark.slow
 def test_a_replica_that_fails_fails_the_case_naming_it_and_the_other_stops_waiting(
         fault_plugin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMBENCH_TEST_PID_DIR", str(tmp_path))
@@ -111,6 +113,7 @@ def test_a_replica_that_fails_fails_the_case_naming_it_and_the_other_stops_waiti
     assert len(list(tmp_path.glob("*.replica"))) == 2
 
 
+@pytest.mark.slow
 def test_replicas_that_both_run_combine_through_the_runner(fault_plugin: str, tmp_path: Path) -> None:
     from llmbench.api import run_suite  # the whole path: suite file, runner, result set
 

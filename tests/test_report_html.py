@@ -25,8 +25,9 @@ if CHROMIUM is None and os.environ.get("LLMBENCH_REQUIRE_BROWSER"):
 NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 # one pytest-xdist worker renders the cached pages below (tens of seconds of charts), not each. One group
 # name only: pytest-xdist names a test's group after all its xdist_group marks joined, so a test marked
-# with another group besides this one would land in a group (and maybe a worker) of its own
-pytestmark = pytest.mark.xdist_group("report_html")
+# with another group besides this one would land in a group (and maybe a worker) of its own. slow: the
+# pages take tens of seconds to draw on two cores
+pytestmark = [pytest.mark.xdist_group("report_html"), pytest.mark.slow]
 MIN_TEXT_PX = 10.0  # the smallest chart text allowed, in CSS px at 100% zoom
 PAGE_COLUMN_PX = 1100  # the page's content width (html.CSS max-width)
 GPUS = ("H100 SXM5 80GB", "H200 SXM 141GB")  # the test sets' GPUs as the page names them (spec table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_compare_support import h100_set, h200_set
 
 from llmbench.analysis.prices import Price, first_list_prices
@@ -21,6 +22,7 @@ def _only(rs: ResultSet, suite: str) -> ResultSet:
     return rs.model_copy(update={"suite": suite, "cases": cases})
 
 
+@pytest.mark.slow
 def test_publish_takes_every_run_of_a_case_by_the_one_rule(tmp_path: Path) -> None:
     save(h100_set(created_at="2026-11-01T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-old.json")
     save(h100_set(created_at="2026-11-22T00:00:00Z"), tmp_path / "h100-sxm-80gb" / "quickstart-new.json")
@@ -39,6 +41,7 @@ def test_publish_takes_every_run_of_a_case_by_the_one_rule(tmp_path: Path) -> No
     assert 'id="runs"' in page and "Runs left out" in page
 
 
+@pytest.mark.slow
 def test_the_page_opens_with_what_was_measured_then_the_evidence_after_it(tmp_path: Path) -> None:
     save(h100_set(), tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
@@ -63,6 +66,7 @@ def test_publish_with_nothing_to_compare(tmp_path: Path) -> None:
     assert "No suite has a measured result set on both machines" in md.read_text() and html.exists()
 
 
+@pytest.mark.slow
 def test_a_suite_one_gpu_ran_is_compared_with_the_other_gpus_runs_of_its_cases(tmp_path: Path) -> None:
     """The headline suite ran on one GPU only; its cases have the ids of the other GPU's suites' cases,
     and the rule takes each GPU's runs of a case from any of its sets: the page compares them, and adds
@@ -130,6 +134,7 @@ def test_a_suite_on_another_engine_is_published_beside_the_transformers_engine(t
     assert "engines side by side" in html.read_text()
 
 
+@pytest.mark.slow
 def test_a_transformers_only_suite_gets_no_engine_section(tmp_path: Path) -> None:
     save(h200_set(suite="only-h200"), tmp_path / "h200-sxm-141gb" / "only-h200-1.json")
     md, *_ = publish(tmp_path, after=None)

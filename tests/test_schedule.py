@@ -230,6 +230,7 @@ def tags(suite: Suite) -> dict[str, int]:
     return {c.id: c.params_dict["tag"] for c in suite.cases}
 
 
+@pytest.mark.slow
 def test_the_quotes_timeline_is_the_runners(tmp_path: Path, fault_plugin: str) -> None:
     """A share group, cases alone, an exclusive one and a two-GPU one over two slots: each case starts
     where the quote's timeline says (their quotes are their sleeps), and the run lasts its makespan. The

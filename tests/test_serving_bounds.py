@@ -95,6 +95,7 @@ def test_a_negative_token_count_gives_no_ok_throughput() -> None:
     assert "output_tokens_per_s" not in metrics or metrics["output_tokens_per_s"].value >= 0
 
 
+@pytest.mark.slow
 def test_serve_bench_request_timeout_fails_the_point_with_reason_timeout(tmp_path: Path) -> None:
     from llmbench import api
     from llmbench.models.tokenizer import build_offline_tokenizer
@@ -109,6 +110,7 @@ def test_serve_bench_request_timeout_fails_the_point_with_reason_timeout(tmp_pat
     assert f"{TIMEOUT}: the request took longer than its request timeout of 0.3 s" in (case.reason or "")
 
 
+@pytest.mark.slow
 def test_the_request_timeout_is_checked_and_shown_in_the_help(tmp_path: Path) -> None:
     from tests.test_serving_cli import cli
 

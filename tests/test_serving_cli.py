@@ -131,6 +131,7 @@ def test_serve_bench_counts_a_server_error_of_a_later_points_test_request(tmp_pa
     assert rs.cases[1].info["first_errors"][0].startswith("test request: HTTP 500")
 
 
+@pytest.mark.slow
 def test_serve_bench_against_nothing_is_bad_input_and_writes_nothing(tmp_path: Path) -> None:
     from llmbench.models.tokenizer import build_offline_tokenizer
 

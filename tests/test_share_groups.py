@@ -50,6 +50,7 @@ def test_groups_run_where_their_first_case_stands(fault_plugin: str, tmp_path: P
     assert [[c.params_dict["tag"] for c in u] for u in units] == [[0, 2], [1], [3]]
 
 
+@pytest.mark.slow
 def test_a_group_runs_in_one_process_and_each_case_is_its_own(fault_plugin: str, tmp_path: Path) -> None:
     cases = _run(tmp_path, _suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "b", "tag": 1},
                                               {"share": "a", "tag": 2}, {"share": "a", "tag": 3}]))
@@ -64,12 +65,14 @@ def test_a_group_runs_in_one_process_and_each_case_is_its_own(fault_plugin: str,
     assert all(len(c.metrics["time_ms"].samples or []) >= 2 and c.duration_s > 0 for c in cases.values())
 
 
+@pytest.mark.slow
 def test_without_share_engines_every_case_has_its_own_process(fault_plugin: str, tmp_path: Path) -> None:
     cases = _run(tmp_path, _suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "a", "tag": 1}], share=False))
     assert cases[0].info["pid"] != cases[1].info["pid"]
     assert not any("share_group" in c.info for c in cases.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["exit", "raise", "oom"])
 def test_a_failure_stops_the_group_and_the_rest_run_alone(fault_plugin: str, tmp_path: Path, kind: str) -> None:
     cases = _run(tmp_path, _suite(tmp_path, [{"share": "a", "tag": 0}, {"share": "a", "tag": 1, "kind": kind},
@@ -93,6 +96,7 @@ def test_quotes_leave_out_the_load_a_shared_case_does_not_pay(fault_plugin: str,
     assert [alone[c.id].seconds for c in suite.cases] == [80.0, 80.0]
 
 
+@pytest.mark.slow
 def test_tiny_model_shared_and_alone_run_the_same_code(tmp_path: Path) -> None:
     """transformers' eager sessions are shared (any batch on one loaded model): grouped and alone, each
     case records the same code path and the same metrics, the second grouped one on the first's model."""

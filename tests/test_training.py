@@ -37,6 +37,7 @@ def test_progression_data_is_deterministic_and_follows_its_rule() -> None:
     assert ((a[:, 1:] - a[:, :-1]) % 97 == stride[:, None]).all()
 
 
+@pytest.mark.slow
 def test_loss_falls_on_the_learnable_task() -> None:
     engine = ENGINES.get("hf")()
     assert isinstance(engine, TrainingEngine)
@@ -137,6 +138,7 @@ def test_train_flops_formula() -> None:
             - train_flops(trainable=1, frozen=2, layers=1, hidden=1, seq=1, tokens=1)) == 2 * 3 + 4
 
 
+@pytest.mark.slow
 def test_qlora_scenario_lora_and_full_run_nf4_is_skipped() -> None:
     base = {"model": "tiny-llama", "layers": 1, "seq_len": 16, "batch_size": 2, "gradient_checkpointing": True}
     outs = {}
@@ -181,6 +183,7 @@ def test_out_of_memory_is_a_result_with_its_configuration(monkeypatch: pytest.Mo
     assert out["info"]["oom"]["error"] == "OutOfMemoryError"
 
 
+@pytest.mark.slow
 def test_trainer_excludes_warmup_and_diffs_against_fp32() -> None:
     from llmbench.analysis.basediff import base_diff
     from llmbench.results import CaseResult
