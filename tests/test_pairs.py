@@ -326,7 +326,7 @@ def test_versus_puts_your_sets_in_and_takes_any_pair(tmp_path: Path) -> None:
     data = json.loads(got.stdout)
     row = next(r for r in data["rows"] if r["workload"] == "decode-b1" and r["sides"] == ["bf16", "bf16"])
     assert data["pair"] == [H100, A100] and row["chosen"]["kind"] == "measured"
-    assert row["verdict"]["break_even"][0] == pytest.approx(3 / row["chosen"]["high"])
+    assert row["verdict"]["break_even"][0] == pytest.approx(2 * row["chosen"]["low"])  # the H100's rent, as compare
     other = runner.invoke(_app(), ["versus", "--results", str(tree), "--gpus", f"{H200},{H100}", "-f", "json"])
     assert json.loads(other.stdout)["rows"][0]["chosen"]["kind"] == "measured"
     bad = runner.invoke(_app(), ["versus", "--gpus", "h100-sxm-80gb,b900", "--results", str(tree)])

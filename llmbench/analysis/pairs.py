@@ -55,7 +55,7 @@ class Evidence:
 class Verdict:
     threshold: float  # X's rent over Y's, or WORTH
     cheaper: str  # is X cheaper per unit of work at that rent ratio: yes, no, within the interval
-    break_even: tuple[float, float] | None  # Y's rent at which both cost the same, over the interval
+    break_even: tuple[float, float] | None  # X's rent at which both cost the same, over the interval
 
 
 @dataclass
@@ -251,7 +251,9 @@ def _verdict(row: Row, prices: tuple[Price, Price] | None) -> Verdict | None:
     if row.chosen is not None:
         cheaper = "yes" if lo_hi[0] > t else "no" if lo_hi[1] < t else "within the interval"
         cheaper += " (no interval)" if lo_hi[0] == lo_hi[1] else ""
-    be = (prices[0].usd_per_hour / lo_hi[1], prices[0].usd_per_hour / lo_hi[0]) if prices else None
+    # X's rent at which both cost the same per unit (Y's rent times the ratio): the GPU whose rent is in
+    # question, as `compare --price` states it for the candidate
+    be = (prices[1].usd_per_hour * lo_hi[0], prices[1].usd_per_hour * lo_hi[1]) if prices else None
     return Verdict(t, cheaper or "not known", be)
 
 

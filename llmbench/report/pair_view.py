@@ -75,10 +75,10 @@ def answer_table(ans: PairAnswer) -> Table:
            f"{a} worth twice the {b}'s rent?")
     dropped = "; ".join(f"{t}: {why}" for t, why in ans.omitted)
     return Table(f"{a} vs {b}: the answer", ["workload", f"{a} over {b}", "from", "evidence range (same GPUs)", ask,
-                                             f"break-even {b} rent"], rows,
+                                             f"break-even {a} rent"], rows,
                  caption="controlled published: the range of the published pairs and claims graded controlled (one "
                  "source measured both GPUs with one model, software and settings), where the answer is not one. "
-                 f"Prices: {ans.price_basis}. Break-even rent = the {a}'s price / the ratio: below it the {b} "
+                 f"Prices: {ans.price_basis}. Break-even rent = the {b}'s price x the ratio: below it the {a} "
                  "costs less per unit of work; the verdict flips where the ratio equals the rent ratio." +
                  (f" Rows not shown: {dropped}." if dropped else ""))
 
