@@ -1,4 +1,5 @@
-"""Sessions: `nox -s scenario` (run a suite; quickstart by default), `nox -s tests`, `nox -s lint`,
+"""Sessions: `nox -s scenario` (run a suite; quickstart by default), `nox -s tests` (the whole suite),
+`nox -s quick` (ruff, mypy and the tests not marked slow: a few minutes on two cores), `nox -s lint`,
 `nox -s wheel` (the built wheel runs outside the checkout), `nox -s publish` (tables, the HTML report
 and the README's answer table from the committed result sets)."""
 
@@ -39,20 +40,39 @@ def scenario(session: nox.Session) -> None:
     session.run("llmbench", "run", *args)
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """The test suite (CPU only; tiny random models through the same code paths as the GPU)."""
+def _test_env(session: nox.Session) -> None:
     _install(session, "hf", "report", "dev")
     # torchao's int8 weight-only path runs on a CPU: with it installed the int8 tests run for real
     # (bitsandbytes and the GPU-only torchao formats are skipped on the CPU with their reasons).
     session.install("torchao==0.18.0")
-    if os.environ.get("LLMBENCH_LINT_FIRST"):  # CI: the lint session's checks here, one virtualenv fewer
-        _lint(session)
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
     # pytest-xdist: a worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N sets another count; `nox -s
     # tests -- -n 0` runs in one process). "logical", not "auto": auto counts physical cores, one on a
     # two-vCPU machine whose vCPUs are one core's two threads. loadgroup: tests marked xdist_group
     # (ones that share a cached fixture) stay in one worker, the others go wherever one is free.
-    session.run("pytest", "-q", "-n", "logical", "--dist", "loadgroup", *session.posargs)
+    session.run("pytest", "-q", "-n", "logical", "--dist", "loadgroup", *args, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite (CPU only; tiny random models through the same code paths as the GPU)."""
+    _test_env(session)
+    if os.environ.get("LLMBENCH_LINT_FIRST"):  # the lint session's checks here, one virtualenv fewer
+        _lint(session)
+    _pytest(session)
+
+
+@nox.session(python=PYTHON)
+def quick(session: nox.Session) -> None:
+    """The quick tier, for a first answer while you work: the lint session's checks, then the tests not
+    marked `slow` (about 1,400 of 1,600: the slow ones start case processes, servers or ranks, compile, or
+    take seconds each), in under 3 minutes of pytest on two cores. `nox -s tests` runs every test, these
+    included. Arguments go to pytest: `nox -s quick -- tests/test_plan.py`."""
+    _test_env(session)
+    _lint(session)
+    _pytest(session, "-m", "not slow")
 
 
 # vLLM's CPU build for tests against a real vLLM engine; it pins the CPU torch that CI uses.
