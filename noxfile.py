@@ -121,7 +121,7 @@ def wheel(session: nox.Session) -> None:
     path, list the suites (each file of the checkout's scenarios/, all packaged), run the quickstart suite's
     small matmuls (a real case process from the installed package; the whole CPU quickstart, its large matmul
     most of a minute, is tests/test_calm_run.py's), draw its report, and answer a GPU pair from the packaged
-    reference data alone (`llmbench versus`)."""
+    reference data alone (`llmbench versus`); then the same wheel with no extra (`_bare_install`)."""
     session.install("build")
     tmp = Path(session.create_tmp()).resolve() / "wheel"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -149,6 +149,28 @@ def wheel(session: nox.Session) -> None:
         pair = session.run(llmbench, "versus", "-f", "markdown", external=True, env=env, silent=True) or ""
         if "controlled published pair" not in pair:
             session.error(f"the installed wheel answers no GPU pair from its packaged references:\n{pair}")
+    _bare_install(session, whl, tmp / "bare", work, env)
+
+
+def _bare_install(session: nox.Session, whl: Path, venv: Path, work: Path, env: dict[str, str]) -> None:
+    """The wheel with no extra (no matplotlib, aiohttp, transformers): every command's --help, `list` and
+    `compare` run, and `report`, which draws, names the extra in one line (exit 2)."""
+    session.run("python", "-m", "venv", str(venv))
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    if TORCH:
+        session.run(*pip, *shlex.split(TORCH), external=True)
+    session.run(*pip, str(whl), external=True)
+    llmbench = str(venv / "bin" / "llmbench")
+    sets = [str(p.resolve()) for p in sorted(Path("results/h200-sxm-141gb").glob("mamf-*.json"))[:2]]
+    with session.chdir(work):
+        for args in (["--help"], ["list"], *([c, "--help"] for c in ("run", "oneshot", "compare", "report", "versus",
+                                                                     "serve-bench"))):
+            session.run(llmbench, *args, external=True, env=env, silent=True)
+        session.run(llmbench, "compare", *sets, external=True, env=env, silent=True)
+        said = session.run(llmbench, "report", sets[0], "--out", "bare.html", external=True, env=env,
+                           success_codes=[2], silent=True) or ""
+        if "llmbench[report]" not in said:
+            session.error(f"a base install's report does not name the report extra:\n{said}")
 
 
 @nox.session(python=PYTHON)
