@@ -20,7 +20,9 @@ class MetricDef:
     so between sides measured at different batches (each GPU's own answer to a max_batch search) it is
     shown, not ratioed; rates per token or sample stay comparable. `additive`: the figure of copies of a
     case run side by side is the sum of theirs (a throughput, an energy), as placement.replicas combines them;
-    a latency (ms) pools their samples, anything else keeps the worst copy's (harness/launchers/replicas.py)."""
+    a latency (ms) pools their samples, anything else keeps the worst copy's (harness/launchers/replicas.py).
+    `at_most`: a share that cannot exceed this where its ceiling is a roof; a value above it is flagged (the
+    ceiling it was read against was measured, not a bound)."""
 
     name: str
     unit: str
@@ -29,6 +31,7 @@ class MetricDef:
     family: str | None = None
     per_batch: bool = False
     additive: bool = False
+    at_most: float | None = None
 
     @property
     def family_name(self) -> str:
@@ -60,7 +63,9 @@ _DEFS = [
               additive=True),
     MetricDef("output_tokens_per_s", "tok/s", "higher", "all output tokens over E2E", family=E2E_RATE,
               additive=True),
-    MetricDef("roofline_efficiency", "ratio", "higher", "roofline bound time / measured time"),
+    MetricDef("roofline_efficiency", "ratio", "higher",
+              "roofline bound time / measured time: a share of the bound, against the spec or measured ceilings "
+              "the case records (info.bandwidth_source, info.roofline_ceilings)", at_most=1.0),
     MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case", per_batch=True),
     MetricDef("energy_j_per_token", "J/tok", "lower", "NVML energy over the timed window per output token"),
     MetricDef("logits_rel_error", "ratio", "lower", "||logits - ref|| / ||ref|| against the bf16 reference"),

@@ -86,6 +86,15 @@ class Stats(Closed):
         return found
 
 
+def beyond(name: str, value: float) -> list[str]:
+    """The flag of a share above its roof (`MetricDef.at_most`): its ceiling was measured, not a bound."""
+    limit = metric(name).at_most
+    if limit is None or not value > limit:
+        return []
+    return [f"{value:.3g} is above {limit:g}: the ceiling it is a share of was measured, and the work ran faster "
+            "than it (no roof)"]
+
+
 class MetricResult(Closed):
     """One metric of one case: the headline value (the median of the samples, unless the metric is
     a single reading), its unit, statistics from the raw samples, and the samples themselves."""
@@ -113,12 +122,12 @@ class MetricResult(Closed):
             unit=metric(name).unit,
             stats=stats,
             samples=[float(f"{s:.6g}") for s in samples],
-            flags=flags,
+            flags=[*flags, *beyond(name, float(stats.median))],  # type: ignore[arg-type]
         )
 
     @classmethod
     def single(cls, name: str, value: float, flags: list[str] | None = None) -> MetricResult:
-        return cls(value=float(value), unit=metric(name).unit, flags=flags or [])
+        return cls(value=float(value), unit=metric(name).unit, flags=[*(flags or []), *beyond(name, value)])
 
     def non_finite(self) -> list[str]:
         """What of the metric is NaN or infinite: 'value nan', 'stats cv, ci95', '2 of 10 samples'."""

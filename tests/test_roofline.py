@@ -257,3 +257,12 @@ def test_a_run_reads_the_same_ceiling_from_any_folder_and_records_its_set(tmp_pa
     assert roof(tmp_path / "a", tmp_path / "other", "--ceilings", str(named))["bandwidth_tb_s"] == 2.2
     fresh = roof(tmp_path / "a", tmp_path / "fresh")  # no ceilings set under --out: the datasheet, not ./results
     assert fresh["bandwidth_source"].startswith("datasheet")
+
+
+def test_a_share_above_its_roof_is_flagged_as_read_against_a_measured_ceiling() -> None:
+    from llmbench.results import MetricResult
+
+    assert MetricResult.single("roofline_efficiency", 0.9).flags == []
+    (flag,) = MetricResult.single("roofline_efficiency", 1.2).flags
+    assert "above 1" in flag and "measured" in flag
+    assert MetricResult.from_samples("roofline_efficiency", [1.1] * 6).flags  # the median above 1
