@@ -83,16 +83,17 @@ class Scales:
     dst_bandwidth: float  # the target's datasheet bandwidth, TB/s
 
     def parts(self, sp: Split) -> dict[str, tuple[float, float | None, float]]:
-        """(lowest, point, highest) multiplier per part: a roof part no lower than the target at its datasheet
-        roof, GPU time below the roof from the smallest to the largest ratio (1: latency-bound work that no
-        ratio moves), host time as measured, the unsplit rest from host to GPU."""
+        """(lowest, point, highest) multiplier per part, each within its own physical range: the memory part
+        by the bandwidth ratio (between the datasheet's and the one at the measured copy bandwidth the case
+        was split at), the compute part by the peak ratio, GPU time below the roof between 1 (latency-bound
+        work that no ratio moves: the spec table holds no clocks, and the Hopper parts share theirs) and the
+        peak ratio, host time as measured, the unsplit rest from host to either ratio."""
         b = self.bandwidth
         c = self.compute if self.compute is not None else b
-        top, floor = max(b, c), min(1.0, b, c)
-        at = sp.bandwidth_at or self.bandwidth * self.dst_bandwidth
-        return {"memory": (min(b, at / self.dst_bandwidth), b, top), "compute": (c, c, top),
-                "gpu": (floor, b if sp.bound == "memory" else c, top), "host": (1.0, 1.0, 1.0),
-                "rest": (floor, None, max(1.0, top))}
+        at = (sp.bandwidth_at or self.bandwidth * self.dst_bandwidth) / self.dst_bandwidth
+        return {"memory": (min(b, at), b, max(b, at)), "compute": (c, c, c),
+                "gpu": (min(1.0, c), b if sp.bound == "memory" else c, max(1.0, c)), "host": (1.0, 1.0, 1.0),
+                "rest": (min(1.0, b, c), None, max(1.0, b, c))}
 
     def moves(self, klass: str) -> bool:
         moved = {"memory": abs(self.bandwidth - 1) > MOVES,
