@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llmbench.analysis.answer import ANSWER_METRICS_SKIP, ProjectionCheck, noise_cv
-from llmbench.analysis.compare import SPEED_UNITS, Comparison, Geomean, MetricRow, Ratio, is_headline
+from llmbench.analysis.compare import HOST_BOUND, SPEED_UNITS, Comparison, Geomean, MetricRow, Ratio, is_headline
 from llmbench.analysis.inputs import SetRef, display_names
 from llmbench.analysis.labels import gpu_display_name as gpu_name
 from llmbench.analysis.labels import is_measured
@@ -56,9 +56,16 @@ def _runs_text(ref: SetRef) -> str:
     return text
 
 
+def _in(r: MetricRow, scenario: str | None) -> bool:
+    """Whether a row counts in a workload's row as the geometric means count it: host-bound cells in the
+    host-bound row only, the others in their scenario's (and in all workloads)."""
+    if scenario == HOST_BOUND:
+        return r.measures_host
+    return not r.measures_host and (scenario is None or r.scenario == scenario)
+
+
 def _speed_rows(cmp: Comparison, i: int, scenario: str | None) -> list[MetricRow]:
-    return [r for r in cmp.rows if (scenario is None or r.scenario == scenario) and r.unit in SPEED_UNITS
-            and r.ratios[i] is not None]
+    return [r for r in cmp.rows if _in(r, scenario) and r.unit in SPEED_UNITS and r.ratios[i] is not None]
 
 
 def _overlap(a: set[str] | None, b: set[str] | None) -> bool:
@@ -87,8 +94,7 @@ def answer_metrics(scenario: str, cases: dict[str, set[str] | None]) -> list[str
 def _headline_metrics(cmp: Comparison, i: int, scenario: str) -> str:
     """The scenario's headline speed metrics with their ratios ('decode_tokens_per_s 1.18x · ttft_ms 1.08x')."""
     found = {g.metric: g for g in cmp.geomeans if g.scenario == scenario and g.ratios[i] is not None}
-    cases = {m: {r.case_id for r in cmp.rows if r.scenario == scenario and r.metric == m and r.ratios[i]}
-             for m in found}
+    cases = {m: {r.case_id for r in cmp.rows if _in(r, scenario) and r.metric == m and r.ratios[i]} for m in found}
     parts = []
     for m in answer_metrics(scenario, dict(cases)):
         r = found[m].ratios[i]
@@ -105,7 +111,7 @@ def _ratio_cells(r: Ratio | None, with_basis: bool) -> list[str]:
 
 
 def _noise_text(cmp: Comparison, i: int, scenario: str | None) -> str:
-    rows = [r for r in cmp.rows if scenario is None or r.scenario == scenario]
+    rows = [r for r in cmp.rows if _in(r, scenario)]
     cv = noise_cv(rows, i, cmp.baseline)
     if cv is None:
         return NO_NOISE
