@@ -21,7 +21,7 @@ machine between the two.
 in its set (the median of the case's `info.host_probe_us` over the set's lowest probe; measure/host_speed.py),
 and `alone_host_slowdown` the median of the alone runs' own, where they have probes. A host-bound figure
 (TTFT of a compiled transformers decode) off its alone runs with a host slowdown well above theirs was
-read on a slowed core, not beside a neighbour (docs/evidence/h200-sxm-141gb/issue41-host-state/): such a
+read on a slowed core, not beside a neighbour (docs/evidence/h200-sxm-141gb/host-state/): such a
 row outside its interval reads `host_slowed` True (beside at `host_speed.SLOWED` or more, its alone runs
 under it or without probes).
 

@@ -1,4 +1,4 @@
-"""`compare --fail-if-slower`: what no interval can excuse fails the gate (issue 38): a case ok in the
+"""`compare --fail-if-slower`: what no interval can excuse fails the gate: a case ok in the
 baseline that the candidate lost, a headline value that is not finite, and a noise floor that a NaN-bearing
 set would have made NaN."""
 

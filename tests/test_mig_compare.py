@@ -1,4 +1,4 @@
-"""`compare` holds a MIG slice against its share of the full GPU (issue 19): the seed's Triton sets
+"""`compare` holds a MIG slice against its share of the full GPU: the seed's Triton sets
 (SEEDS.md 2: a full A100-PCIE-40GB against one 3g.20gb slice) and gpu-burn slices (SEEDS.md 1:
 7 x 2,400 / 3 x 4,500 / 2 x 6,700 Gflop/s against 16,700 on the full A100)."""
 

@@ -1,4 +1,4 @@
-"""Which runs make the noise floor: runs of a case that recorded the same code path pool from any lease
+"""Which runs make the noise floor: runs of a case that recorded the same code path pool from any machine
 (the spread between machines and days is the one that matters); a case without a recorded path pools
 only within one `run --repeat` group; runs whose paths differ measured different code and never pool."""
 
@@ -25,8 +25,8 @@ def run(tok_s: float, path: dict[str, Any] | None, group: str | None = None) -> 
     return rs
 
 
-def test_runs_of_one_code_path_pool_across_leases() -> None:
-    # two leases, one run each, no repeat group; the profile's kernel list differs (a diagnostic key)
+def test_runs_of_one_code_path_pool_across_machines() -> None:
+    # two machines, one run each, no repeat group; the profile's kernel list differs (a diagnostic key)
     floor = floor_of([run(190.0, PATH), run(200.0, {**PATH, "top_kernels": ["b"]})])
     got = floor.get("h200-sxm-141gb", "generate", "decode_tokens_per_s")
     # no machine recorded: each run a machine of its own, so the spread is between machines

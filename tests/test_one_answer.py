@@ -1,4 +1,4 @@
-"""One tree, one figure per case (issue 39): the README block, results/h100-vs-h200.md, report.html, the
+"""One tree, one figure per case: the README block, results/h100-vs-h200.md, report.html, the
 spread pages and `llmbench compare` (folders and globs, Markdown and JSON) print the same figure for each
 case, the one rule's (analysis/runs.py). The synthetic tree holds what fooled the pages before: several runs of a case,
 a run of another code path, runs that recorded no path, a spread run, and a newer partial resume file

@@ -6,7 +6,7 @@ rounded as written. Every figure in the documents' prose and tables (a number wi
 ratio's x, a table cell that is a number, an MFU) must be one of those, or lie in a passage listed under
 `not_a_figure` with its reason. The README's answer table must be what `llmbench.report.readme`
 generates from the result sets now. A figure typed from memory, or left behind when a set was measured
-again, fails here; so does a diary (test-machine names, leases, dates of work sessions)."""
+again, fails here; so does a diary (test-machine names, machines, dates of work sessions)."""
 
 from __future__ import annotations
 

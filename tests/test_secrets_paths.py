@@ -1,4 +1,4 @@
-"""Secrets never written or printed (llmbench.redact), and names that become paths checked (issue 38)."""
+"""Secrets never written or printed (llmbench.redact), and names that become paths checked."""
 
 from __future__ import annotations
 

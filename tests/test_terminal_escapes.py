@@ -1,5 +1,5 @@
 """Control characters and rich markup from labels and params never reach the terminal raw from `run`,
-`show` or `compare`; the result files keep the original text (issue 38)."""
+`show` or `compare`; the result files keep the original text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A MIG slice against its share of the full GPU (issue 19): each joined case's rate metrics beside what the
+"""A MIG slice against its share of the full GPU: each joined case's rate metrics beside what the
 full GPU's figure becomes on the slice if it scales with compute or with memory, and the slices that fit
 side by side against the full GPU. docs/design.md, "Comparing, projecting, publishing"."""
 

@@ -327,7 +327,7 @@ def load_sets(paths: list[Path], pool: bool = False, by_gpu: bool | None = None)
     of two GPUs or more (or any, with `by_gpu`) make one side per GPU, its runs chosen per case by the one
     rule (analysis/runs.py). Sets of one GPU are sides as given (a before/after pair, the gate): the runs
     of one repeat group are one side, and with `pool` so are all measured sets of one GPU and suite
-    (several leases). A published or projected set is always a side of its own. Each side gets a unique
+    (several machines). A published or projected set is always a side of its own. Each side gets a unique
     short name: its GPU slug, or its file stem where two sides share a slug."""
     loaded = read_inputs(paths)
     measured = [(where, rs) for _, where, rs in loaded if is_measured(rs)]

@@ -45,7 +45,7 @@ CEILINGS_OPT = typer.Option(
     "checkout's committed results/). None found: the datasheet. Each case records the set it used.")
 POOL_OPT = typer.Option(
     False, "--pool", metavar="", help="Sets of one GPU: pool every measured result set of the same suite into one "
-    "side (runs from several leases): its figure is the median of the runs' medians and its ratios' intervals "
+    "side (runs from several machines): its figure is the median of the runs' medians and its ratios' intervals "
     "include the between-run spread. The passes of one `run --repeat` group are pooled without it. Sets of two "
     "GPUs or more are always pooled, each GPU one side, by the one rule (a case's runs of its newest code path).")
 

@@ -22,7 +22,7 @@ def spread_cmd(
 ) -> None:
     """Print each case's between-run spread: the runs' medians and their CV, from result sets (files,
     folders, bundles) of each GPU, each case's runs chosen by the one rule (its newest recorded code path:
-    the passes of `run --repeat N`, runs from other leases), and the noise floor a ratio must clear."""
+    the passes of `run --repeat N`, runs from other machines), and the noise floor a ratio must clear."""
     api.check_out_file(out)
     found = api.spread(files, all_metrics)
     emit(spread_tables(found.sets, found.rows), fmt, out, found.to_dict())

@@ -3,7 +3,7 @@ timed in that thread's CPU time before the window, between rounds (never inside 
 
 Why: on the cloud machines llmbench is run on, a virtual CPU can slow to half its speed or less within
 seconds, each core on its own, with no steal time and nothing else busy in the guest: the physical
-core is shared with work outside it (docs/evidence/h200-sxm-141gb/issue41-host-state/). Host-bound
+core is shared with work outside it (docs/evidence/h200-sxm-141gb/host-state/). Host-bound
 figures follow that speed (a compiled decode's eager prefill and so its TTFT, launch-bound steps), so
 a figure that reads off its case's other runs is told from the host's state by this probe
 (`info.host_probe_us`, microseconds per probe, in the order taken: lower is faster). The work holds no
@@ -64,7 +64,7 @@ def slowdown(case_us: Sequence[float], reference_us: float) -> float | None:
 
 
 SLOWED = 1.3  # a case whose median probe is this much over its set's fastest ran on a slowed core: the
-# fast state's medians spread by ~1.13x on one machine, the slow state reads ~1.7x (issue41-host-state)
+# fast state's medians spread by ~1.13x on one machine, the slow state reads ~1.7x (host-state)
 NOTE_PREFIX = "the host core ran slower"
 
 

@@ -3,9 +3,9 @@
 and clocks. So a neighbour slows a timed window:
 - its set-up (a compilation, an engine start, a model built on the CPU): on 2x H200 a neighbour's
   compilation cost vLLM fp8 decode 1.5-2.7%, well outside that case's 0.14% spread between runs
-  (docs/evidence/h200-sxm-141gb/issue41-node-control/);
+  (docs/evidence/h200-sxm-141gb/node-control/);
 - its timed part: two launch-bound decodes timed together (transformers at batch 1) lost 5-10%, and
-  time to first token grew up to 1.9x (docs/evidence/h200-sxm-141gb/issue41-node-rule/).
+  time to first token grew up to 1.9x (docs/evidence/h200-sxm-141gb/node-rule/).
 
 Each case of such a run is in one phase, kept in a file per case in a folder the runner hands every
 case process of the run (`QUIET_ENV`):

@@ -5,12 +5,12 @@ their committed quotes, a third of each counted as timed (none of them records a
 Transformer Engine's case is counted as installed (it was). From the repository root (the makespans
 also go to the JSON beside the run's other checks):
 
-    PYTHONPATH=. python docs/evidence/h200-sxm-141gb/issue41-node-quiet/replay.py
+    PYTHONPATH=. python docs/evidence/h200-sxm-141gb/node-quiet/replay.py
 
 A what-if, modelled, not measured: `replay.py ID=SECONDS ...` gives those cases that whole time (the timed
 part kept), writes no JSON, and prints the makespans (replay-whatif.txt). `--out PATH` writes the JSON
 there instead: the suite as it is now, its cases not in this run quoted from the committed sets (after
-the headline's fp8 cases changed: ../issue41-kernel-tuning/replay-now.txt and
+the headline's fp8 cases changed: ../kernel-tuning/replay-now.txt and
 results/h200-sxm-141gb/checks/oneshot-node-fp8-untuned-replay.json).
 """
 import json
