@@ -57,10 +57,15 @@ def _pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The test suite (CPU only; tiny random models through the same code paths as the GPU)."""
+    """The test suite (CPU only; tiny random models through the same code paths as the GPU). With
+    LLMBENCH_QUICK_FIRST set (CI), the quick tier first in this virtualenv (lint, the tests not marked
+    slow), then the slow tests: every test once, a quick failure early, one install fewer."""
     _test_env(session)
-    if os.environ.get("LLMBENCH_LINT_FIRST"):  # the lint session's checks here, one virtualenv fewer
+    if os.environ.get("LLMBENCH_QUICK_FIRST"):
         _lint(session)
+        _pytest(session, "-m", "not slow")
+        _pytest(session, "-m", "slow")
+        return
     _pytest(session)
 
 
