@@ -448,9 +448,10 @@ def _metric_rows(
         better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
         if batches_differ and mdef is not None and mdef.per_batch:
             better = "neither"  # a step at 25 samples against one at 64: shown, not ratioed
-        got = [[m[name] for c in side if name in (m := case_metrics(c))] for side in runs]
+        # each side's ok runs of the metric, with the machine of each
         on = [[(m[name], machine_of(r, f"{i}:{k}")) for k, (r, c) in enumerate(sets[i].case_sets(cid))
                if c.status == "ok" and name in (m := case_metrics(c))] for i in range(len(sets))]
+        got = [[m for m, _ in side] for side in on]
         pooled = [pool_metric(ms, [sample_count(m) for m in ms]) if ms else None for ms in got]
         unit = next(ms[0].unit for ms in got if ms)
         host = bool(runs[baseline]) and measures_host(runs[baseline][0], name)

@@ -94,29 +94,6 @@ class LogRatioInterval:
 SHARED_SEED = 20261202
 
 
-def log_ratio_interval(base: list[float], this: list[float], better: Better) -> LogRatioInterval | None:
-    """The t-interval of the oriented log ratio of two sides' run figures (see the module docstring);
-    None when neither side has two runs (nothing says how far runs spread) or a figure is not positive."""
-    if better == "neither" or min(len(base), len(this)) < 1 or max(len(base), len(this)) < 2:
-        return None
-    if min(base) <= 0 or min(this) <= 0:
-        return None
-    lb, lt = np.log(np.asarray(base, dtype=np.float64)), np.log(np.asarray(this, dtype=np.float64))
-    sign = 1.0 if better == "higher" else -1.0
-    centre = sign * float(lt.mean() - lb.mean())
-    kb, kt = lb.size, lt.size
-    if kb >= 2 and kt >= 2:
-        vb, vt = float(lb.var(ddof=1)) / kb, float(lt.var(ddof=1)) / kt
-        se2 = vb + vt
-        if se2 == 0.0:
-            return LogRatioInterval(centre, 0.0, float(kb + kt - 2))
-        df = se2**2 / (vb**2 / (kb - 1) + vt**2 / (kt - 1))
-        return LogRatioInterval(centre, float(np.sqrt(se2)), float(df))
-    spread = lb if kb >= 2 else lt  # the single run's spread is taken to be the other side's
-    var = float(spread.var(ddof=1))
-    return LogRatioInterval(centre, float(np.sqrt(var * (1.0 / kb + 1.0 / kt))), float(spread.size - 1))
-
-
 @dataclass(frozen=True)
 class SideRuns:
     """One side's runs of one metric of one case: each run's figure and the machine that measured it,

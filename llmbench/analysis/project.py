@@ -6,6 +6,7 @@ it was. docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from statistics import mean, median
 from typing import Any
@@ -76,7 +77,14 @@ class Scales:
 def scenario_of(case: CaseResult) -> Scenario | None:
     """The scenario that measured the case; None for one this llmbench does not know (nothing of it
     is projected then)."""
-    return SCENARIOS.get(case.scenario)() if case.scenario in SCENARIOS else None
+    return _scenario(case.scenario)
+
+
+@functools.cache
+def _scenario(name: str) -> Scenario | None:
+    """One instance per scenario name: what analysis asks of it (bounds, precision, what measures the
+    host) is declared, not state, and a results tree asks it of every cell."""
+    return SCENARIOS.get(name)() if name in SCENARIOS else None
 
 
 def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:

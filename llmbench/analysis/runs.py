@@ -322,14 +322,15 @@ def tree_sets(results_dir: Path, slugs: Iterable[str] | None = None) -> list[tup
     return out
 
 
-def load_sets(paths: list[Path], pool: bool = False, by_gpu: bool | None = None) -> list[SetRef]:
+def load_sets(paths: list[Path], pool: bool = False, by_gpu: bool | None = None,
+              loaded: list[tuple[str, str, ResultSet]] | None = None) -> list[SetRef]:
     """Load files, folders (`folder_files`) and oneshot bundles (`read_inputs`) into sides. Measured sets
     of two GPUs or more (or any, with `by_gpu`) make one side per GPU, its runs chosen per case by the one
     rule (analysis/runs.py). Sets of one GPU are sides as given (a before/after pair, the gate): the runs
     of one repeat group are one side, and with `pool` so are all measured sets of one GPU and suite
     (several machines). A published or projected set is always a side of its own. Each side gets a unique
     short name: its GPU slug, or its file stem where two sides share a slug."""
-    loaded = read_inputs(paths)
+    loaded = read_inputs(paths) if loaded is None else loaded  # `loaded`: the paths' read_inputs, read already
     measured = [(where, rs) for _, where, rs in loaded if is_measured(rs)]
     if by_gpu or (by_gpu is None and len({rs.gpu_slug for _, rs in measured}) > 1):
         gpus = case_runs(measured)

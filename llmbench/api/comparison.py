@@ -84,7 +84,8 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     that cannot be judged does, "fail" or "pass"); `prices` ('slug=USD') add costs."""
     if unjudged not in UNJUDGED:
         raise UserError(f"--unjudged {unjudged!r}: valid: {choices_text(UNJUDGED)}")
-    sets = load_sets(list(files), pool=pool)
+    inputs = read_inputs(list(files))
+    sets = load_sets(list(files), pool=pool, loaded=inputs)
     floor_runs = folder_runs(list(noise_floor) or folders_for(files))
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
@@ -101,7 +102,7 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     left_out = plan.left_out + [f"Not compared: the {len(g)} result sets of {g[0].rs.suite} share no case."
                                 for g in plan.groups if not _joins(g) and len({s.rs.suite for s in g}) == 1]
     names = headline_metric_names()
-    problems = input_problems(read_inputs(list(files)), slugs()) if fail_if_slower is not None else []
+    problems = input_problems(inputs, slugs()) if fail_if_slower is not None else []
     groups = []
     for group, notes in joined:
         floor = floor_beside(floor_runs, [s.all_runs for s in group])
@@ -114,7 +115,8 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     diffs = None
     if base is not None:
         key, value = parse_base(base)
-        diffs = [base_diff(s, key, value) for s in load_sets(list(files), by_gpu=True)]  # each GPU's sets together
+        by_gpu = load_sets(list(files), by_gpu=True, loaded=inputs)  # each GPU's sets together
+        diffs = [base_diff(s, key, value) for s in by_gpu]
     return CompareResult(sets, groups, left_out, diffs, priced, run_tokens)
 
 
