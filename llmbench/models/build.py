@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmbench.models.presets import get_preset
+from llmbench.models.presets import PRESETS, get_preset
 from llmbench.models.shape import ModelShape
 
 if TYPE_CHECKING:
@@ -29,6 +29,18 @@ def make_config(model: str | None = None, pretrained: str | None = None) -> Any:
     return AutoConfig.for_model(preset.model_type, **preset.config_kwargs())
 
 
+def pretrained_source(model: str | None = None, pretrained: str | None = None) -> str | None:
+    """Where weights="pretrained" loads from: the hub id or local path given, else the folder of a
+    preset that ships its weights (ModelPreset.weights_from, made on first use); None for neither."""
+    if pretrained is not None:
+        return pretrained
+    if model is None or not get_preset(model).weights_from:
+        return None
+    import importlib
+
+    return str(importlib.import_module(get_preset(model).weights_from).model_dir())
+
+
 def build_model(
     *,
     model: str | None = None,
@@ -39,15 +51,18 @@ def build_model(
     seed: int = 0,
 ) -> nn.Module:
     """A causal LM in eval mode on `device`. weights="random": built from the preset's (or the
-    pretrained id's) config on the device itself; weights="pretrained": from_pretrained(pretrained)."""
+    pretrained id's) config on the device itself; weights="pretrained": from_pretrained(pretrained), or
+    of the weights a preset ships (pretrained_source)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     dtype = dtype or torch.bfloat16
     if weights == "pretrained":
-        if pretrained is None:
-            raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>'")
-        m = AutoModelForCausalLM.from_pretrained(pretrained, dtype=dtype, device_map=device)
+        source = pretrained_source(model, pretrained)
+        if source is None:
+            raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>' or a preset that ships "
+                             f"its weights ({', '.join(n for n, p in PRESETS.items() if p.weights_from)})")
+        m = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, device_map=device)
     elif weights == "random":
         cfg = make_config(model, pretrained)
         if getattr(cfg, "is_encoder_decoder", False):

