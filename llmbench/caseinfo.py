@@ -66,6 +66,17 @@ class ReplicasInfo(InfoModel):
     metrics: dict[str, list[float]] = Field(default_factory=dict)  # each copy's value of each metric
 
 
+class AttemptInfo(InfoModel):
+    """One start of a case's process, where it took two (harness/runner.run_restarting): the first died in
+    its start-up, before its first timed window, without a result."""
+
+    status: str  # how the start ended
+    reason: str | None = None
+    seconds: float | None = None  # from its start to its end
+    restarted: str | None = None  # why the case was started again after it; None on the last
+    stderr_tail: str | None = None  # what the start that died wrote last
+
+
 class CaseInfo(InfoModel):
     """What the harness notes in every case (harness/runner.py)."""
 
@@ -91,6 +102,7 @@ class CaseInfo(InfoModel):
     share_group: ShareGroupInfo | None = None
     replicas: ReplicasInfo | None = None
     skipped_by: str | None = None  # "runner": skipped without starting its process (harness/plan.RUNNER_SKIP)
+    attempts: list[AttemptInfo] | None = None  # both starts of a case whose first died in its start-up
 
 
 class Timeline(InfoModel):

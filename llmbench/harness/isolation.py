@@ -23,7 +23,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from llmbench.errors import UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.cpus import CPUS_ENV
 from llmbench.measure import compile_cache, progress
-from llmbench.measure.quiet import CASE_ENV, QUIET_ENV
+from llmbench.measure.quiet import CASE_ENV, QUIET_ENV, TIMING_MARK_ENV
 from llmbench.serving.server import CASE_TOKEN_ENV, SHARED_ENV, stop_shared_servers
 
 STDERR_TAIL = 4000
@@ -55,6 +55,7 @@ class ChildOutcome:
     payload: dict[str, Any] = field(default_factory=dict)
     traceback: str | None = None
     duration_s: float = 0.0
+    timing_began: bool | None = None  # its first timed window opened (quiet.TIMING_MARK_ENV); None: not known
 
 
 GPU_SELECTION = re.compile(r"^(\d+(,\d+)*|((MIG|GPU)-[0-9A-Za-z/-]+)(,(MIG|GPU)-[0-9A-Za-z/-]+)*)$")
@@ -460,19 +461,27 @@ def run_case_process(
 ) -> ChildOutcome:
     """Run one case in a fresh process and turn whatever happened into a status."""
     with tempfile.TemporaryDirectory(prefix=_tmp_prefix("case")) as tmp:
-        spec_path, out_path = Path(tmp, "spec.json"), Path(tmp, "out.json")
+        spec_path, out_path, mark = Path(tmp, "spec.json"), Path(tmp, "out.json"), Path(tmp, "timing-began")
         spec_path.write_text(json.dumps(spec))
         since = oom_counts()  # the OOM-kill counts before: a SIGKILL later is told apart by them
         pid: list[int] = []
-        code, tail, elapsed = run_child(["case", str(spec_path), str(out_path)], env, timeout_s, on_progress,
-                                        pid_out=pid)
+        code, tail, elapsed = run_child(["case", str(spec_path), str(out_path)], {**env, TIMING_MARK_ENV: str(mark)},
+                                        timeout_s, on_progress, pid_out=pid)
         payload = json.loads(out_path.read_text()) if out_path.exists() else None
+        began = mark.exists()
     if code is None:
         return ChildOutcome("timeout", f"the case did not finish within its timeout of {timeout_s:g}s and was killed",
-                            traceback=tail or None, duration_s=elapsed)
+                            traceback=tail or None, duration_s=elapsed, timing_began=began)
     if payload is not None:
-        return _payload_outcome(payload, elapsed)
-    return _exit_outcome(code, tail, elapsed, since, pid[0] if pid else None)
+        return replace(_payload_outcome(payload, elapsed), timing_began=began)
+    return replace(_exit_outcome(code, tail, elapsed, since, pid[0] if pid else None), timing_began=began)
+
+
+def died_in_startup(out: ChildOutcome) -> bool:
+    """A case process that ended without a result (no outcome written: a crash, a kill, an exit) before
+    its first timed window opened: the machine's failure, not the measurement's, so worth one more start.
+    Known only where the launcher saw the timing mark (`timing_began` False); a timeout is no such end."""
+    return out.timing_began is False and not out.payload and out.status != "timeout"
 
 
 def _payload_outcome(payload: dict[str, Any], elapsed: float) -> ChildOutcome:

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from llmbench import __version__
-from llmbench.caseinfo import INFO_VERSION, CaseInfo, ShareGroupInfo
+from llmbench.caseinfo import INFO_VERSION, AttemptInfo, CaseInfo, ShareGroupInfo
 from llmbench.errors import NotSaved, UserError
 from llmbench.hardware import nvml
 from llmbench.hardware.cpus import CPUS_ENV
 from llmbench.hardware.fingerprint import cpu_slug, environment_warnings, llmbench_info
 from llmbench.hardware.power import startup_restore
 from llmbench.harness import journal
-from llmbench.harness.isolation import ChildOutcome, sweep_stale_tmp
+from llmbench.harness.isolation import ChildOutcome, died_in_startup, sweep_stale_tmp
 from llmbench.harness.journal import KEY as JOURNAL_KEY
 from llmbench.harness.launch import GpuSlots, SlotGrant
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
@@ -76,6 +76,8 @@ from llmbench.scenarios.base import BatchSearch, RankScenario
 from llmbench.serving.server import SHARED_ENV, shared_server_groups, stop_shared_servers
 from llmbench.suite import CaseSpec, Suite
 
+RESTART_WHY = "its case process ended without a result before its first timed window: started once more"
+ATTEMPT_TAIL = 2000  # the stderr kept of a start that died
 PARALLEL_SERVER_NOTE = (
     'under --parallel, server_scope = "suite" is not used: each serving case starts and stops its own '
     "server (an idle server kept for later cases would hold its GPUs' memory while other cases, a "
@@ -724,7 +726,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
         first: dict[str, Any] = search.probes[0] if search.probes else {"status": "failed", "reason": search.stopped}
         out = ChildOutcome(str(first["status"]), first["reason"])
     else:
-        out = launcher.run({**spec, **final}, env, case.settings.timeout_s, on_progress)
+        out = run_restarting(launcher, {**spec, **final}, env, case.settings.timeout_s, on_progress)
         retries = 0
         while search is not None and out.status == "oom" and retries < MEASUREMENT_RETRIES:
             lower = search.measurement_oom(out.reason)  # its probe fit, the longer measurement did not
@@ -738,6 +740,23 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
         if log is not None and out.status == "ok":  # done: the result set holds the probes now
             log.clear()
     return _result_of(case, out, started, time.perf_counter() - t0)
+
+
+def run_restarting(launcher: CaseLauncher, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
+                   on_progress: ProgressFn | None = None) -> ChildOutcome:
+    """One case through `launcher`, started once more where its process died in its start-up, before its
+    first timed window (`died_in_startup`: a lost node, a driver hiccup, a killed process, not the
+    measurement). Both starts are in the case's info (`attempts`, the first with why it was started again); a
+    failure once timing began is the case's result as it is, never retried."""
+    out = launcher.run(spec, env, timeout_s, on_progress)
+    if not died_in_startup(out):
+        return out
+    first = AttemptInfo(status=out.status, reason=out.reason, seconds=round(out.duration_s, 3),
+                        restarted=RESTART_WHY, stderr_tail=(out.traceback or "")[-ATTEMPT_TAIL:] or None)
+    again = launcher.run(spec, env, timeout_s, on_progress)
+    last = AttemptInfo(status=again.status, reason=again.reason, seconds=round(again.duration_s, 3))
+    again.payload.setdefault("info", {})["attempts"] = [a.model_dump(exclude_none=True) for a in (first, last)]
+    return again
 
 
 def recovered_cases(path: Path, rs: ResultSet, cases: list[CaseSpec]) -> list[CaseResult]:

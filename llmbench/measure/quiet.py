@@ -41,6 +41,9 @@ from llmbench.hardware import nvml
 
 QUIET_ENV = "LLMBENCH_QUIET"  # the run's phase folder (harness/launch.GpuSlots.take)
 CASE_ENV = "LLMBENCH_QUIET_CASE"  # the pid of the case process this process works for
+# a file the case's first timed window creates (every process of the case inherits the name): a case process
+# that dies without a result and without it died in its start-up (harness/isolation.py starts it once more)
+TIMING_MARK_ENV = "LLMBENCH_TIMING_MARK"
 POLL_S = 0.1
 SETUP, READY, TIMED, BETWEEN = "setup", "ready", "timed", "between"
 BLOCKED_BY = {SETUP: (READY, TIMED), TIMED: (SETUP, TIMED)}  # what a phase waits out in the other cases
@@ -147,5 +150,14 @@ def setup(info: dict[str, Any] | None = None, progress: Callable[[float, str], N
 
 def timed(info: dict[str, Any] | None = None, progress: Callable[[float, str], None] | None = None) -> float:
     """A case's timed part begins (its first timed window: CaseContext.measure, or a scenario that times
-    on its own clock)."""
+    on its own clock). Marks, at once, that the case's timed part has begun (`TIMING_MARK_ENV`)."""
+    mark_timing()
     return enter(TIMED, info, progress)
+
+
+def mark_timing() -> None:
+    """Create the case's timing mark (`TIMING_MARK_ENV`), where its case process names one."""
+    mark = os.environ.get(TIMING_MARK_ENV)
+    if mark:
+        with contextlib.suppress(OSError):
+            Path(mark).touch()

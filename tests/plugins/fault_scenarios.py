@@ -10,6 +10,7 @@ import time
 from typing import Any, Literal
 
 from llmbench.hardware.topology import MULTICAST_OFF_ENV
+from llmbench.measure import quiet
 from llmbench.placement import Placement
 from llmbench.scenarios.base import (
     SCENARIOS,
@@ -25,8 +26,10 @@ from llmbench.scenarios.base import (
 
 
 class FaultParams(ScenarioParams):
-    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep", "env", "cpu_alloc"] = "ok"
+    kind: Literal["ok", "raise", "segfault", "exit", "hang", "oom", "skip", "sleep", "env", "cpu_alloc", "exit_once",
+                  "exit_timed"] = "ok"
     seconds: float = 0.0
+    flag: str = ""  # exit_once: the file whose absence makes this start exit in its start-up (it is made then)
     detach_child: bool = False  # first start a child in a session of its own, left running
 
 
@@ -67,6 +70,12 @@ class Fault(Scenario):
             ctypes.string_at(0)
         if kind == "exit":
             os._exit(3)
+        if kind == "exit_once" and not os.path.exists(params.flag):  # a start-up that dies once, then goes well
+            open(params.flag, "w").close()
+            os._exit(3)
+        if kind == "exit_timed":  # dies once its timed part has begun: the measurement's failure
+            quiet.timed(ctx.info)
+            os._exit(4)
         if kind == "hang":
             time.sleep(3600)
         if kind == "oom":
@@ -74,6 +83,7 @@ class Fault(Scenario):
         if kind == "skip":
             raise Skip("planted: this case cannot run here")
         if kind == "sleep":  # the pid lets a test check that an interrupted run leaves no case process behind
+            quiet.mark_timing()  # its sleep is its timed part: a case killed in it is not started again
             _note_pid(".pid", os.getpid(), str(params.seconds))
             time.sleep(params.seconds)
         if kind == "env":  # what the case process was started with
