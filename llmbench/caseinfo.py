@@ -50,10 +50,12 @@ class ShareGroupInfo(InfoModel):
 
 
 class NodeInfo(InfoModel):
-    """The node of a cluster a case ran on (harness/launchers/ray.py)."""
+    """Where a case's process ran, as every launcher records it (harness/launchers/base.node_record); what
+    ran there is the set's fingerprint (`env`). Sets before it: Ray's cases only, `ray_node_id` for `id`."""
 
-    ray_node_id: str | None = None
     hostname: str | None = None
+    gpus: str | None = None  # the CUDA_VISIBLE_DEVICES its process got there (None: every GPU of the host)
+    id: str | None = None  # the cluster's id of the node (Ray's node id); None: a machine of no cluster
 
 
 class ReplicasInfo(InfoModel):
@@ -86,7 +88,7 @@ class CaseInfo(InfoModel):
     gpus: str | None = None  # the CUDA_VISIBLE_DEVICES the case process was given
     launcher: str | None = None  # what ran its work: "local" (its process), "torchrun" (ranks), "ray" (a Ray task's
     # process), "replicas" (copies side by side); None: local (old sets)
-    node: NodeInfo | None = None  # the cluster node it ran on (a cluster launcher's); None: this machine
+    node: NodeInfo | None = None  # where its process ran (every launcher's); None: sets before it, a runner skip
     ran_beside_cases: bool | None = None  # other cases ran at the same time (run --parallel on several slots)
     ran_alone: str | None = None  # under --parallel, why nothing ran beside it (host-exclusive: harness/schedule.py)
     cpus: str | None = None  # beside other cases, the host CPUs its processes were bound to (hardware/cpus.py)

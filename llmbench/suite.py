@@ -28,7 +28,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-SUITE_KEYS = {"name", "description", "defaults", "case", "share_engines"}
+SUITE_KEYS = {"name", "description", "defaults", "case", "share_engines", "launcher"}
 CASE_KEYS = {"scenario", "matrix", "name"}  # plus scenario params, StopRule settings, engine and placement
 SETTING_KEYS = set(StopRule.model_fields)
 SOURCE_DIR = "scenarios"  # the repository's folder of the shipped suites, beside llmbench/ in a checkout
@@ -105,6 +105,8 @@ class Suite:
     # lengths differ) run in one case process, one after another, each still its own case (runner.py)
     share_engines: bool = False
     old_keys: tuple[str, ...] = ()  # engine or GPU keys written as params, the spelling before they were fields
+    launcher: dict[str, Any] | None = None  # its [launcher] table: a name and that launcher's options, read by
+    # the launcher's options model when a run starts (harness/launchers/choose.py); None: local
 
     def where(self) -> str:
         """One line on where a suite found by name came from, for a run's first lines; "" for a shipped
@@ -243,8 +245,12 @@ def parse_suite(data: dict[str, Any], fname: str, path: Path | None = None) -> S
     share = data.get("share_engines", False)
     if not isinstance(share, bool):
         raise SuiteError(fname, "must be true or false", key="share_engines", value=share, choices=["true", "false"])
+    launcher = data.get("launcher")
+    if launcher is not None and not isinstance(launcher, (str, dict)):
+        raise SuiteError(fname, 'must be a name or a table ([launcher] name = "ray")', key="launcher", value=launcher)
     return Suite(name=name, description=str(data.get("description", "")), path=path or Path(fname), cases=cases,
-                 share_engines=share, old_keys=tuple(sorted(old_keys)))
+                 share_engines=share, old_keys=tuple(sorted(old_keys)),
+                 launcher={"name": launcher} if isinstance(launcher, str) else launcher)
 
 
 def _expand_case(

@@ -64,9 +64,9 @@ _FINGERPRINTS: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
 
 @pytest.fixture(autouse=True)
 def _one_fingerprint_per_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llmbench.harness.launchers import process
+    from llmbench.harness.launchers import local
 
-    taken = process.fingerprint
+    taken = local.fingerprint
 
     def fingerprint(env: dict[str, str]) -> dict[str, Any]:  # as IsolatedProcess.fingerprint calls it
         key = tuple(sorted((k, v) for k, v in env.items() if k not in _FINGERPRINT_IGNORES))
@@ -74,7 +74,7 @@ def _one_fingerprint_per_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             _FINGERPRINTS[key] = taken(env)
         return copy.deepcopy(_FINGERPRINTS[key])  # the runner fills in what it forces (--cpu) on its copy
 
-    monkeypatch.setattr(process, "fingerprint", fingerprint)
+    monkeypatch.setattr(local, "fingerprint", fingerprint)
 
 
 def write(tmp_path: Path, text: str, name: str = "suite.toml") -> Path:

@@ -14,7 +14,7 @@ import pytest
 from llmbench.hardware.fingerprint import cpu_native_matmul
 from llmbench.harness import runner
 from llmbench.harness.isolation import sweep_stale_tmp
-from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.launchers.local import IsolatedProcess
 from llmbench.harness.runner import RunOptions, parent_device, run_suite
 from llmbench.report.terminal import flag_summary, flags_of
 from llmbench.results import CaseResult, MetricResult, ResultSet, load

@@ -16,7 +16,7 @@ import pytest
 from llmbench.bundle import read_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import cpu_slug
-from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.launchers.local import IsolatedProcess
 from llmbench.harness.plan import MeasuredCase
 from llmbench.harness.runner import RunOptions, run_suite, skipped_result
 from llmbench.harness.ui import UI

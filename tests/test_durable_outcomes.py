@@ -32,7 +32,7 @@ timeout_s = 120
 RUNNER_DIES = """
 import os, signal, sys
 from pathlib import Path
-from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.launchers.local import IsolatedProcess
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.suite import load_suite
 

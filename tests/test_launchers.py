@@ -8,6 +8,7 @@ The faulty ranks are the test plugin's `fault_ranks` (tests/plugins/fault_scenar
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,7 @@ def test_a_case_of_no_ranks_records_the_local_launcher(tmp_path: Path, fault_plu
     suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nmin_iters = 1\nmin_seconds = 0.0\n')))
     (case,) = load(run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="cpu"))).cases
     assert case.status == "ok" and case.info["launcher"] == "local"
+    assert case.info["node"]["hostname"] == socket.gethostname()  # where it ran, as every launcher records it
     assert "launcher" not in case.code_path and os.environ.get("LLMBENCH_RANKS_TOKEN") is None
 
 

@@ -26,7 +26,7 @@ from llmbench.api import SessionUI
 from llmbench.cli import main
 from llmbench.errors import UserError
 from llmbench.hardware.topology import MULTICAST_OFF_ENV
-from llmbench.harness.launchers.choose import check_launcher
+from llmbench.harness.launchers.choose import check_launcher, launcher_options
 from llmbench.harness.launchers.ray import RayLauncher, forwarded_env, lost_reason
 from llmbench.harness.launchers.ray_cluster import INSTALL, NodeKind, head_endpoint, import_ray, node_kinds
 from llmbench.redact import redact
@@ -156,14 +156,17 @@ def test_without_ray_the_launcher_names_the_install_command(monkeypatch: pytest.
 
 
 def test_launcher_choices_and_what_goes_with_them() -> None:
-    check_launcher("ray", "auto", None)
-    for bad, words in [(("slurm", None, None), "choose one of local, ray"),
-                       (("local", "h:1", None), "--address names a Ray cluster"),
-                       (("ray", None, "0,1"), "Ray gives each case its GPUs"),
-                       (("ray", None, None, 3), "--repeat with --launcher ray"),
-                       (("ray", None, None, 1, True), "--parallel with --launcher ray")]:
+    ray = launcher_options({"name": "ray", "address": "auto"})
+    check_launcher(ray, None)
+    with pytest.raises(UserError, match="unknown launcher 'slurm'; valid: local, ray"):
+        launcher_options({"name": "slurm"})
+    with pytest.raises(UserError, match="launcher 'local' has no option 'address'; valid options: none"):
+        launcher_options({"name": "local", "address": "h:1"})
+    for (gpus, repeat, parallel), words in [(("0,1", 1, False), "Ray gives each case its GPUs"),
+                                            ((None, 3, False), "--launcher ray: --repeat is not supported"),
+                                            ((None, 1, True), "--launcher ray: --parallel is not built yet")]:
         with pytest.raises(UserError, match=words):
-            check_launcher(*bad)  # type: ignore[arg-type]
+            check_launcher(ray, gpus, repeat, parallel)
 
 
 def test_credentials_in_an_address_or_from_ray_never_show() -> None:
@@ -214,7 +217,8 @@ def test_a_suite_over_ray_is_the_local_launchers_in_shape(cluster: Any, tmp_path
     node = cluster.nodes()[0]
     for case in over_ray.cases:
         assert case.info["launcher"] == "ray" and local.case(case.id).info["launcher"] == "local"
-        assert case.info["node"] == {"ray_node_id": node["NodeID"], "hostname": socket.gethostname()}
+        assert {k: case.info["node"][k] for k in ("id", "hostname")} == {"id": node["NodeID"],
+                                                                         "hostname": socket.gethostname()}
     env = next(c for c in over_ray.cases if c.params["kind"] == "env").info
     assert env["multicast"] == {**MULTICAST_OFF_ENV, "NVSHMEM_DISABLE_NVLS": "yes"}  # the machine's value kept
     crashed = over_ray.case(next(c.id for c in over_ray.cases if c.params["kind"] == "exit"))

@@ -22,7 +22,7 @@ from llmbench.api.session import Journal
 from llmbench.hardware.cpus import cpu_list, cpu_shares
 from llmbench.harness.isolation import ChildOutcome
 from llmbench.harness.launch import node_placement
-from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.launchers.local import IsolatedProcess
 from llmbench.harness.plan import MeasuredCase
 from llmbench.harness.runner import RunOptions, run_suite
 from llmbench.harness.schedule import SUITE_SAYS, alone_reason, run_schedule

@@ -62,7 +62,7 @@ kind = "host"
         ('[[case]]\nscenario = "bandwidth"\nkind = "d2d"\npinned = false\n', None, "pinned applies only"),
         ('[[case]]\nscenario = "gemm"\nmin_iters = 0\n', "min_iters", "greater than or equal to 1"),
         ('[defaults]\nmodle = "x"\n[[case]]\nscenario = "gemm"\n', "modle", "not a parameter of any scenario"),
-        ('naem = "x"\n[[case]]\nscenario = "gemm"\n', "naem", "valid: case, defaults, description, name"),
+        ('naem = "x"\n[[case]]\nscenario = "gemm"\n', "naem", "valid: case, defaults, description, launcher, name"),
         ('name = "x"\n', "case", "at least one [[case]]"),
         ('[[case]]\nscenario = "gemm"\n[[case]]\nscenario = "gemm"\n', "case", "repeats case 1"),
     ],

@@ -48,7 +48,7 @@ from llmbench.api.session import (
 )
 from llmbench.harness.doctor import Check, run_checks
 from llmbench.harness.launch import node_placement
-from llmbench.harness.launchers.choose import check_launcher
+from llmbench.harness.launchers.choose import check_launcher, chosen_launcher, launcher_help, option_pairs
 from llmbench.harness.plan import CaseTime
 from llmbench.harness.ui import FAILED_STATUSES, UI, SuiteRun
 

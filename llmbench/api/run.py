@@ -12,7 +12,8 @@ from pathlib import Path
 from llmbench.api.checks import check_machine
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import local_device, local_slug
-from llmbench.harness.launchers.choose import case_launchers, check_launcher
+from llmbench.harness.launchers.base import LauncherOptions
+from llmbench.harness.launchers.choose import case_launchers, check_launcher, chosen_launcher
 from llmbench.harness.plan import CaseTime, done_before, left_for_resume, measured_cases, resumed_set, unread_note
 from llmbench.harness.runner import RunOptions
 from llmbench.harness.runner import run_suite as run_cases
@@ -125,15 +126,20 @@ def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("result
               resume: bool = False, force: bool = False, gpus: str | None = None, cpu: bool = False,
               parallel: bool = False, timeout_s: float | None = None, budget_s: float | None = None,
               repeat: int = 1, suite_dirs: Sequence[Path] = (), ceilings: Path | None = None,
-              ui: UI | None = None, launcher: str = "local", address: str | None = None) -> RunResult:
+              ui: UI | None = None, launcher: str | LauncherOptions | None = None,
+              address: str | None = None) -> RunResult:
     """Run a suite's cases, each in its own process, into result sets under OUT/<gpu-slug>/ (one per
-    pass of `repeat`, and per GPU type of a Ray cluster with `launcher="ray"`: `address`, Ray's).
-    `filters` and `timeout_s` apply where `suite` is not already a Selection.
+    pass of `repeat`, and per GPU type of a Ray cluster with `launcher="ray"`: `address`, Ray's). A
+    launcher named (or none) goes over the suite's [launcher] table (`chosen_launcher`); LauncherOptions
+    are used as they are. `filters` and `timeout_s` apply where `suite` is not already a Selection.
     KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the finished cases are saved."""
     ui = ui or UI()
-    check_launcher(launcher, address, gpus, repeat, parallel)
-    case_env = check_machine(out, gpus, cpu, parallel, ceilings)
     selection = suite if isinstance(suite, Selection) else select_cases(suite, filters, timeout_s, suite_dirs)
+    s = selection.suite
+    if not isinstance(launcher, LauncherOptions):
+        launcher = chosen_launcher(s.launcher, str(s.path), launcher, {"address": address} if address else {})
+    check_launcher(launcher, gpus, repeat, parallel)
+    case_env = check_machine(out, gpus, cpu, parallel, ceilings)
     if force and not resume:
         raise UserError("--force re-measures cases inside a resumed result set: use it with --resume")
     if repeat > 1 and force:
@@ -142,10 +148,9 @@ def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("result
     if repeat > 1 and budget_s is not None:
         raise UserError("--repeat with --budget: a pass left unfinished by the budget would make runs of "
                         "unequal cases; pick the cases with --filter instead")
-    s = selection.suite
     passes = plan_passes(out, local_slug(gpus, cpu) if repeat > 1 else "", s.name, repeat, resume, ui)
     runs = []
-    with case_launchers(launcher, address, cpu, case_env) as chosen:  # one per result set (a Ray GPU type)
+    with case_launchers(launcher, cpu, case_env) as chosen:  # one per result set (a Ray GPU type)
         for case_launcher, (index, group, resume_this) in ((c, p) for c in chosen for p in passes):
             header = {"repeat": {"group": group, "index": index, "of": repeat}} if repeat > 1 else {}
             if repeat > 1:

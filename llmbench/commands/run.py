@@ -272,21 +272,25 @@ def run(
         "continues an unfinished group of the same N."),
     suites: Optional[list[Path]] = SUITES_OPT,
     ceilings: Optional[Path] = CEILINGS_OPT,
-    launcher: str = typer.Option("local", "--launcher", help="How each case runs: local (its own process "
-                                 "here) or ray (a Ray task on the node Ray picks, still in its own process there; "
-                                 "one result set per GPU type of the cluster; pip install 'llmbench[ray]')."),
+    launcher: Optional[str] = typer.Option(None, "--launcher", help="How each case runs (default: the suite's "
+                                           f"[launcher], else local): {api.launcher_help()}."),
+    launcher_option: Optional[list[str]] = typer.Option(
+        None, "--launcher-option", "-L", metavar="KEY=VALUE", help="An option of the launcher, over the suite's "
+        "(e.g. -L address=HOST:6379, -L nodes=2 for ray). Repeat for more."),
     address: Optional[str] = typer.Option(None, "--address", help="With --launcher ray: the cluster, as Ray "
                                           "takes it (HOST:PORT, ray://HOST:PORT, auto); left out, RAY_ADDRESS or a "
-                                          "local cluster started for the run."),
+                                          "local cluster started for the run (-L address=...)."),
 ) -> None:
     """Run a suite: every case in its own process, results written after each case.
 
     Exit code 0: every case ok or skipped (oom is a result unless --strict); 1: a case failed, timed out or
     was killed (a SIGKILL the out-of-memory killer did not send)."""
     budget_s = parse_budget(budget) if budget is not None else None
-    api.check_launcher(launcher, address, gpus, repeat, parallel)
-    api.check_machine(out, gpus, cpu, parallel, ceilings)
     s = load_suite(suite, suites or [])
+    options = {**api.option_pairs(launcher_option or []), **({"address": address} if address else {})}
+    chosen = api.chosen_launcher(s.launcher, str(s.path), launcher, options)
+    api.check_launcher(chosen, gpus, repeat, parallel)
+    api.check_machine(out, gpus, cpu, parallel, ceilings)
     for line in s.notes():
         console.print(escape(line), highlight=False)
     selection = api.select_cases(s, filter or [], timeout)
@@ -310,7 +314,7 @@ def run(
     try:
         result = api.run_suite(selection, out=out, resume=resume, force=force, gpus=gpus, cpu=cpu, parallel=parallel,
                                budget_s=budget_s, repeat=repeat, ceilings=ceilings, ui=RichUI(strict),
-                               launcher=launcher, address=address)
+                               launcher=chosen)
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err_console.print(INTERRUPTED)
         raise typer.Exit(130) from None  # 128 + SIGINT, also for SIGTERM: the run did not finish

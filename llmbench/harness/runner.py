@@ -31,8 +31,8 @@ from llmbench.harness.journal import KEY as JOURNAL_KEY
 from llmbench.harness.launch import GpuSlots, SlotGrant
 from llmbench.harness.launch import check_parallel as check_parallel  # the commands' check, kept importable here
 from llmbench.harness.launchers import replicas
-from llmbench.harness.launchers.base import CaseLauncher, ProgressFn
-from llmbench.harness.launchers.process import IsolatedProcess
+from llmbench.harness.launchers.base import Launcher, ProgressFn
+from llmbench.harness.launchers.local import IsolatedProcess
 from llmbench.harness.launchers.torchrun import Torchrun
 from llmbench.harness.max_batch import (
     INFO_KEY,
@@ -100,7 +100,7 @@ class RunOptions:
     # where the timings do not matter (a test of something else)
     resume_from: Path | None = None  # with resume: this result set, not the newest one under out_dir
     reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
-    launcher: CaseLauncher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launchers/)
+    launcher: Launcher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launchers/)
     share_engines: bool | None = None  # share groups (one process per loaded engine session); None: as the suite says
 
 
@@ -705,7 +705,7 @@ def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
 
 def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: ProgressFn | None = None, *,
             log: ProbeLog | None = None, fresh: bool = False, on_probe: Callable[[dict[str, Any]], None] | None = None,
-            launcher: CaseLauncher | None = None, journal: dict[str, Any] | None = None) -> CaseResult:
+            launcher: Launcher | None = None, journal: dict[str, Any] | None = None) -> CaseResult:
     """Run one case through `launcher` (its own process by default) with its placement's `env`. A case
     that asks for a max-batch search searches its batch first, each probe run by the same launcher, its
     probes kept in `log` (resumed from it unless `fresh`); the log is deleted once the case is measured ok.
@@ -742,7 +742,7 @@ def run_one(case: CaseSpec, env: dict[str, str], device: str, on_progress: Progr
     return _result_of(case, out, started, time.perf_counter() - t0)
 
 
-def run_restarting(launcher: CaseLauncher, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
+def run_restarting(launcher: Launcher, spec: dict[str, Any], env: dict[str, str], timeout_s: float,
                    on_progress: ProgressFn | None = None) -> ChildOutcome:
     """One case through `launcher`, started once more where its process died in its start-up, before its
     first timed window (`died_in_startup`: a lost node, a driver hiccup, a killed process, not the

@@ -1,46 +1,71 @@
-"""Which case launcher a run uses (`llmbench run --launcher`): `local`, the case's own process on this
-machine, or `ray`, each case a task of a Ray cluster — one launcher per GPU type of the cluster, each
-the launcher of one result set (launchers/ray_cluster.py)."""
+"""Which launcher a run uses: the name and options of the command line (`--launcher`, `--launcher-option`,
+`--address`) over a suite's [launcher] table, looked up in the registry (harness/launchers/base.py) and
+read by that launcher's own options model; anything else is one line naming the valid choices."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any
 
-from llmbench.errors import UserError
-from llmbench.harness.launchers.base import CaseLauncher
-from llmbench.harness.launchers.process import IsolatedProcess
+from pydantic import ValidationError
 
-CASE_LAUNCHERS = ("local", "ray")
-
-
-def check_launcher(name: str, address: str | None, gpus: str | None, repeat: int = 1, parallel: bool = False) -> None:
-    """A launcher name and what goes with it, before anything runs."""
-    if name not in CASE_LAUNCHERS:
-        raise UserError(f"--launcher {name!r}: choose one of {', '.join(CASE_LAUNCHERS)}")
-    if name == "local" and address is not None:
-        raise UserError("--address names a Ray cluster: use it with --launcher ray")
-    if name == "ray" and gpus is not None:
-        raise UserError("--gpus with --launcher ray: Ray gives each case its GPUs; leave --gpus out (a head "
-                        "owns the GPUs it was started with: `ray start --head --num-gpus N`, CUDA_VISIBLE_DEVICES)")
-    if name == "ray" and parallel:
-        raise UserError("--parallel with --launcher ray is not built yet: Ray runs the cases one after another, "
-                        "each on the node it picks; leave --parallel out")
-    if name == "ray" and repeat > 1:
-        raise UserError("--repeat with --launcher ray is not supported; run the command N times, or --repeat "
-                        "with the local launcher")
+from llmbench.errors import UserError, did_you_mean
+from llmbench.harness.launchers.base import LAUNCHERS, Launcher, LauncherOptions
 
 
-@contextlib.contextmanager
-def case_launchers(name: str, address: str | None, cpu: bool,
-                   extra_env: dict[str, str]) -> Iterator[list[CaseLauncher]]:
-    """The launchers of a run, one per result set it writes: the local process alone, or a Ray launcher
-    per GPU type of the cluster (connected for the run; a local cluster it started stops with it)."""
-    if name != "ray":
-        yield [IsolatedProcess()]
-        return
-    from llmbench.harness.launchers.ray import RayLauncher
-    from llmbench.harness.launchers.ray_cluster import cluster_kinds, ray_session
+def launcher_options(table: dict[str, Any], where: str = "--launcher") -> LauncherOptions:
+    """`table` (a name and options) read by the options model of the launcher it names."""
+    name = table.get("name", LauncherOptions().name)
+    if name not in LAUNCHERS:
+        hint = did_you_mean(name, LAUNCHERS.names())
+        raise UserError(f"{where}: unknown launcher {name!r}; {hint + ' ' if hint else ''}valid: "
+                        f"{', '.join(LAUNCHERS.names())}")
+    model = LAUNCHERS.get(name).Options
+    try:
+        return model.model_validate(table)
+    except ValidationError as e:
+        err, valid = e.errors()[0], [f for f in model.model_fields if f != "name"]
+        key = ".".join(str(x) for x in err["loc"])
+        unknown = err["type"] == "extra_forbidden"
+        what = f"has no option {key!r}" if unknown else f"option {key!r}: {err['msg']}"
+        hint = did_you_mean(key, valid) if unknown else ""
+        raise UserError(f"{where}: launcher {name!r} {what}; {hint + ' ' if hint else ''}valid options: "
+                        f"{', '.join(valid) or 'none'}") from None
 
-    with ray_session(address) as ray:
-        yield [RayLauncher(kind, extra_env) for kind in cluster_kinds(ray, cpu)]
+
+def chosen_launcher(suite: dict[str, Any] | None = None, suite_where: str = "suite", name: str | None = None,
+                    options: dict[str, Any] | None = None) -> LauncherOptions:
+    """The run's launcher: the command line's `name` and `options` over the suite's table (whose options
+    stay where the command line names no other launcher)."""
+    table = dict(suite or {})
+    if table:
+        launcher_options(table, f"{suite_where}: [launcher]")
+    if name is not None and name != table.get("name", LauncherOptions().name):
+        table = {}
+    return launcher_options({**table, **({"name": name} if name else {}), **(options or {})})
+
+
+def option_pairs(pairs: list[str]) -> dict[str, str]:
+    """`--launcher-option KEY=VALUE` as a table (each value read by the launcher's options model)."""
+    bad = next((p for p in pairs if "=" not in p or not p.split("=", 1)[0].strip()), None)
+    if bad is not None:
+        raise UserError(f"--launcher-option {bad!r}: give KEY=VALUE, e.g. address=HOST:6379")
+    return {k.strip(): v for k, _, v in (p.partition("=") for p in pairs)}
+
+
+def launcher_help() -> str:
+    """The registered launchers, each with what it does (`llmbench run --help`)."""
+    return "; ".join(f"{n}: {cls.description}" for n, cls in LAUNCHERS)
+
+
+def check_launcher(options: LauncherOptions, gpus: str | None = None, repeat: int = 1, parallel: bool = False) -> None:
+    """What the run asks of its launcher, before anything runs."""
+    refusal = LAUNCHERS.get(options.name).refusal(options, gpus, repeat, parallel)
+    if refusal:
+        raise UserError(f"--launcher {options.name}: {refusal}")
+
+
+def case_launchers(options: LauncherOptions, cpu: bool,
+                   extra_env: dict[str, str]) -> AbstractContextManager[list[Launcher]]:
+    """The launchers of a run, one per result set it writes (a Ray launcher per GPU type of the cluster)."""
+    return LAUNCHERS.get(options.name).opened(options, cpu, extra_env)

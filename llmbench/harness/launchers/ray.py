@@ -6,13 +6,13 @@ cluster: the Ray launcher"."""
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from pydantic import Field
 
 from llmbench.hardware.topology import MULTICAST_OFF_ENV, multicast_off
 from llmbench.harness.isolation import (
@@ -23,8 +23,8 @@ from llmbench.harness.isolation import (
     run_case_process,
     run_group_process,
 )
-from llmbench.harness.launchers.base import ProgressFn
-from llmbench.harness.launchers.ray_cluster import NodeKind
+from llmbench.harness.launchers.base import LAUNCHERS, Launcher, LauncherOptions, ProgressFn, node_record, with_node
+from llmbench.harness.launchers.ray_cluster import NodeKind, cluster_kinds, ray_session
 from llmbench.serving.server import CASE_TOKEN_ENV, SHARED_ENV
 
 WAIT_STEP_S = 0.5  # how often the driver looks whether a task said something (an interrupt lands between)
@@ -44,11 +44,37 @@ def forwarded_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     return out
 
 
-class RayLauncher:
+class RayOptions(LauncherOptions):
+    """Which Ray cluster (`address`, Ray's forms: docs/usage.md) and how many of its nodes to wait for."""
+
+    address: str | None = Field(None, description="HOST:PORT, ray://HOST:PORT or auto; None: RAY_ADDRESS, else a "
+                                "local cluster for the run")
+    nodes: int | None = Field(None, ge=1, description="wait until this many nodes joined (None: LLMBENCH_RAY_NODES)")
+
+
+@LAUNCHERS.register("ray")
+class RayLauncher(Launcher):
     """Runs each case (or share group) as one Ray task of the cluster `ray.init` connected to, pinned
     to the GPU type `kind`; the case's process runs inside the task, on the node Ray picked."""
 
-    name = "ray"
+    Options = RayOptions
+    description = "each case a Ray task on the node Ray picks, a result set per GPU type (pip install 'llmbench[ray]')"
+
+    @classmethod
+    def refusal(cls, options: RayOptions, gpus: str | None, repeat: int, parallel: bool) -> str | None:
+        if gpus is not None:
+            return ("Ray gives each case its GPUs; leave --gpus out (a head owns the GPUs it was started with: "
+                    "`ray start --head --num-gpus N`, CUDA_VISIBLE_DEVICES)")
+        if parallel:
+            return "--parallel is not built yet: Ray runs the cases one after another, each on the node it picks"
+        return "--repeat is not supported; run the command N times, or --repeat locally" if repeat > 1 else None
+
+    @classmethod
+    @contextlib.contextmanager
+    def opened(cls, options: RayOptions, cpu: bool, extra_env: dict[str, str]) -> Iterator[list[Launcher]]:
+        """A launcher per GPU type of the cluster, connected for the run (a local cluster it started stops with it)."""
+        with ray_session(options.address) as ray:
+            yield [cls(kind, extra_env) for kind in cluster_kinds(ray, cpu, options.nodes)]
 
     def __init__(self, kind: NodeKind, extra_env: dict[str, str] | None = None) -> None:
         self.kind = kind
@@ -180,12 +206,10 @@ def lost_reason(e: BaseException) -> str:
 
 
 def _noted(out: ChildOutcome, where: dict[str, Any]) -> None:
-    """Where the case ran, in its info: the node and the GPUs Ray gave the task."""
-    if where:
-        info = out.payload.setdefault("info", {})
-        info["node"] = {"ray_node_id": where.get("ray_node_id"), "hostname": where.get("hostname")}
-        if where.get("gpus"):
-            info["gpus"] = where["gpus"]
+    """Where the case ran, in its info: the node, and as `gpus` the GPUs Ray gave the task."""
+    if where.get("gpus"):
+        out.payload.setdefault("info", {})["gpus"] = where["gpus"]
+    with_node(out, where)
 
 
 def _cancel(ray: Any, gen: Any) -> None:
@@ -216,8 +240,7 @@ def case_task(what: str, specs: list[dict[str, Any]], timeout_s: float) -> Itera
         return
     import ray
 
-    yield ("node", {"ray_node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
-                    "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()})
+    yield ("node", node_record(env, ray.get_runtime_context().get_node_id()))
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def progress(fraction: float, text: str) -> None:

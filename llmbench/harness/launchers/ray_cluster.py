@@ -147,16 +147,16 @@ def ray_session(address: str | None) -> Iterator[Any]:
             ray.shutdown()
 
 
-def cluster_kinds(ray: Any, cpu: bool, wait_s: float = NODES_WAIT_S) -> list[NodeKind]:
-    """The connected cluster's kinds (`node_kinds`), once LLMBENCH_RAY_NODES nodes are alive where it is
-    set (a cluster whose other nodes are still joining); one line where it has none, or too few in time."""
-    want = int(os.environ.get(NODES_ENV) or 0)
+def cluster_kinds(ray: Any, cpu: bool, nodes_wanted: int | None = None, wait_s: float = NODES_WAIT_S) -> list[NodeKind]:
+    """The connected cluster's kinds (`node_kinds`), once `nodes_wanted` nodes (else LLMBENCH_RAY_NODES, where
+    set) are alive (a cluster whose other nodes are still joining); one line where it has none, or too few in time."""
+    want = nodes_wanted or int(os.environ.get(NODES_ENV) or 0)
     deadline = time.monotonic() + wait_s
     nodes = ray.nodes()
     while sum(1 for n in nodes if n.get("Alive")) < want:
         if time.monotonic() > deadline:
             alive = sum(1 for n in nodes if n.get("Alive"))
-            raise UserError(f"{NODES_ENV}={want}: {alive} node(s) joined the Ray cluster within {wait_s:g}s")
+            raise UserError(f"ray nodes = {want}: {alive} node(s) joined the Ray cluster within {wait_s:g}s")
         time.sleep(1.0)
         nodes = ray.nodes()
     kinds = node_kinds(nodes, cpu)
