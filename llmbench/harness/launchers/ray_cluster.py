@@ -38,12 +38,6 @@ class NodeKind:
     cpus_per_node: float  # the fewest CPUs one node of the kind has (a host-exclusive case asks for them)
     nodes: int
 
-    @property
-    def label(self) -> str:
-        if not self.gpus_per_node:
-            return f"CPU ({self.nodes} node(s))"
-        return f"{self.accelerator or 'GPU'} ({self.nodes} node(s), up to {self.gpus_per_node} GPU(s) each)"
-
     def resources(self) -> dict[str, float]:
         """The custom resources a task of this kind asks for: a pin to its GPU type."""
         return {ACCELERATOR + self.accelerator: PIN} if self.accelerator and self.gpus_per_node else {}
