@@ -15,12 +15,23 @@ the process. What it hides:
 - a bearer credential (`Authorization: Bearer X`, as Ray's token authentication sends its token).
 
 A text without any of these comes back unchanged, so a case id hashed from redacted params is the id of
-the same params before. `-p`'s value is kept where it is a port, a `{placeholder}` or a path."""
+the same params before. `-p`'s value is kept where it is a port, a `{placeholder}` or a path.
+
+What a result set is written with besides (`machine_paths`, in `results.to_json` and the packaged
+reference data): no absolute path of the machine that measured it. A path under the working folder or the
+llmbench checkout is written relative to it (`serving-logs/x.log`, `llmbench/harness/worker.py` in a
+traceback); under the temporary folder as `$TMPDIR/...`, under the Python environment as
+`$PYTHON_PREFIX/...`, under the home folder as `~/...`. A case id stays the hash of the params as the case
+ran them (a resume finds its cases by it); system paths (`/usr/lib/...`, `/dev/shm`) are kept."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 HIDDEN = "***"
@@ -115,3 +126,34 @@ def redact_value(value: Any) -> Any:
             out.append(HIDDEN if hide else redact_value(v))
         return out
     return value
+
+
+TMP_WORD, PREFIX_WORD, HOME_WORD = "$TMPDIR", "$PYTHON_PREFIX", "~"
+SYSTEM_ROOTS = frozenset({"/", "/usr", "/usr/local", "/opt", "/home"})  # too wide to stand for a machine
+PACKAGE_CHECKOUT = str(Path(__file__).resolve().parents[1])  # the folder that holds llmbench/
+
+
+def machine_roots() -> list[tuple[str, str]]:
+    """This machine's folders a written path must not name, each with what it is written as ("" for
+    relative), longest first: the working folder, the llmbench checkout, the temporary folder, the Python
+    environment, the home folder."""
+    roots: list[tuple[str, str]] = [(os.getcwd(), ""), (PACKAGE_CHECKOUT, ""), (tempfile.gettempdir(), TMP_WORD),
+                                    ("/tmp", TMP_WORD), (sys.prefix, PREFIX_WORD), (os.path.expanduser("~"), HOME_WORD)]
+    seen: dict[str, str] = {}
+    for root, word in roots:
+        for form in {root, os.path.realpath(root)}:
+            form = form.rstrip("/")
+            if form and form not in SYSTEM_ROOTS and form not in seen:
+                seen[form] = word
+    return sorted(seen.items(), key=lambda rw: -len(rw[0]))
+
+
+def machine_paths(text: str, roots: Iterable[tuple[str, str]] | None = None) -> str:
+    """`text` (a result set's JSON, a traceback) with every path under one of `roots` (`machine_roots`:
+    this machine's) written without it: relative for the working folder and the checkout, else as its
+    word (`$TMPDIR/x`). A root matches whole folder names only (`/tmp` not in `/tmpfs`)."""
+    for root, word in machine_roots() if roots is None else roots:
+        # the root where a path starts (not inside a longer word or path), then '/' or the path's end
+        pattern = re.compile(r"(?<![\w.~$/-])" + re.escape(root) + r"(/|(?=[\"'\s\\:,;)\]}]|$))")
+        text = pattern.sub(lambda m, w=word: (w + m.group(1) if w else ("" if m.group(1) else ".")), text)
+    return text

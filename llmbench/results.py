@@ -25,7 +25,7 @@ from llmbench.caseinfo import info_problems
 from llmbench.errors import UserError
 from llmbench.measure.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
-from llmbench.redact import redact
+from llmbench.redact import machine_paths, redact
 
 SCHEMA_VERSION = 2  # 1: `repeat`, `history` and the stats keys were undeclared extras (read by `_from_v1`)
 STAMP = "%Y%m%dT%H%M%SZ"  # the UTC stamp in names of result sets and bundles
@@ -180,6 +180,9 @@ class CaseResult(Closed):
     traceback: str | None = None
     # the earlier results a re-measure replaced, oldest first (`upsert`); absent for a case measured once
     history: list[HistoryEntry] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # the fingerprint of the machine that ran the case, where it is not the set's (`env`): a case run by
+    # `--resume` on another machine of the same GPU; absent for a case of the set's own machine
+    env: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
     @field_validator("settings", mode="before")
     @classmethod
@@ -297,6 +300,11 @@ class ResultSet(Closed):
         """`{"group", "index", "of"}` for one pass of `llmbench run --repeat N` (an optional header field:
         sets without it are single runs), else None."""
         return self.repeat.model_dump() if self.repeat is not None and self.repeat.group else None
+
+    def case_env(self, case: CaseResult) -> dict[str, Any]:
+        """The fingerprint of the machine that ran `case`: its own where `--resume` ran it on another
+        machine, else the set's."""
+        return case.env or self.env
 
     @property
     def machine(self) -> str | None:
@@ -488,7 +496,8 @@ _NUMBER_LIST = re.compile(rf"\[\s*({_NUMBER}(?:,\s*{_NUMBER})*)\s*\]")
 
 def to_json(result_set: ResultSet) -> str:
     """Indented JSON with lists of numbers (raw samples) on one line each: readable and compact."""
-    text = redact(result_set.model_dump_json(indent=1, exclude_none=False))  # no credential reaches a file
+    # no credential and no path of this machine reaches a file
+    text = machine_paths(redact(result_set.model_dump_json(indent=1, exclude_none=False)))
     return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
 
 

@@ -6,6 +6,7 @@ measurement" and "The launcher layer". It names no scenario: it reads the scenar
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -61,7 +62,7 @@ from llmbench.harness.schedule import Unit, run_units, start_order
 from llmbench.harness.ui import UI
 from llmbench.measure import host_speed
 from llmbench.precision import DeviceInfo
-from llmbench.redact import redact, redact_value
+from llmbench.redact import machine_paths, redact, redact_value
 from llmbench.results import (
     CaseResult,
     ResultSet,
@@ -78,6 +79,7 @@ from llmbench.suite import CaseSpec, Suite
 
 RESTART_WHY = "its case process ended without a result before its first timed window: started once more"
 ATTEMPT_TAIL = 2000  # the stderr kept of a start that died
+FINGERPRINT_NAMED = 6  # the differing fingerprint entries a resume's warning names
 PARALLEL_SERVER_NOTE = (
     'under --parallel, server_scope = "suite" is not used: each serving case starts and stops its own '
     "server (an idle server kept for later cases would hold its GPUs' memory while other cases, a "
@@ -169,12 +171,18 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         if rs.env.get("gpu", {}).get("slug") != slug:
             raise UserError(f"--resume: {existing} was measured on {rs.gpu_slug}, not {slug}; resume it on a "
                             f"{rs.gpu_slug} machine, or run without --resume")
+        other_machine = other_fingerprint(rs.env, fp)
+        if other_machine:
+            ui.warn(f"--resume: this machine's fingerprint differs from the one {existing.name} was measured on "
+                    f"({', '.join(fingerprint_differences(rs.env, fp)[:FINGERPRINT_NAMED])}); each case run now "
+                    "records its own")
         recovered = recovered_cases(existing, rs, suite.cases)
         for result in recovered:  # saved below, with the set's first write of this run
             rs.upsert(result)
     else:
         if opts.resume:
             ui.warn(f"nothing to resume for suite {suite.name!r} on {slug}: starting a new run")
+        other_machine: dict[str, Any] = {}
         path = Path()  # named when first written (below): a name no other writer has
         rs = ResultSet(suite=suite.name, description=suite.description,
                        llmbench={**llmbench_info(), "version": __version__}, env=fp,
@@ -196,7 +204,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         except OSError as e:
             raise NotSaved(f"cannot write a new result set under {opts.out_dir / slug}: {e.strerror or e}; "
                            "nothing was run") from None
-    state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified)
+    state = _Run(rs, path, opts, ui, device, slots, measured, commit, modified, machine_env=other_machine)
     if existing is not None:
         if recovered:
             state.unsaved.extend(recovered)
@@ -257,6 +265,7 @@ class _Run:
     save_error: OSError | None = None
     alone: dict[str, str] = field(default_factory=dict)  # under --parallel: case id -> why nothing ran beside it
     shared: Path | None = None  # where the suite's shared servers are recorded (serial runs)
+    machine_env: dict[str, Any] = field(default_factory=dict)  # this machine's fingerprint, where not the set's
 
     def save(self) -> bool:
         """Merge this run's new cases and header into the set on disk, under the set's lock (another run
@@ -392,6 +401,8 @@ class _Run:
                group: ShareGroupInfo | None = None, cpus: str | None = None) -> None:
         """Add a finished case to the result set and write it (atomically)."""
         result.info.update(self.noted(case, self.launcher_of(case, result), gpus, others, group, cpus))
+        if self.machine_env:  # resumed on another machine: the case says which
+            result.env = self.machine_env
         search = CaseInfo.of(result.info).max_batch
         not_reused = search.not_reused if search else None
         if not_reused:  # a recorded search of another llmbench or GPU: searched afresh, said out loud
@@ -401,6 +412,30 @@ class _Run:
         self.ui.case_done(case, result)
         if result.status == "ok" and result.duration_s:  # guides the quotes of the cases still to come
             self.measured = overlay(self.measured, {case.id: measured_case(result)})
+
+
+def _as_written(fp: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint as a result set holds it (JSON, no path of the machine): what a resume compares."""
+    return dict(json.loads(machine_paths(json.dumps(fp, default=str))))
+
+
+def fingerprint_differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """The fingerprint entries (dotted: `gpu.driver`) that differ between `old` and `new`."""
+    old, new = (_as_written(old), _as_written(new)) if not prefix else (old, new)
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += fingerprint_differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(prefix + key)
+    return out
+
+
+def other_fingerprint(set_env: dict[str, Any], fp: dict[str, Any]) -> dict[str, Any]:
+    """This machine's fingerprint `fp` as written, where it differs from the one of the set resumed
+    (`set_env`); empty where they are the same: its cases need no fingerprint of their own."""
+    return _as_written(fp) if fingerprint_differences(set_env, fp) else {}
 
 
 def suite_scoped_server(case: CaseSpec) -> bool:

@@ -12,11 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from llmbench.analysis.inputs import SPREAD_DIR
-from llmbench.analysis.pages import FIRST_SUITE, Page, export_sets, tree_page
+from llmbench.analysis.pages import FIRST_SUITE, Page, export_floor, export_sets, tree_page
 from llmbench.analysis.prices import Price, first_list_prices
-from llmbench.analysis.runs import MEASURED_DATA
+from llmbench.analysis.runs import FLOOR_FILE, MEASURED_DATA
 from llmbench.analysis.spread import spread_data, spread_rows
-from llmbench.redact import redact
+from llmbench.redact import machine_paths, redact
 from llmbench.report.cost_view import cost_table
 from llmbench.report.firstscreen import answers_markdown, pair_answers
 from llmbench.report.html import render_html
@@ -100,9 +100,10 @@ def write_export(results_dir: Path, out: Path) -> list[Path]:
     written = []
     for rel, rs in export_sets(results_dir).items():  # compact: package data, read by the one reader
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out / rel, redact(rs.model_dump_json(exclude_none=True)))
+        write_atomic(out / rel, machine_paths(redact(rs.model_dump_json(exclude_none=True))))
         written.append(out / rel)
-    return written
+    write_atomic(out / FLOOR_FILE, json.dumps(export_floor(results_dir).to_list(), indent=0) + "\n")
+    return [*written, out / FLOOR_FILE]
 
 
 def publish(results_dir: Path, after: Evidence | None = pair_evidence, export: Path | None = None,
