@@ -1,5 +1,6 @@
 """MIG, read-only, against a simulated NVML device with three instances; slice expectations from the
-seed's A100 figures (SEEDS.md 1: gpu-burn FP32 16,700 Gflop/s on the full A100, per slice 7 x 2,400
+published A100 figures (the 2020 gpu-burn article on habr: gpu-burn FP32 16,700 Gflop/s on the full A100, per
+slice 7 x 2,400
 (1g.5gb), 3 x 4,500 (2g.10gb), 2 x 6,700 (3g.20gb); tensor cores 81,500 and 7 x 15,100)."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""`compare` holds a MIG slice against its share of the full GPU: the seed's Triton sets
-(SEEDS.md 2: a full A100-PCIE-40GB against one 3g.20gb slice) and gpu-burn slices (SEEDS.md 1:
+"""`compare` holds a MIG slice against its share of the full GPU: the published Triton sets
+(the 2021 Triton MIG article: a full A100-PCIE-40GB against one 3g.20gb slice) and gpu-burn slices
+(the 2020 gpu-burn article:
 7 x 2,400 / 3 x 4,500 / 2 x 6,700 Gflop/s against 16,700 on the full A100)."""
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def test_published_triton_pair_against_the_slice_share() -> None:
     rows = slice_rows(_triton())
     assert [(r.metric, r.profile) for r in rows] == [("request_throughput_per_s", "3g.20gb")] * 3  # no e2e_ms
     by_conc = {r.case: r for r in rows}
-    r = by_conc["concurrency=2"]  # full 41.8 infer/s, slice 20.4 (SEEDS.md 2)
+    r = by_conc["concurrency=2"]  # full 41.8 infer/s, slice 20.4 (the Triton MIG article)
     assert (r.full_value, r.measured) == (41.8, 20.4)
     assert r.share == {"compute": pytest.approx(3 / 7), "memory": 0.5}
     assert r.expected["compute"] == pytest.approx(41.8 * 3 / 7)  # 17.91

@@ -1,7 +1,7 @@
 """GPU pairs (analysis/pairs.py, parts.py, `llmbench versus`): the answer by one rule (measured > a controlled
 published pair > a validated projection, else not known), graded evidence, the projection by parts with
 bands per class, like-for-like prices, and the reference data shipped in the package. Synthetic sets are
-built here, never committed as if measured; the committed tree is read to show each defect of issue 39 fixed."""
+built here, never committed as if measured; the committed tree is read to show its pages hold none of these defects."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ rounded as written. Every figure in the documents' prose and tables (a number wi
 ratio's x, a table cell that is a number, an MFU) must be one of those, or lie in a passage listed under
 `not_a_figure` with its reason. The README's answer table must be what `llmbench.report.readme`
 generates from the result sets now. A figure typed from memory, or left behind when a set was measured
-again, fails here; so does a diary (test-machine names, machines, dates of work sessions)."""
+again, fails here (a diary's words: tests/test_words.py)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ _UNIT = re.compile(r"(?:x|×|%|\s?(?:tok/s|tokens/s|TFLOP/s|TB/s|GB/s|samples/s|
                    r"(?![\w/])")
 _NUMBER = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)?k?(?![\d])")
 _MASK = re.compile(r"`[^`]*`|<!--.*?-->|\]\([^)]*\)|\{#[^}]*\}")
-DIARY = re.compile(r"nvidia-h\d00|\blease|SEEDS\.md|\bthis run\b|[Ff]ixed since|\b20\d\d-\d\d-\d\d\b")
 
 
 def _prose(raw: str) -> str:
@@ -187,12 +186,6 @@ def test_every_figure_in_the_docs_traces_to_a_result_set(doc: str) -> None:
              if pos not in covered]
     assert not loose, (f"{doc}: figures that no entry of tests/readme_figures.toml traces (add a [[figure]], or a "
                        "[[not_a_figure]] with the reason):\n" + "\n".join(loose))
-
-
-@pytest.mark.parametrize("doc", DOCUMENTS)
-def test_the_docs_are_documentation_not_a_diary(doc: str) -> None:
-    found = DIARY.findall((ROOT / doc).read_text(encoding="utf-8"))
-    assert not found, f"{doc} reads like a work log: {found}"
 
 
 def test_the_readme_answer_table_is_generated_from_the_result_sets(committed_results: Path) -> None:

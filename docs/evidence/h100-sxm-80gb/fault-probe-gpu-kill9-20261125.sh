@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 38 on the GPU: the new harness (result contract v2, locks, watchdog, detached-child cleanup)
 # with real CUDA case processes; the headline ceilings against the committed H100 figures; the H100
-# fp8 batch-32 compiled case measured with its code path (issue 39 asks for it); kill -9 of a runner
+# fp8 batch-32 compiled case measured with its code path; kill -9 of a runner
 # whose case holds the GPU.
 set -u
 rm -rf /tmp/site; source docs/runbooks/gpu/_setup.sh
