@@ -45,11 +45,8 @@ def forwarded_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
 
 
 class RayOptions(LauncherOptions):
-    """Which Ray cluster (`address`, Ray's forms: docs/usage.md) and how many of its nodes to wait for."""
-
-    address: str | None = Field(None, description="HOST:PORT, ray://HOST:PORT or auto; None: RAY_ADDRESS, else a "
-                                "local cluster for the run")
-    nodes: int | None = Field(None, ge=1, description="wait until this many nodes joined (None: LLMBENCH_RAY_NODES)")
+    address: str | None = None  # HOST:PORT, ray://HOST:PORT, auto (docs/usage.md); None: RAY_ADDRESS or a local one
+    nodes: int | None = Field(None, ge=1)  # wait until this many nodes joined (None: LLMBENCH_RAY_NODES, else none)
 
 
 @LAUNCHERS.register("ray")
