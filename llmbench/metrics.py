@@ -69,8 +69,19 @@ _DEFS = [
     MetricDef("peak_memory_gib", "GiB", "lower", "peak memory allocated by torch during the case", per_batch=True),
     MetricDef("energy_j_per_token", "J/tok", "lower", "NVML energy over the timed window per output token"),
     MetricDef("logits_rel_error", "ratio", "lower", "||logits - ref|| / ||ref|| against the bf16 reference"),
-    MetricDef("kl_divergence", "nats", "lower", "KL(ref || this) of next-token distributions"),
+    MetricDef("kl_divergence", "nats", "lower", "KL(ref || this) of next-token distributions, mean per position"),
     MetricDef("top1_agreement", "ratio", "higher", "share of positions whose argmax matches the reference"),
+    # accuracy on real text (generate with quality = true; llmbench.models.quality): the reference is the
+    # bf16 model of the same weights (for smollm2-135m: the dequantized Q4_1 GGUF, not the original model)
+    MetricDef("perplexity", "ppl", "lower", "exp(mean negative log-likelihood per token) over the fixed corpus "
+              "window (pydoc_data.topics)"),
+    MetricDef("perplexity_increase", "ratio", "lower", "perplexity / the bf16 reference's perplexity - 1, on the "
+              "same window"),
+    MetricDef("greedy_agreement", "ratio", "higher", "share of the reference's greedy tokens reproduced before the "
+              "first difference, mean over the fixed prompts"),
+    MetricDef("task_accuracy", "ratio", "higher", "share of the shipped task set's items answered right "
+              "(the most likely of four choices)"),
+    MetricDef("task_accuracy_drop", "ratio", "lower", "the bf16 reference's task accuracy minus this case's"),
     MetricDef("compile_s", "s", "lower", "compilation and warm-up cost, kept out of the timed window"),
     MetricDef("request_throughput_per_s", "req/s", "higher", "completed requests per second", additive=True),
     MetricDef("goodput_per_s", "req/s", "higher", "requests per second that met every latency objective",

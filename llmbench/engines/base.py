@@ -144,6 +144,15 @@ class GenerationSession(ABC):
         """Convert the loaded bf16 weights to `precision` in place (Capability.CONVERT)."""
         raise NotImplementedError
 
+    def token_logprobs(self, seqs: list[list[int]]) -> list[list[float]]:
+        """log p(token i | tokens before it), i >= 1, of each token-id sequence: what perplexity and the
+        task set are scored from (llmbench.models.quality). Engines that can, implement it."""
+        raise NotImplementedError
+
+    def greedy_tokens(self, prompts: list[list[int]], n: int) -> list[list[int]]:
+        """`n` greedily chosen token ids after each prompt (EOS ignored), for greedy-output agreement."""
+        raise NotImplementedError
+
     def info(self) -> dict[str, Any]:
         """Facts about how the engine ran this session (compile options, build time, versions), kept
         in the case's info."""
@@ -193,6 +202,11 @@ class TrainingSession(ABC):
     @abstractmethod
     def loss_history(self) -> list[float]:
         """Every step's loss so far, in order (synchronises: call it outside a timed window)."""
+
+    def eval_loss(self, batches: list[Any]) -> float:
+        """The mean loss over `batches` with no update (held-out evaluation); sessions that cannot say
+        raise NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} does not evaluate a held-out loss")
 
     @property
     @abstractmethod

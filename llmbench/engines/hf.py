@@ -237,6 +237,34 @@ class HFSession(GenerationSession):
         with torch.inference_mode():
             return self.model(input_ids=ids, use_cache=False).logits
 
+    def token_logprobs(self, seqs: list[list[int]]) -> list[list[float]]:
+        """Log-probabilities of each sequence's tokens from one forward pass of this model (right padded
+        batches: causal attention keeps the padding out of every real position)."""
+        import torch
+
+        lens = [len(s) for s in seqs]
+        width = max(lens)
+        ids = torch.tensor([s + [0] * (width - len(s)) for s in seqs], device=self.device)
+        mask = torch.tensor([[1] * n + [0] * (width - n) for n in lens], device=self.device)
+        with torch.inference_mode():
+            logp = torch.log_softmax(self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits.float(), -1)
+            picked = logp[:, :-1].gather(-1, ids[:, 1:, None])[..., 0].cpu()
+        return [picked[i, : n - 1].tolist() for i, n in enumerate(lens)]
+
+    def greedy_tokens(self, prompts: list[list[int]], n: int) -> list[list[int]]:
+        """transformers generate(), greedy, on this model (the compiled mode's model too, called eagerly)."""
+        import torch
+
+        out = []
+        with torch.inference_mode():
+            for p in prompts:
+                ids = torch.tensor([p], device=self.device)
+                gen = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                          max_new_tokens=n, min_new_tokens=n, num_beams=1,
+                                          pad_token_id=getattr(self.model.config, "eos_token_id", None) or 0)
+                out.append(gen[0, len(p):].tolist())
+        return out
+
     def convert(self, precision: str) -> None:
         """Convert the bf16 weights to `precision` in the layout the session was loaded with (compiled:
         q/k/v and gate/up already fused, so quantizers see the fused layers). With the engine's option

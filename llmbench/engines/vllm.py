@@ -243,7 +243,11 @@ class VLLMEngine(InferenceEngine, ServedEngine):
         import vllm
 
         tmp = None
-        if model.model is not None:
+        if model.model is not None and model.weights == "pretrained":  # a preset that ships its weights
+            from llmbench.models.build import pretrained_source
+
+            model_dir = str(pretrained_source(model.model))
+        elif model.model is not None:
             from llmbench.models.hf_dir import write_config_dir
 
             tmp = tempfile.TemporaryDirectory(prefix="llmbench-vllm-")
@@ -358,6 +362,26 @@ class VLLMSession(GenerationSession):
                                f"{self._output_len} were asked")
         return Generation(tokens=self._output_len)
 
+    def token_logprobs(self, seqs: list[list[int]]) -> list[list[float]]:
+        """vLLM's prompt log-probabilities (SamplingParams(prompt_logprobs=0): each prompt token's own),
+        one generated token each, as lm-evaluation-harness's vLLM model scores a log-likelihood."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        sp = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=[int(t) for t in s]) for s in seqs], sp,
+                                 use_tqdm=False)
+        return [[float(d[t].logprob) for t, d in zip(s[1:], o.prompt_logprobs[1:], strict=True)]
+                for s, o in zip(seqs, outs, strict=True)]
+
+    def greedy_tokens(self, prompts: list[list[int]], n: int) -> list[list[int]]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        sp = SamplingParams(max_tokens=n, min_tokens=n, ignore_eos=True, temperature=0.0, detokenize=False)
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sp, use_tqdm=False)
+        return [list(o.outputs[0].token_ids) for o in outs]
+
     def info(self) -> dict[str, Any]:
         import vllm
 
@@ -365,7 +389,7 @@ class VLLMSession(GenerationSession):
         cache = {"vllm_compile_cache": self.compile_cache} if self.compile_cache else {}
         return {"vllm_version": vllm.__version__, "vllm_engine_args": args, **cache,
                 "token_times": "host clock: when each engine step's tokens reach this process from vLLM's engine core",
-                "vllm_model": "preset config dir" if self.model.model else self.args["model"]}
+                "vllm_model": "preset config dir" if self.args.get("load_format") == "dummy" else self.args["model"]}
 
     def code_path(self) -> dict[str, Any]:
         """vLLM's own engine: paged KV cache, its quantization method, compiled or eager, and the

@@ -58,6 +58,20 @@ class GenerateParams(ScenarioParams):
     batch_size: int = Field(1, ge=1)
     input_len: int = Field(128, ge=1)
     output_len: int = Field(128, ge=2, description=">= 2: TPOT = (E2E - TTFT) / (N - 1)")
+    # accuracy on real text (scenarios/generate_quality.py), with real weights only
+    quality: bool = Field(False, description="perplexity, KL and top-1 against the bf16 reference, greedy agreement "
+                          "and the task set, on the session whose speed is measured (weights = 'pretrained')")
+    quality_offset: int = Field(0, ge=0, description="first token of the corpus window")
+    quality_tokens: int = Field(8192, ge=512, description="tokens of the corpus window (512-token sequences)")
+    quality_items: int | None = Field(None, ge=1, description="the first n items of the task set; None: all")
+    quality_prompts: int | None = Field(None, ge=1, description="the first n greedy prompts; None: all")
+    accuracy_gate: dict[str, float] = Field(
+        default_factory=lambda: {"perplexity_increase": 0.05},
+        description="quality = true: metric -> the largest drop against the reference that passes; the default "
+        "fails a case whose perplexity is more than 5% above the bf16 reference's")
+
+    added_later: ClassVar[frozenset[str]] = frozenset(
+        {"quality", "quality_offset", "quality_tokens", "quality_items", "quality_prompts", "accuracy_gate"})
 
     @model_validator(mode="before")
     @classmethod
@@ -81,8 +95,18 @@ class GenerateParams(ScenarioParams):
             raise ValueError(
                 "give exactly one of model (a preset: " + ", ".join(PRESETS) + ") or pretrained (a hub id or path)"
             )
-        if self.weights == "pretrained" and self.pretrained is None:
-            raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>'")
+        ships = self.model is not None and PRESETS[self.model].weights_from
+        if self.weights == "pretrained" and self.pretrained is None and not ships:
+            raise ValueError("weights='pretrained' needs pretrained='<hub id or local path>' or a preset that ships "
+                             f"its weights ({', '.join(n for n, p in PRESETS.items() if p.weights_from)})")
+        if self.quality and self.weights != "pretrained":
+            raise ValueError("quality = true needs real weights (weights = 'pretrained'): on random weights "
+                             "perplexity and task accuracy mean nothing")
+        from llmbench.models.quality import GATE_METRICS
+
+        for name in self.accuracy_gate:
+            if name not in GATE_METRICS:
+                raise ValueError(f"accuracy_gate: unknown metric {name!r}; valid: {', '.join(GATE_METRICS)}")
         if self.model is not None:
             limit = PRESETS[self.model].max_positions
             if self.input_len + self.output_len > limit:
@@ -183,7 +207,9 @@ class GenerateScenario(Scenario):
     sweep_axes = ("batch_size",)
     metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
     Params = GenerateParams
-    headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency")
+    # the accuracy metrics are recorded by quality cases only (a case shows the ones it has)
+    headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency", "perplexity", "perplexity_increase",
+                "task_accuracy")
     engine_slot = EngineSlot(InferenceEngine, default="hf")
     Info = StepInfo
     replicable = True  # one engine per GPU side by side, against one over them all (placement.replicas)
@@ -313,7 +339,15 @@ class GenerateScenario(Scenario):
             )
         shape = session.shape()
         ctx.info["params"] = shape.params
-        if convert_here:
+        quality = None
+        if params.quality:
+            from llmbench.scenarios import generate_quality
+
+            quality = generate_quality.prepare(_model_ref(params), params, ctx, session)
+            if convert_here:
+                ctx.progress(0.0, f"applying {params.precision}")
+                session.convert(params.precision)
+        elif convert_here:
             self._convert_with_accuracy(params, ctx, session)
         elif params.precision != REFERENCE:
             ctx.info["accuracy_reference"] = (
@@ -385,6 +419,10 @@ class GenerateScenario(Scenario):
         if gpu_step is not None:
             ctx.info["gpu_busy_ms_per_step"] = gpu_step * 1e3
         self._roofline(params, ctx, shape, per_iter, cpu_step, gpu_step)
+        if quality is not None:  # after the timed window: the same session, its speed already measured
+            from llmbench.scenarios import generate_quality
+
+            generate_quality.record(quality, params, ctx, engine, session)
 
     # -- parts of run ----------------------------------------------------------------------------
     def _convert_with_accuracy(self, params: GenerateParams, ctx: CaseContext, session: GenerationSession) -> None:
