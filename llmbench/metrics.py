@@ -93,6 +93,16 @@ _DEFS = [
     MetricDef("output_tokens_per_s_per_gpu", "tok/s/GPU", "higher", "output tokens per second per server GPU"),
     MetricDef("tokens_per_s_per_user", "tok/s", "higher",
               "decode speed one request sees: 1000 / its TPOT", family=DECODE_RATE),
+    MetricDef("ttft_intended_ms", "ms", "lower", "TTFT from the intended send time (coordinated omission "
+              "corrected: the client's lateness included)", family=PREFILL_RATE),
+    MetricDef("e2e_intended_ms", "ms", "lower", "end-to-end latency from the intended send time", family=E2E_RATE),
+    MetricDef("capacity_concurrency", "requests", "higher",
+              "the highest concurrency that met the SLO: the median of the search's refinements, with their interval"),
+    MetricDef("capacity_rate", "req/s", "higher",
+              "the highest request rate that met the SLO: the median of the search's refinements, with their interval"),
+    MetricDef("client_cpu_share", "ratio", "neither",
+              "share of one core the client's busiest process used over the point (near 1: the client was the limit)"),
+    MetricDef("client_loop_lag_ms", "ms", "neither", "how late the client's event loop woke for its 50 ms ticks"),
     # training
     MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)", family=TRAIN_STEP_RATE,
               per_batch=True),

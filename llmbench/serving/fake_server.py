@@ -5,7 +5,10 @@ fixed tokens (" tok") at a set pace, so tests can drive the client against a rea
 It can misbehave on purpose (a role-only or empty first chunk, one huge token, an error or a
 broken connection mid-stream, a wrong usage count, an HTTP error, an early end when `ignore_eos`
 is missing, a slow loris that trickles one byte at a time and never finishes an event) and keeps
-a gauge of requests in flight. Its prompt_tokens is a word count: it has no tokenizer.
+a gauge of requests in flight. Its prompt_tokens is a word count: it has no tokenizer. Two behave like
+servers of known capacity: `capacity` serves at most that many requests at once (the others queue, so a
+concurrency above it waits a whole request for its first token, and a rate above capacity / request time
+grows a queue without end), and `slowdown_ms` makes every request slower than the one before.
 
     python -m llmbench.serving.fake_server --port 8000 [--itl-ms 0] [--ttft-ms 0] [--model fake]
 """
@@ -40,6 +43,9 @@ class FakeOptions:
     hold_timeout_s: float = 5.0
     trickle_s: float | None = None  # slow loris: after the headers, one byte every this many seconds, no event
     trickle_bytes: int = 100_000  # ... until this many are sent (or the client goes away)
+    capacity: int | None = None  # serve at most this many requests at once; the rest wait their turn (a known
+    # saturation point: above this concurrency TTFT includes a whole request's wait)
+    slowdown_ms: float = 0.0  # each request's TTFT is this much longer than the one before (a server slowing down)
 
 
 @dataclass
@@ -68,6 +74,7 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
     from aiohttp import web
 
     g = gauge if gauge is not None else Gauge()
+    seats = asyncio.Semaphore(opts.capacity) if opts.capacity else None  # bound to the serving loop at first use
 
     async def health(request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -97,7 +104,10 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
         try:
             if opts.hold_until:
                 await hold()
-            return await stream(request, body, chat, planted)
+            async with seats if seats is not None else contextlib.nullcontext():
+                return await stream(request, body, chat, planted)
+        except ConnectionError:  # the client went away mid-stream (it ended its point early)
+            return web.Response(status=499)
         finally:
             g.in_flight -= 1
 
@@ -120,8 +130,8 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}))
         elif opts.empty_first_chunk:
             await resp.write(chunk(""))
-        if opts.ttft_ms:
-            await asyncio.sleep(opts.ttft_ms / 1e3)
+        if opts.ttft_ms or opts.slowdown_ms:
+            await asyncio.sleep((opts.ttft_ms + opts.slowdown_ms * (g.requests - 1)) / 1e3)
         token = chunk(" tok" * opts.tokens_per_chunk)
         sent = 0
         while sent < n:
@@ -202,12 +212,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ttft-ms", type=float, default=0.0)
     ap.add_argument("--itl-ms", type=float, default=0.0)
     ap.add_argument("--tokens-per-chunk", type=int, default=1)
+    ap.add_argument("--capacity", type=int, default=None, help="serve at most this many requests at once")
+    ap.add_argument("--slowdown-ms", type=float, default=0.0, help="each request's TTFT this much longer than the last")
     a = ap.parse_args(argv)
     with contextlib.suppress(ImportError):
         import uvloop
 
         uvloop.install()
-    opts = FakeOptions(model=a.model, ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, tokens_per_chunk=a.tokens_per_chunk)
+    opts = FakeOptions(model=a.model, ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, tokens_per_chunk=a.tokens_per_chunk,
+                       capacity=a.capacity, slowdown_ms=a.slowdown_ms)
     web.run_app(make_app(opts), host=a.host, port=a.port, access_log=None, print=None, backlog=2048)
 
 

@@ -24,6 +24,9 @@ import numpy as np
 
 from llmbench.serving.client import Endpoint, Prompt, stream_request
 from llmbench.serving.records import RequestRecord
+from llmbench.serving.watch import Watch, watch
+
+STOPPED = "stopped"  # the error of a request cut off when its point was ended early (dropped from the records)
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,22 @@ class LoadResult:
     records: list[RequestRecord] = field(default_factory=list)
     not_started: int = 0  # sessions (or later turns) not sent: the duration ran out, or a turn failed
     peak_in_flight: int = 0
+    stopped: int = 0  # requests in flight when the point was ended early (saturated), cut off and dropped
+    watch: Watch | None = None
+    wall_s: float = 0.0  # from the start to the last request's end
+    cpu_s: float = 0.0  # the client process's CPU time over that span
+    processes: int = 1
+    busiest_cpu_share: float | None = None  # several processes: the largest share of a core one of them used
+
+
+def _dropping_stopped(result: LoadResult) -> LoadResult:
+    """The records without those cut off by an early end, renumbered in order (an index is a position)."""
+    kept = [r for r in result.records if not (r.error or "").startswith(STOPPED)]
+    result.stopped += len(result.records) - len(kept)
+    for i, r in enumerate(kept):
+        r.index = i
+    result.records = kept
+    return result
 
 
 class _Driver:
@@ -80,6 +99,15 @@ class _Driver:
         self.in_flight = 0
         self.t0 = 0.0
         self.multi_turn = any(len(s.turns) > 1 for s in sessions)
+        self.stopped = False
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def stop(self, why: str) -> None:
+        """End the point now: no new request, and those in flight cancelled (recorded as STOPPED)."""
+        if not self.stopped:
+            self.stopped = True
+            for t in self.tasks:
+                t.cancel()
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -102,6 +130,9 @@ class _Driver:
             self.result.peak_in_flight = max(self.result.peak_in_flight, self.in_flight)
             try:
                 await stream_request(http, self.ep, prompt, rec, self.t0, keep_text=self.multi_turn)
+            except asyncio.CancelledError:
+                rec.error = f"{STOPPED}: the point was ended early"
+                raise
             finally:
                 self.in_flight -= 1
             if self.on_done is not None:
@@ -119,14 +150,18 @@ class _Driver:
         assert sched.offsets_s is not None
         tasks = []
         for sid, offset in enumerate(sched.offsets_s):
-            if sched.duration_s is not None and offset > sched.duration_s:
+            if (sched.duration_s is not None and offset > sched.duration_s) or self.stopped:
                 self.result.not_started += len(sched.offsets_s) - sid
                 break
             delay = offset - self.now()
             if delay > 0:
                 await asyncio.sleep(delay)
+            if self.stopped:
+                self.result.not_started += len(sched.offsets_s) - sid
+                break
             tasks.append(asyncio.create_task(self.session(http, sid, offset)))
-        await asyncio.gather(*tasks)
+            self.tasks.append(tasks[-1])
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def by_concurrency(self, http: object, sched: Schedule) -> None:
         assert sched.concurrency is not None
@@ -134,12 +169,14 @@ class _Driver:
 
         async def slot() -> None:
             for sid in todo:
-                if sched.duration_s is not None and self.now() > sched.duration_s:
+                if (sched.duration_s is not None and self.now() > sched.duration_s) or self.stopped:
                     self.result.not_started += 1
                     continue
                 await self.session(http, sid, self.now())
 
-        await asyncio.gather(*(slot() for _ in range(min(sched.concurrency, len(self.sessions)))))
+        self.tasks = [asyncio.create_task(slot()) for _ in range(min(sched.concurrency, len(self.sessions)))]
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.result.not_started += sum(1 for _ in todo)  # those a cancelled slot never took
 
 
 def open_session(ep: Endpoint, connections: int, strict: bool = True) -> object:
@@ -202,14 +239,42 @@ async def run_load(
     sessions: list[Session],
     sched: Schedule,
     on_done: Callable[[RequestRecord], None] | None = None,
+    *,
+    window_s: float = 0.0,
+    t0: float | None = None,
+    stop_elsewhere: Callable[[], bool] = lambda: False,
+    on_saturated: Callable[[str], None] | None = None,
 ) -> LoadResult:
-    """Send the workload on the schedule; every request's record, in the order they were started."""
+    """Send the workload on the schedule; every request's record, in the order they were started, and what
+    the watcher saw (watch.py). `window_s` > 0: end the point early when it is found saturated. `t0`: the
+    perf_counter origin (the processes of one client share it; it may lie ahead: the load waits for it);
+    `stop_elsewhere`: another process of the client ended the point, `on_saturated`: tell them this one did."""
     d = _Driver(ep, sessions, on_done)
     strict = sched.concurrency is not None
+    w = Watch(window_s)
+
+    def saturated(why: str) -> None:
+        d.stop(why)
+        if on_saturated is not None:
+            on_saturated(why)
+
     async with open_session(ep, most_in_flight(sessions, sched), strict) as http:  # type: ignore[attr-defined]
-        d.t0 = time.perf_counter()
-        if sched.concurrency is not None:
-            await d.by_concurrency(http, sched)
-        else:
-            await d.by_schedule(http, sched)
-    return d.result
+        if t0 is not None:
+            await asyncio.sleep(max(0.0, t0 - time.perf_counter()))
+        d.t0 = time.perf_counter() if t0 is None else t0
+        cpu0 = time.process_time()
+        watcher = asyncio.create_task(watch(w, d.t0, d.result.records, lambda: d.in_flight,
+                                            sched.offsets_s is not None, saturated, stop_elsewhere))
+        try:
+            if sched.concurrency is not None:
+                await d.by_concurrency(http, sched)
+            else:
+                await d.by_schedule(http, sched)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        d.result.cpu_s = time.process_time() - cpu0
+        d.result.wall_s = d.now()
+    d.result.watch = w
+    return _dropping_stopped(d.result)
