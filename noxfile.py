@@ -34,8 +34,9 @@ def _install(session: nox.Session, *extras: str) -> None:
 @nox.session(python=PYTHON)
 def scenario(session: nox.Session) -> None:
     """Run a suite (default: quickstart, seconds on a CPU). `nox -s scenario -- ceilings --gpus 0`.
-    The report extra too, so that `llmbench report` works in this virtualenv."""
-    _install(session, "hf", "report")
+    The report extra too, so that `llmbench report` works in this virtualenv, and the serving client
+    (aiohttp), so that the README's `llmbench serve-bench` commands do."""
+    _install(session, "hf", "report", "serving")
     args = session.posargs or ["quickstart"]
     session.run("llmbench", "run", *args)
 

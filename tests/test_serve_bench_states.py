@@ -29,8 +29,10 @@ def test_an_interrupted_sweep_is_saved_as_not_finished_and_said_once(tmp_path: P
                                  "--tokenizer", str(tok), "--concurrency", "1,1,1", "--input-len", "8",
                                  "--output-len", "4", "-n", "5", "--out", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        # the first point is saved: the second is under way
-        wait_for("the first point saved", lambda: list(out.glob("*/serve-bench-*.json")) or proc.poll() is not None)
+        # the first point is saved (the runner writes the set before its first case, then after each): the
+        # second is under way
+        wait_for("the first point saved", lambda: any(load(p).cases for p in out.glob("*/serve-bench-*.json"))
+                 or proc.poll() is not None)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=EVENT_S)
     assert proc.returncode == 130, stdout + stderr

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from llmbench.api.checks import check_machine
 from llmbench.errors import UserError
@@ -127,11 +128,12 @@ def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("result
               parallel: bool = False, timeout_s: float | None = None, budget_s: float | None = None,
               repeat: int = 1, suite_dirs: Sequence[Path] = (), ceilings: Path | None = None,
               ui: UI | None = None, launcher: str | LauncherOptions | None = None,
-              address: str | None = None) -> RunResult:
+              address: str | None = None, named_gpu: dict[str, Any] | None = None) -> RunResult:
     """Run a suite's cases, each in its own process, into result sets under OUT/<gpu-slug>/ (one per
     pass of `repeat`, and per GPU type of a Ray cluster with `launcher="ray"`: `address`, Ray's). A
     launcher named (or none) goes over the suite's [launcher] table (`chosen_launcher`); LauncherOptions
-    are used as they are. `filters` and `timeout_s` apply where `suite` is not already a Selection.
+    are used as they are. `filters` and `timeout_s` apply where `suite` is not already a Selection;
+    `named_gpu`: the GPU the sets are of where it is not this machine's (serve-bench --gpu: a server elsewhere).
     KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the finished cases are saved."""
     ui = ui or UI()
     selection = suite if isinstance(suite, Selection) else select_cases(suite, filters, timeout_s, suite_dirs)
@@ -157,7 +159,7 @@ def run_suite(suite: str | Path | Suite | Selection, *, out: Path = Path("result
                 ui.pass_start(index, repeat, group)
             opts = RunOptions(out_dir=out, resume=resume_this, force=force, gpus=gpus, device="cpu" if cpu else "auto",
                               budget_s=budget_s, header=header, parallel=parallel, extra_env=case_env,
-                              launcher=case_launcher)
+                              launcher=case_launcher, named_gpu=named_gpu)
             deferred = Deferred()
             ui.cases_begin()
             try:

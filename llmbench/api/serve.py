@@ -4,7 +4,6 @@ into a result set that `compare` and `report` read."""
 from __future__ import annotations
 
 import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,13 +11,12 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from llmbench import __version__
 from llmbench.api.checks import check_out_dir
 from llmbench.errors import UserError
 from llmbench.harness.ui import UI
-from llmbench.ids import PATH_NAME_FORM, case_id, is_path_name
-from llmbench.redact import redact, redact_value
-from llmbench.results import CaseResult, ResultSet, save, save_new, utc_now
+from llmbench.ids import PATH_NAME_FORM, is_path_name
+from llmbench.redact import redact
+from llmbench.results import ResultSet, latest_result, load
 from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 
@@ -44,16 +42,6 @@ def _params(base: dict[str, Any], **point: Any) -> Any:
         raise UserError(redact(f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}")) from None
 
 
-def _env(gpu: str | None) -> dict[str, Any]:
-    """This machine's fingerprint; with --gpu, the server's GPU named by the user instead."""
-    from llmbench.harness.isolation import child_env, fingerprint
-
-    env = fingerprint(child_env(None))
-    if gpu:
-        env["gpu"] = {"name": f"{gpu} (named with --gpu: the server's GPU)", "slug": gpu, "count": None}
-    return env
-
-
 def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concurrencies: list[float] | None = None,
                 endpoint: str = "completions", tokenizer: str | None = None, input_len: int = 128,
                 output_len: int = 128, num_requests: int = 100, duration_s: float | None = None,
@@ -61,23 +49,37 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
                 time_scale: float = 1.0, dataset: Path | None = None, multi_turn: int = 1, n_gpus: int = 1,
                 precision: str | None = None, gpu: str | None = None, name: str = "serve-bench",
                 out: Path = Path("results"), ui: UI | None = None,
-                request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> ServeBenchRun:
-    """Sweep the server at `url` over `rates` (req/s) or `concurrencies`, or replay `trace`, writing
-    OUT/<gpu-slug>/<name>-<UTC>.json after each point. A server unusable at the first point is a
-    UserError (nothing written); at a later one, a failed point. A request that takes longer than
-    `request_timeout_s` is a failed request (reason "timeout"). Ctrl-C or SIGTERM ends the sweep with
-    the points done saved (`interrupted`)."""
-    from llmbench.hardware.fingerprint import llmbench_info
-    from llmbench.scenarios.serving import measure
+                request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, slo: str | None = None,
+                search: str | None = None, search_start: float = 1.0, search_top: float = 4096.0,
+                search_repeats: int = 3, search_resolution: float = 0.1, client_processes: int = 1,
+                saturation_window_s: float = 2.0,
+                resume: bool = False, budget_s: float | None = None, timeout_s: float | None = None) -> ServeBenchRun:
+    """Sweep the server at `url` over `rates` (req/s) or `concurrencies`, replay `trace`, or `search` the
+    highest concurrency or rate that meets `slo` (percentile limits or a preset): one serving case a point
+    (one case for a search), run by the runner every suite runs through (each case in its own process,
+    the result set OUT/<gpu-slug>/<name>-<UTC>.json written after each, `resume`, `budget_s`). The server
+    is checked first (GET /v1/models): one that is not there or does not serve `model` is a UserError
+    before anything slow (the tokenizer) and nothing is written; at a later point, a failed point. A
+    request that takes longer than `request_timeout_s` is a failed request (reason "timeout"). Ctrl-C or
+    SIGTERM ends the sweep with the points done saved (`interrupted`)."""
+    from llmbench.api.run import Selection
+    from llmbench.api.run import run_suite as run_selection
     from llmbench.serving.analysis import parse_slo
-    from llmbench.serving.bench import ServerUnusable
+    from llmbench.serving.slo import parse_limits
 
-    ui = ui or UI()
-    if rates is not None and concurrencies is not None:
-        raise UserError("give --rate or --concurrency, not both (one sweep at a time)")
-    if rates is None and concurrencies is None and trace is None:
-        raise UserError("give --rate 1,2,4 or --concurrency 1,4,16 (or --trace FILE)")
+    if sum(x is not None for x in (rates, concurrencies, search)) > 1:
+        raise UserError("give one of --rate, --concurrency or --search, not both (one sweep at a time)")
+    if rates is None and concurrencies is None and trace is None and search is None:
+        raise UserError("give --rate 1,2,4 or --concurrency 1,4,16, --search concurrency|rate with --slo, "
+                        "or --trace FILE")
+    if search is not None and search not in ("concurrency", "rate"):
+        raise UserError(f"--search {search!r}: give concurrency or rate")
+    if search is not None and slo is None:
+        raise UserError("--search needs the SLO it searches under: --slo 'ttft_p99=500ms,tpot_p99=30ms' or a "
+                        "preset such as mlperf-llama3.1-8b-interactive")
     parse_slo(goodput)
+    if slo is not None:
+        parse_limits(slo)
     for option, value in (("--name", name), ("--gpu", gpu)):
         if value is not None and not is_path_name(value):
             raise UserError(f"{option} {value!r}: it becomes part of a file path; give {PATH_NAME_FORM}")
@@ -94,68 +96,70 @@ def serve_bench(url: str, model: str, *, rates: list[float] | None = None, concu
                 output_len=output_len, num_requests=num_requests, duration_s=duration_s, burstiness=burstiness,
                 seed=seed, slo=goodput, trace=str(trace) if trace else None, time_scale=time_scale,
                 dataset=str(dataset) if dataset else None, multi_turn=multi_turn, precision=precision,
-                request_timeout_s=request_timeout_s)
-    from llmbench.engines.url import RunningServer, UrlOptions
+                request_timeout_s=request_timeout_s, limits=slo, client_processes=client_processes,
+                saturation_window_s=saturation_window_s)
+    if search is not None:
+        base.update(search=search, search_start=search_start, search_top=search_top, search_repeats=search_repeats,
+                    search_resolution=search_resolution)
+    base = {k: v for k, v in base.items() if v is not None}
+    from llmbench.engines.url import UrlOptions
     from llmbench.measure.timing import StopRule
-    from llmbench.suite import CaseSpec
+    from llmbench.suite import CaseSpec, Suite
 
     # the serving case's engine: a server running at the URL
     server = UrlOptions.model_validate({"name": "url", "url": url, "n_gpus": n_gpus})
     points = ([_params(base, rate=r) for r in rates] if rates is not None else
               [_params(base, concurrency=int(c)) for c in concurrencies] if concurrencies is not None
               else [_params(base)])
+    reach_server(url, model, request_timeout_s)  # a closed port or a wrong model: one line, before anything slow
     from llmbench.serving.prompts import load_tokenizer
 
     load_tokenizer(base["tokenizer"])  # a bad tokenizer is one message before anything is sent
-    env = _env(gpu)
+    rule = StopRule.model_validate({} if timeout_s is None else {"timeout_s": timeout_s})
+    cases = [CaseSpec("serving", p, rule, origin=f"point {i}", engine=server) for i, p in enumerate(points, 1)]
+    if timeout_s is None:  # a search runs many points in its one case: its process may take the search's time
+        cases = [c.with_settings(timeout_s=max(rule.timeout_s, 2 * c.scenario_obj().estimate_s(c.params, rule)))
+                 if getattr(c.params, "search", None) is not None else c for c in cases]
     shown = redact(url)  # the URL as written and printed: its credentials are used, never kept
-    rs = ResultSet(suite=name, description=f"serve-bench against {shown} ({model})",
-                   llmbench={**llmbench_info(), "version": __version__}, env=env)
-    path: Path | None = None  # named at its first write: a name no other writer has
-    interrupted, stop = False, []  # stop: a signal came, even where its interrupt was lost (in a finalizer)
+    suite = Suite(name=name, description=f"serve-bench against {shown} ({model})", path=Path("serve-bench"),
+                  cases=cases)
+    interrupted, stop = False, []
 
     def interrupt(signum: int, frame: object) -> None:
         stop.append(signum)
         raise KeyboardInterrupt
 
-    def unraisable(u: Any) -> None:  # the interrupt a finalizer swallowed: `stop` has it, no traceback
-        if not isinstance(u.exc_value, KeyboardInterrupt):
-            sys.__unraisablehook__(u)
-
     before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    sys.unraisablehook = unraisable
+    path: Path | None = None
     try:
-        for i, p in enumerate(points, 1):
-            if stop:
-                raise KeyboardInterrupt
-            # the case id is of the URL without credentials (Scenario.record hides them)
-            params = CaseSpec("serving", p, StopRule.model_validate({}), engine=server).params_dict
-            info: dict[str, Any] = {}
-            started = utc_now()
-            ui.line(f"point {i}/{len(points)}: {'rate ' + str(params['rate']) if p.rate else ''}"
-                    f"{'concurrency ' + str(p.concurrency) if p.concurrency else ''}{'trace' if p.trace else ''}")
-            try:
-                ended: dict[str, Any] = {"status": "ok", "timer": "perf_counter",
-                                         "metrics": measure(p, info, RunningServer(server))}
-            except ServerUnusable as e:
-                if i == 1:  # the URL or --model the user gave: nothing was measured, nothing is written
-                    raise UserError(redact(str(e))) from None
-                ended = {"status": "failed", "reason": redact(str(e))}  # the server went away
-            except (RuntimeError, OSError) as e:
-                ended = {"status": "failed", "reason": redact(f"{type(e).__name__}: {e}".splitlines()[0][:500])}
-            rs.upsert(CaseResult(id=case_id("serving", params), scenario="serving", params=params, started_at=started,
-                                 info=redact_value(info), **ended))
-            if path is None:  # finished_at stays empty until the last point: a cut sweep is not a finished set
-                path = save_new(rs, out, env["gpu"]["slug"], name)
-            else:
-                save(rs, path)
+        done = run_selection(Selection(suite, cases), out=out, resume=resume, budget_s=budget_s, ui=ui or UI(),
+                             named_gpu=_named_gpu(gpu))
+        path = done.path
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the points done are saved, the rest are not run
         interrupted = True
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
-        sys.unraisablehook = sys.__unraisablehook__
-    rs.finished_at = None if interrupted else utc_now()
-    if path is not None:
-        save(rs, path)
-    return ServeBenchRun(rs, path, interrupted, len(points))
+    if path is None:
+        from llmbench.hardware.fingerprint import local_slug
+
+        path = latest_result(out, gpu or local_slug(None, False), name)
+    rs = load(path) if path is not None else ResultSet(suite=name, description=suite.description)
+    return ServeBenchRun(rs, path if rs.cases else None, interrupted, len(points))
+
+
+def _named_gpu(gpu: str | None) -> dict[str, Any] | None:
+    """The server's GPU as the result set names it, where the user named it with --gpu."""
+    return {"name": f"{gpu} (named with --gpu: the server's GPU)", "slug": gpu, "count": None} if gpu else None
+
+
+def reach_server(url: str, model: str, timeout_s: float = 30.0) -> None:
+    """GET /v1/models of the server: a UserError naming the URL and why (a closed port: 'connection
+    refused') where it is not there or does not serve `model`."""
+    from llmbench.serving.bench import ServerUnusable, run_async, served_models
+    from llmbench.serving.client import Endpoint
+
+    try:
+        run_async(served_models(Endpoint(url, "completions", model, min(timeout_s, 30.0))))
+    except ServerUnusable as e:
+        raise UserError(redact(str(e))) from None

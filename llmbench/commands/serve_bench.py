@@ -5,27 +5,36 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from llmbench import api
 from llmbench.caseinfo import RequestRateInfo
+from llmbench.commands.common import parse_budget
 from llmbench.errors import UserError
 from llmbench.redact import redact
 from llmbench.report.tables import MISSING, Table, fmt_num
 from llmbench.report.terminal import SafeConsole, one_line, print_terminal
 from llmbench.results import CaseResult, MetricResult
 from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
+from llmbench.serving.slo import SLO_PRESETS
 
 HELP = """Load a running OpenAI-compatible server (vLLM, SGLang, TGI, ...) and measure TTFT, TPOT, ITL,
 E2E latency, throughput and goodput at each point of a sweep.
 
 Give --rate (requests/s: Poisson arrivals, or gamma with --burstiness; 'inf' sends all at once) or
---concurrency (requests kept in flight), each a comma-separated list: one point per value. Prompts
+--concurrency (requests kept in flight), each a comma-separated list: one point per value; or
+--search concurrency|rate with --slo to find the highest load that meets every limit (coarse doubling,
+then --repeats bisections at the boundary: the capacity with the interval over them, and the goodput and
+SLO attainment of every point). A point whose queue or TTFT grows window after window is saturated: it
+ends early and never counts as meeting the SLO. Prompts
 have exactly --input-len tokens for --tokenizer (default: the model name) and every answer exactly
 --output-len tokens (ignore_eos and min_tokens are sent). The result set goes to
 OUT/<gpu-slug>/<name>-<UTC>.json, one case per point, with every request's timings.
+
+Each point is a case run by the same runner as `llmbench run` (its own process; --resume, --budget).
+The server is checked first: one not there is bad input before anything slow is loaded.
 
 A server error (an HTTP error, a broken stream; the test request before each point included) is a
 failed request of that point, counted in failed_requests; a point whose requests all failed, or whose
@@ -35,6 +44,8 @@ request, reason "timeout". Exit code 0: every point measured; 1: a point failed;
 (options, or a server that is not there or does not serve --model at the first point).
 
 Example: llmbench serve-bench --url http://127.0.0.1:8000 --model meta-llama/Meta-Llama-3-8B --concurrency 1,4,16,64
+Example: llmbench serve-bench --url http://127.0.0.1:8000 --model m --slo ttft_p99=500ms,tpot_p99=30ms
+  --search concurrency
 """
 
 
@@ -64,17 +75,30 @@ def _value(m: dict[str, MetricResult], name: str, stat: str | None = None) -> fl
     return float(got) if got is not None else r.value
 
 
-COLUMNS = ("point", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms",
+COLUMNS = ("point", "capacity", "asked req/s", "sent req/s", "done req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms",
            "TPOT p50 ms", "ITL p50 ms", "goodput req/s", "failed")
+
+
+def _capacity(m: dict[str, MetricResult]) -> str:
+    """A search's answer: the capacity and its interval with the coverage it achieves."""
+    name = next((n for n in ("capacity_concurrency", "capacity_rate") if n in m), None)
+    if name is None:
+        return MISSING
+    r = m[name]
+    ci = r.stats.ci if r.stats is not None else None
+    text = fmt_num(r.value) + (f" [{fmt_num(ci.lo)}, {fmt_num(ci.hi)}] {ci.level:.0%}" if ci else "")
+    return text + (" (bound)" if r.flags else "")
 
 
 def _row(case: CaseResult) -> list[str]:
     p, m = case.params, case.metrics
-    point = f"rate {p['rate']}" if p.get("rate") is not None else f"concurrency {p.get('concurrency')}"
+    point = (f"search {p['search']}" if p.get("search") else
+             f"rate {p['rate']}" if p.get("rate") is not None else f"concurrency {p.get('concurrency')}")
     if case.status != "ok":  # the point as a whole failed: why, on one line (the result set keeps it all)
         return [point, *([MISSING] * (len(COLUMNS) - 2)), f"{case.status}: {one_line(case.reason or case.status)}"]
     asked = RequestRateInfo.of(case.info).asked_request_rate_per_s
     cells = [
+        _capacity(m),
         fmt_num(asked) if isinstance(asked, (int, float)) else str(asked or MISSING),
         fmt_num(_value(m, "achieved_request_rate_per_s")),
         fmt_num(_value(m, "request_throughput_per_s")),
@@ -89,17 +113,25 @@ def _row(case: CaseResult) -> list[str]:
 def results_table(cases: list[CaseResult], title: str) -> Table:
     """One row per point of the sweep (it fits the terminal's width, or stacks)."""
     return Table(title, list(COLUMNS), [_row(c) for c in cases],
-                 caption="failed: requests that got a server error, a malformed reply or a dropped stream.")
+                 caption="failed: requests that got a server error, a malformed reply or a dropped stream. capacity: "
+                 "a search's median over its refinements [interval] and the coverage that interval achieves; the "
+                 "other columns are of the highest point that met the SLO (llmbench show: every point).")
 
 
 class _Points(api.UI):
-    """Each point's line as it starts."""
+    """Each point's line as it starts, and the runner's warnings."""
 
     def __init__(self, console: SafeConsole) -> None:
         self.console = console
 
     def line(self, text: str) -> None:
         self.console.print(text)
+
+    def case_start(self, case: Any, index: int) -> None:
+        self.console.print(f"point {index + 1}: {case.label}", highlight=False, soft_wrap=True)
+
+    def warn(self, text: str) -> None:
+        SafeConsole(stderr=True).print(f"warning: {text}", highlight=False, soft_wrap=True)
 
 
 def serve_bench(
@@ -138,6 +170,26 @@ def serve_bench(
                                       "comparisons (e.g. h100-sxm-80gb) when the server is on another machine."),
     name: str = typer.Option("serve-bench", "--name", help="Result-set name (as a suite name)."),
     out: Path = typer.Option(Path("results"), "--out", help="Root folder of result sets."),
+    slo: Optional[str] = typer.Option(None, "--slo", help="Latency limits every point is checked against: "
+                                      "'ttft_p99=500ms,tpot_p99=30ms' (ttft/tpot/e2e, any percentile; TTFT and E2E "
+                                      "from the intended send time) or a preset: " + ", ".join(SLO_PRESETS) + "."),
+    search: Optional[str] = typer.Option(None, "--search", help="Search the highest 'concurrency' or 'rate' that "
+                                         "meets --slo (instead of --rate/--concurrency)."),
+    search_start: float = typer.Option(1.0, "--search-start", help="The search's first load."),
+    search_top: float = typer.Option(4096.0, "--search-top", help="The search's highest load."),
+    search_resolution: float = typer.Option(0.1, "--search-resolution", help="Refine until the bracket is this "
+                                            "share of the load (a concurrency: to whole requests at least)."),
+    repeats: int = typer.Option(3, "--repeats", min=1, help="Refinements at the boundary: the capacity's interval "
+                                "(3: [min, max] covering 75%; 5: 94%; 6 or more: 95%)."),
+    client_procs: int = typer.Option(1, "--client-procs", min=1, help="Client processes (one event loop each) for "
+                                     "loads one process cannot drive."),
+    saturation_window: float = typer.Option(2.0, "--saturation-window", min=0.0, help="Seconds of a window: a point "
+                                            "whose queue or TTFT grows over 3 windows in a row ends early, "
+                                            "saturated (0: never)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the newest result set of --name: the points it "
+                                "has are not run again."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Start only points whose quoted time fits in what "
+                                         "is left of this (e.g. 20m); --resume runs the rest."),
 ) -> None:
     console = SafeConsole()
     if not request_timeout > 0 or math.isinf(request_timeout):
@@ -149,7 +201,10 @@ def serve_bench(
         input_len=input_len, output_len=output_len, num_requests=num_requests, duration_s=duration,
         burstiness=burstiness, seed=seed, goodput=goodput, trace=trace, time_scale=time_scale, dataset=dataset,
         multi_turn=multi_turn, n_gpus=n_gpus, precision=precision, gpu=gpu, name=name, out=out, ui=_Points(console),
-        request_timeout_s=request_timeout)
+        request_timeout_s=request_timeout, slo=slo, search=search, search_start=search_start, search_top=search_top,
+        search_resolution=search_resolution, search_repeats=repeats, client_processes=client_procs,
+        saturation_window_s=saturation_window, resume=resume,
+        budget_s=parse_budget(budget) if budget else None)
     rs, path, interrupted, shown = done.result_set, done.path, done.interrupted, redact(url)
     if rs.cases:
         print_terminal([results_table(rs.cases, f"serve-bench {model} at {shown}")], console)

@@ -104,6 +104,7 @@ class RunOptions:
     reference_times: dict[str, MeasuredCase] = field(default_factory=dict)  # budget quotes measured elsewhere
     launcher: Launcher = field(default_factory=IsolatedProcess)  # how each case runs (harness/launchers/)
     share_engines: bool | None = None  # share groups (one process per loaded engine session); None: as the suite says
+    named_gpu: dict[str, Any] | None = None  # the GPU the set is of where the user named it (a server elsewhere)
 
 
 def foreign_gpu_processes(gpus: str | None, ours: Collection[int] = ()) -> list[dict[str, Any]]:
@@ -158,6 +159,8 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
     commit, modified = code.get("git_commit"), code.get("git_dirty")  # modified: None = unknown (pinned)
     if opts.device == "cpu":
         fp["gpu"] = {"name": "none (CPU forced)", "slug": cpu_slug(), "count": 0}
+    if opts.named_gpu:
+        fp["gpu"] = dict(opts.named_gpu)
     slug = fp["gpu"]["slug"]
     device = parent_device(fp, opts.device)
 

@@ -62,6 +62,17 @@ class ServingParams(ScenarioParams):
     multi_turn: int = Field(1, ge=1, description="turns per conversation (each appends to the history)")
     request_timeout_s: float = Field(DEFAULT_REQUEST_TIMEOUT_S, gt=0, description="longest one request may take, "
                                      "from its send to its last byte; a request past it fails with 'timeout'")
+    limits: str | None = Field(None, description="SLO as percentile limits, 'ttft_p99=500ms,tpot_p99=30ms', or a "
+                               "preset (mlperf-llama3.1-8b-interactive, ...): each point is checked against it")
+    search: Literal["concurrency", "rate"] | None = Field(None, description="search the highest concurrency or "
+                                                          "rate that meets `limits` (serving/search.py)")
+    search_start: float = Field(1.0, gt=0, description="the search's first load")
+    search_top: float = Field(4096.0, gt=0, description="the search's highest load")
+    search_repeats: int = Field(3, ge=1, description="refinements at the boundary (the capacity's interval)")
+    search_resolution: float = Field(0.1, gt=0, lt=1, description="refine until the bracket is this share of the load")
+    client_processes: int = Field(1, ge=1, description="processes the client drives the load from")
+    saturation_window_s: float = Field(2.0, ge=0, description="end a point early when its queue or TTFT grows "
+                                       "over 3 windows of this length in a row (0: never)")
 
     @field_serializer("rate")
     def _rate_text(self, v: float | None) -> float | str | None:
@@ -70,8 +81,17 @@ class ServingParams(ScenarioParams):
     @model_validator(mode="after")
     def _consistent(self) -> ServingParams:
         from llmbench.serving.analysis import parse_slo
+        from llmbench.serving.slo import parse_limits
 
-        if self.trace is not None:
+        if self.search is not None:
+            if self.rate is not None or self.concurrency is not None or self.trace is not None:
+                raise ValueError("a search picks its own loads: leave out rate, concurrency and trace")
+            if self.limits is None:
+                raise ValueError("a search needs the SLO it searches under: give limits, e.g. "
+                                 "'ttft_p99=500ms,tpot_p99=30ms' or a preset")
+            if self.search == "concurrency" and self.search_start != int(self.search_start):
+                raise ValueError("search_start of a concurrency search is a whole number")
+        elif self.trace is not None:
             if self.rate is not None or self.concurrency is not None or self.multi_turn > 1 or self.dataset:
                 raise ValueError("a trace sets its own arrivals and lengths: leave out rate, concurrency, "
                                  "dataset and multi_turn")
@@ -88,6 +108,8 @@ class ServingParams(ScenarioParams):
                 raise ValueError(f"unknown preset {self.preset!r}; valid: {', '.join(PRESETS)}")
         try:
             parse_slo(self.slo)
+            if self.limits is not None:
+                parse_limits(self.limits)
         except UserError as e:
             raise ValueError(str(e)) from None
         return self
@@ -134,6 +156,9 @@ class ServingScenario(Scenario):
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         # a suite-scoped server's start is paid once, by the first case that needs it: not quoted per case
         startup = 60.0 if self.served.starts and self.server_scope(params) == "case" else 5.0
+        if params.search is not None:  # about 8 coarse points and 4 a refinement, each at most a point's time
+            per_point = params.duration_s + 10.0 if params.duration_s else 30.0
+            return startup + (8 + 4 * params.search_repeats) * per_point
         if params.duration_s:
             return startup + params.duration_s + 10.0
         if params.rate and math.isfinite(params.rate):
@@ -153,6 +178,7 @@ def measure(params: ServingParams, info: dict[str, Any], engine: ServedEngine, p
     from llmbench.serving.analysis import parse_slo
     from llmbench.serving.bench import run_point
     from llmbench.serving.client import Endpoint
+    from llmbench.serving.slo import parse_limits
 
     with tempfile.TemporaryDirectory(prefix="llmbench-serving-") as tmp:
         shared = _shared_folder(engine)
@@ -164,8 +190,14 @@ def measure(params: ServingParams, info: dict[str, Any], engine: ServedEngine, p
             ep = Endpoint(url, params.endpoint, params.served_model, params.request_timeout_s)
             info["url"] = url
             quiet.timed(info)  # beside other cases: none of them sets up under its load
-            return run_point(ep, sessions, sched, slo=parse_slo(params.slo), n_gpus=engine.gpus(placed_gpus),
-                             asked_rate=asked, progress=progress, info=info)
+            limits = parse_limits(params.limits) if params.limits else None
+            if params.search is not None:
+                from llmbench.scenarios.serving_search import run_search
+
+                return run_search(params, ep, tok_dir, info, engine.gpus(placed_gpus), progress)
+            return run_point(ep, sessions, sched, slo=parse_slo(params.slo), limits=limits,
+                             n_gpus=engine.gpus(placed_gpus), asked_rate=asked, progress=progress, info=info,
+                             client_processes=params.client_processes, window_s=params.saturation_window_s)
 
 
 def _shared_folder(engine: ServedEngine) -> Path | None:
@@ -206,6 +238,10 @@ def workload(params: ServingParams, tok_dir: str, info: dict[str, Any]) -> tuple
 
     tok = load_tokenizer(tok_dir)
     n, seed = params.num_requests, params.seed
+    if params.search is not None:  # the search's first point stands for its workload until it runs its own
+        from llmbench.scenarios.serving_search import point_params
+
+        params = point_params(params, params.search_start, 0)
     info["seed"] = seed
     if params.trace is not None:
         rows = read_trace(params.trace, params.time_scale, limit=n)
