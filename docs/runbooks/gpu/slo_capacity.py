@@ -1,0 +1,141 @@
+"""Capacity under an SLO on one GPU: vLLM's OpenAI server (Llama-3-8B shape, random weights through
+`--load-format dummy`, the preset's tokenizer built offline by llmbench), bf16 then fp8; for each,
+`llmbench serve-bench --search concurrency` under two MLPerf presets (server and interactive limits of
+Llama-3.1-8B), then `vllm bench serve` and `llmbench serve-bench` at one concurrency on the same
+server, side by side (vLLM's JSON beside llmbench's result set). Then SGLang's server on the same load
+where `sglang` imports; where it does not, the reason is logged.
+
+    python3 docs/runbooks/gpu/slo_capacity.py OUT_DIR [bf16 fp8]
+
+Run by slo_capacity.sh as a background job. Expected time (an estimate, not a measurement): a server's
+first start about 2.5 min, each search about 8-12 points of at most 6 s of sending plus the drain: about
+8 min a precision, 20 in all.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from llmbench.models.hf_dir import write_config_dir
+from llmbench.models.presets import get_preset
+from llmbench.models.tokenizer import build_offline_tokenizer
+from llmbench.serving.server import ServerProcess
+
+PRESET, PORT = "llama-3-8b", 8000  # a fixed port keeps the url param, and so the case ids, stable
+SLOS = ("mlperf-llama3.1-8b-server", "mlperf-llama3.1-8b-interactive")
+SIDE_BY_SIDE_CONCURRENCY = 32
+INPUT, OUTPUT, N, DURATION = 1024, 128, 256, 6
+QUANT = {"bf16": [], "fp8": ["--quantization", "fp8"]}
+
+VLLM_CLI = "from vllm.entrypoints.cli.main import main; main()"  # the `vllm` command, on this Python
+
+
+def llmbench(*args: str, log: Path) -> int:
+    with log.open("a") as f:
+        return subprocess.call([sys.executable, "-m", "llmbench", "serve-bench", *args], stdout=f, stderr=f)
+
+
+def vllm_bench(url: str, tok: Path, out: Path, name: str, log: Path) -> int:
+    """vLLM's own client on the same server and load (random prompts of the same lengths, ignore_eos)."""
+    with log.open("a") as f:
+        return subprocess.call([
+            sys.executable, "-c", VLLM_CLI, "bench", "serve", "--backend", "openai",
+            "--base-url", url, "--endpoint", "/v1/completions", "--model", PRESET, "--tokenizer", str(tok),
+            "--dataset-name", "random", "--random-input-len", str(INPUT), "--random-output-len", str(OUTPUT),
+            "--num-prompts", str(N), "--max-concurrency", str(SIDE_BY_SIDE_CONCURRENCY), "--request-rate", "inf",
+            "--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
+            "--save-result", "--result-dir", str(out), "--result-filename", f"{name}.json", "--disable-tqdm"],
+            stdout=f, stderr=f)
+
+
+def measure(url: str, tok: Path, out: Path, precision: str, log: Path) -> list[int]:
+    common = ["--url", url, "--model", PRESET, "--tokenizer", str(tok), "--precision", precision,
+              "--input-len", str(INPUT), "--output-len", str(OUTPUT), "-n", str(N), "--duration", str(DURATION),
+              "--out", str(out / "results")]
+    codes = []
+    for slo in SLOS:
+        codes.append(llmbench(*common, "--slo", slo, "--search", "concurrency", "--search-start", "4",
+                              "--search-top", "512", "--search-resolution", "0.15",
+                              "--name", f"slo-capacity-{precision}", "--resume", log=log))
+    codes.append(llmbench(*common, "--concurrency", str(SIDE_BY_SIDE_CONCURRENCY), "--slo", SLOS[1],
+                          "--name", f"slo-side-by-side-{precision}", log=log))
+    codes.append(vllm_bench(url, tok, out, f"vllm-bench-{precision}", log))
+    return codes
+
+
+def vllm_server(out: Path, precision: str, work: Path) -> int:
+    tok = build_offline_tokenizer(work / "tokenizer", get_preset(PRESET).vocab)
+    model = write_config_dir(PRESET, work / f"model-{precision}", tok)
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+               "--tokenizer", str(tok), "--load-format", "dummy", "--served-model-name", PRESET,
+               "--host", "127.0.0.1", "--port", str(PORT), "--dtype", "bfloat16", "--max-model-len", "4096",
+               "--no-enable-prefix-caching", *QUANT[precision]]
+    url, log = f"http://127.0.0.1:{PORT}", out / f"slo-capacity-{precision}.log"
+    with ServerProcess(command, out / f"vllm-server-{precision}.log") as server:
+        print(f"{precision}: vLLM server ready in {server.wait_ready(url, 900):.0f} s", flush=True)
+        codes = measure(url, tok, out, precision, log)
+    print(f"{precision}: exit codes {codes}", flush=True)
+    return max(codes)
+
+
+def sglang_server(out: Path, work: Path) -> int:
+    """SGLang's server (bf16) on the same load, where sglang imports; otherwise why not, in the log."""
+    if importlib.util.find_spec("sglang") is None:
+        print("sglang: not importable here (not installed: see /work/shared/gpu/README.md, 'Bringing SGLang'); "
+              "its server was not run", flush=True)
+        return 0
+    tok = build_offline_tokenizer(work / "tokenizer", get_preset(PRESET).vocab)
+    model = write_config_dir(PRESET, work / "model-sglang", tok)
+    command = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(model), "--tokenizer-path",
+               str(tok), "--load-format", "dummy", "--served-model-name", PRESET, "--host", "127.0.0.1",
+               "--port", str(PORT), "--disable-radix-cache"]
+    url = f"http://127.0.0.1:{PORT}"
+    with ServerProcess(command, out / "sglang-server.log") as server:
+        print(f"sglang: server ready in {server.wait_ready(url, 900):.0f} s", flush=True)
+        codes = measure(url, tok, out, "bf16-sglang", out / "slo-capacity-sglang.log")
+    return max(codes)
+
+
+def summary(out: Path) -> None:
+    """Each capacity with its interval, and the side-by-side TTFT/TPOT, one line each."""
+    from llmbench.results import load
+
+    for path in sorted((out / "results").glob("*/slo-*.json")):
+        for c in load(path).cases:
+            for name in ("capacity_concurrency", "capacity_rate"):
+                if name in c.metrics:
+                    m = c.metrics[name]
+                    ci = m.stats.ci if m.stats else None
+                    print(path.name, c.params.get("limits"), name, m.value, ci and [ci.lo, ci.hi, ci.level], m.flags)
+            if c.params.get("concurrency") and "ttft_ms" in c.metrics:
+                print(path.name, "llmbench", {k: round(c.metrics[k].value, 2) for k in ("ttft_ms", "tpot_ms")
+                                              if k in c.metrics})
+    for path in sorted(out.glob("vllm-bench-*.json")):
+        got = json.loads(path.read_text())
+        print(path.name, "vllm bench serve", {k: round(got[k], 2) for k in ("median_ttft_ms", "median_tpot_ms",
+                                                                              "request_throughput") if k in got})
+
+
+def main() -> int:
+    out, precisions = Path(sys.argv[1]), sys.argv[2:] or ["bf16", "fp8"]
+    out.mkdir(parents=True, exist_ok=True)
+    bad = [p for p in precisions if p not in QUANT]
+    if bad:
+        sys.exit(f"unknown precision {bad[0]!r}; valid: {', '.join(QUANT)}")
+    codes = []
+    for p in precisions:
+        with tempfile.TemporaryDirectory(prefix="llmbench-slo-") as work:
+            codes.append(vllm_server(out, p, Path(work)))
+    with tempfile.TemporaryDirectory(prefix="llmbench-slo-") as work:
+        codes.append(sglang_server(out, Path(work)))
+    summary(out)
+    return max(codes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
