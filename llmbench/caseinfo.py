@@ -142,6 +142,16 @@ class StepInfo(CaseInfo):
     gpu_busy_ms_per_step: float | None = None
 
 
+class LossCurveInfo(CaseInfo):
+    """A training case's loss at every step, in order (scenarios/training.py), and for fp8_train its bf16
+    baseline's on the same batches; the spikes found by llmbench.measure.loss_curve's rule."""
+
+    loss_curve: list[float] | None = None
+    bf16_loss_curve: list[float] | None = None
+    loss_spike_steps: list[int] | None = None  # 0-based steps
+    bf16_loss_spike_steps: list[int] | None = None
+
+
 class PublishedMatch(InfoModel):
     """How a published figure matches an llmbench case (references/)."""
 

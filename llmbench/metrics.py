@@ -143,6 +143,17 @@ _DEFS = [
               "steps without gradient sync (DDP no_sync()), rank 0"),
     MetricDef("loss_diff_vs_bf16", "loss", "lower",
               "|mean loss - bf16 mean loss| over the same steps, seed and data (fp8 training against bf16)"),
+    # loss curves read by llmbench.measure.loss_curve's fixed rules
+    MetricDef("final_loss", "loss", "neither", "mean training loss over the last quarter of the steps (at least 5)"),
+    MetricDef("final_loss_diff_vs_bf16", "loss", "lower",
+              "mean over the final steps of (this loss - the bf16 loss) at the same step on the same batch, with a "
+              "moving-block bootstrap interval over those steps (fp8 training against bf16)"),
+    MetricDef("loss_spikes", "steps", "lower",
+              "steps whose loss exceeds the median of the 20 steps before it by more than 0.5 nats, or is not finite"),
+    MetricDef("heldout_loss_before", "loss", "neither",
+              "mean next-token loss on the held-out corpus window before any training step"),
+    MetricDef("heldout_loss_after", "loss", "lower",
+              "mean next-token loss on the held-out corpus window after the last training step"),
     # layers and ceilings
     MetricDef("fwd_ms", "ms", "lower", "forward pass time"),
     MetricDef("fwd_bwd_ms", "ms", "lower", "forward plus backward pass time"),
