@@ -85,7 +85,7 @@ def test_the_shipped_task_set_is_whole() -> None:
 
 def test_quality_params() -> None:
     p = GenerateParams(model="smollm2-135m", weights="pretrained", quality=True)
-    assert p.accuracy_gate == quality.DEFAULT_GATE
+    assert p.accuracy_gate is None  # the default gate: quality.DEFAULT_GATE
     assert "quality" not in GenerateParams(model="tiny-llama").model_dump()  # earlier cases keep their ids
     with pytest.raises(ValueError, match="real weights"):
         GenerateParams(model="tiny-llama", quality=True)

@@ -65,10 +65,10 @@ class GenerateParams(ScenarioParams):
     quality_tokens: int = Field(8192, ge=512, description="tokens of the corpus window (512-token sequences)")
     quality_items: int | None = Field(None, ge=1, description="the first n items of the task set; None: all")
     quality_prompts: int | None = Field(None, ge=1, description="the first n greedy prompts; None: all")
-    accuracy_gate: dict[str, float] = Field(
-        default_factory=lambda: {"perplexity_increase": 0.05},
-        description="quality = true: metric -> the largest drop against the reference that passes; the default "
-        "fails a case whose perplexity is more than 5% above the bf16 reference's")
+    accuracy_gate: dict[str, float] | None = Field(
+        None, description="quality = true: metric -> the largest drop against the reference that passes; None, "
+        "the default (llmbench.models.quality.DEFAULT_GATE), fails a case whose perplexity is more than 5% above "
+        "the bf16 reference's")
 
     added_later: ClassVar[frozenset[str]] = frozenset(
         {"quality", "quality_offset", "quality_tokens", "quality_items", "quality_prompts", "accuracy_gate"})
@@ -104,7 +104,7 @@ class GenerateParams(ScenarioParams):
                              "perplexity and task accuracy mean nothing")
         from llmbench.models.quality import GATE_METRICS
 
-        for name in self.accuracy_gate:
+        for name in self.accuracy_gate or {}:
             if name not in GATE_METRICS:
                 raise ValueError(f"accuracy_gate: unknown metric {name!r}; valid: {', '.join(GATE_METRICS)}")
         if self.model is not None:

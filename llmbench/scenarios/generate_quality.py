@@ -126,11 +126,11 @@ def record(run: QualityRun, params: Any, ctx: CaseContext, engine: InferenceEngi
     if logits is None:
         info["not_measured"] = (f"kl_divergence, top1_agreement, logits_rel_error: engine {engine.name!r} gives no "
                                 "full logits")
-    info["gate"] = {"thresholds": dict(params.accuracy_gate), "meaning": {k: q.GATE_METRICS[k] for k in
-                                                                          params.accuracy_gate}}
+    gate = dict(params.accuracy_gate if params.accuracy_gate is not None else q.DEFAULT_GATE)
+    info["gate"] = {"thresholds": gate, "meaning": {k: q.GATE_METRICS[k] for k in gate}}
     ctx.info["quality"] = info
     ctx.info["accuracy_reference"] = info["reference"].get("meaning") or f"bf16 of {info['reference']['model']}"
-    failures = q.gate_failures(figures, dict(params.accuracy_gate))
+    failures = q.gate_failures(figures, gate)
     info["gate"]["passed"] = not failures
     if failures:
         raise AccuracyGateFailed("accuracy gate: " + "; ".join(failures))
