@@ -31,6 +31,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -155,5 +156,12 @@ def machine_paths(text: str, roots: Iterable[tuple[str, str]] | None = None) -> 
     for root, word in machine_roots() if roots is None else roots:
         # the root where a path starts (not inside a longer word or path), then '/' or the path's end
         pattern = re.compile(r"(?<![\w.~$/-])" + re.escape(root) + r"(/|(?=[\"'\s\\:,;)\]}]|$))")
-        text = pattern.sub(lambda m, w=word: (w + m.group(1) if w else ("" if m.group(1) else ".")), text)
+        text = pattern.sub(partial(_without_root, word), text)
     return text
+
+
+def _without_root(word: str, m: re.Match[str]) -> str:
+    """A path's root as written: its word (`$TMPDIR/`), or nothing (relative; `.` for the root itself)."""
+    if word:
+        return word + m.group(1)
+    return "" if m.group(1) else "."

@@ -174,7 +174,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
         if rs.env.get("gpu", {}).get("slug") != slug:
             raise UserError(f"--resume: {existing} was measured on {rs.gpu_slug}, not {slug}; resume it on a "
                             f"{rs.gpu_slug} machine, or run without --resume")
-        other_machine = other_fingerprint(rs.env, fp)
+        other_machine: dict[str, Any] = other_fingerprint(rs.env, fp)
         if other_machine:
             ui.warn(f"--resume: this machine's fingerprint differs from the one {existing.name} was measured on "
                     f"({', '.join(fingerprint_differences(rs.env, fp)[:FINGERPRINT_NAMED])}); each case run now "
@@ -185,7 +185,7 @@ def run_suite(suite: Suite, cases: list[CaseSpec], opts: RunOptions, ui: UI | No
     else:
         if opts.resume:
             ui.warn(f"nothing to resume for suite {suite.name!r} on {slug}: starting a new run")
-        other_machine: dict[str, Any] = {}
+        other_machine = {}
         path = Path()  # named when first written (below): a name no other writer has
         rs = ResultSet(suite=suite.name, description=suite.description,
                        llmbench={**llmbench_info(), "version": __version__}, env=fp,
