@@ -55,6 +55,8 @@ def load_for_training(model: ModelRef, options: TrainOptions, device: DeviceInfo
         raise ValueError(f"unknown optimizer {options.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     if options.fp8 not in FP8_RECIPES:
         raise ValueError(f"unknown fp8 recipe {options.fp8!r}; valid: {', '.join(FP8_RECIPES)}")
+    if model.weights not in ("random", "pretrained"):
+        raise ValueError(f"unknown weights {model.weights!r}; valid: random, pretrained")
     cfg = make_config(model.model, model.pretrained)
     if options.layers is not None:
         cfg.num_hidden_layers = options.layers
@@ -64,8 +66,14 @@ def load_for_training(model: ModelRef, options: TrainOptions, device: DeviceInfo
     with init_empty_weights():  # the architecture's counts, before quantization packs the weights
         shape = shape_of(AutoModelForCausalLM.from_config(cfg, dtype=dtype))
     info: dict[str, Any] = {"method": options.method, "optimizer": options.optimizer, "dtype": options.dtype,
-                            "gradient_checkpointing": options.gradient_checkpointing, "fp8": options.fp8}
-    if options.method == "qlora":
+                            "gradient_checkpointing": options.gradient_checkpointing, "fp8": options.fp8,
+                            "weights": model.weights}
+    if model.weights == "pretrained":
+        m = _pretrained(model, options, dtype, dev)
+        info["weights_from"] = str(m.name_or_path)
+        if options.method == "qlora":
+            info["nf4_double_quant"] = options.double_quant
+    elif options.method == "qlora":
         from llmbench.models.quantized_build import build_layerwise, nf4_quantizer
 
         m = build_layerwise(cfg, device=dev, quantize=nf4_quantizer(options.double_quant, dtype), dtype=dtype,
@@ -95,6 +103,32 @@ def load_for_training(model: ModelRef, options: TrainOptions, device: DeviceInfo
     params = [p for p in m.parameters() if p.requires_grad]
     opt = _optimizer(options.optimizer, params, options.lr, device.is_cuda)
     return HFTrainingSession(m, opt, shape, info, autocast)
+
+
+def _pretrained(model: ModelRef, options: TrainOptions, dtype: Any, dev: str) -> Any:
+    """The pretrained weights (a hub id or path, or those a preset ships), the first `options.layers`
+    decoder layers kept; for QLoRA quantized to nf4 as its users load it (from_pretrained with
+    bitsandbytes' BitsAndBytesConfig)."""
+    from transformers import AutoModelForCausalLM
+
+    from llmbench.models.build import conv1d_to_linear, pretrained_source
+
+    source = pretrained_source(model.model, model.pretrained)
+    if source is None:
+        raise ValueError(f"weights='pretrained' needs a pretrained path or a preset that ships its weights; "
+                         f"{model.model!r} ships none")
+    kwargs: dict[str, Any] = {}
+    if options.layers is not None:
+        kwargs["num_hidden_layers"] = options.layers  # the checkpoint's later layers are left unloaded
+    if options.method == "qlora":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=options.double_quant,
+            bnb_4bit_compute_dtype=dtype)
+    m = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, device_map=dev, **kwargs)
+    conv1d_to_linear(m)
+    return m
 
 
 def _mark_4bit(model: Any) -> None:
@@ -212,6 +246,26 @@ class HFTrainingSession(TrainingSession):
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self._losses.append(loss.detach())
+
+    def eval_loss(self, batches: list[Any]) -> float:
+        """The mean next-token loss over `batches` (each batch x seq ids), no gradients, dropout off, in
+        the precision the steps run in; weighted by each batch's predicted tokens."""
+        import torch
+
+        was_training = self.model.training
+        self.model.eval()
+        total, count = 0.0, 0
+        try:
+            with torch.no_grad():
+                for b in batches:
+                    with self._autocast():
+                        loss = self.model(input_ids=b, labels=b).loss
+                    n = b.shape[0] * (b.shape[1] - 1)
+                    total += float(loss.float()) * n
+                    count += n
+        finally:
+            self.model.train(was_training)
+        return total / count
 
     def loss_history(self) -> list[float]:
         import torch

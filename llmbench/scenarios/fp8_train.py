@@ -1,21 +1,28 @@
 """fp8_train: full fine-tuning of a Llama-shaped model in fp8 (torchao or Transformer Engine recipes) against
 bf16 from the same seed and data, in the same case; recipe="bf16" runs the baseline alone (what runs on a
-CPU). Imports no torch at import time. Metrics: docs/scenarios.md (`fp8_train`)."""
+CPU). Random weights on the progression task, or a preset's real weights on the pydoc corpus in one fixed
+order (weights, data, steps), where the final-loss difference, spikes and held-out loss say whether fp8
+trains as bf16 does. Imports no torch at import time. Metrics: docs/scenarios.md (`fp8_train`)."""
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
 from llmbench.hardware.roofline import Bound
+from llmbench.measure import loss_curve as lc
 from llmbench.measure.timing import Measurement, StopRule
+from llmbench.models.build import make_config
 from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
+from llmbench.results import Stats
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.train_data import Data, TrainData, Weights, check_source, missing_reason, train_data
 
 
 class FP8TrainParams(ScenarioParams):
@@ -25,8 +32,18 @@ class FP8TrainParams(ScenarioParams):
     batch_size: int = Field(1, ge=1)
     seq_len: int = Field(2048, ge=16)
     lr: float = Field(1e-4, gt=0)
+    weights: Weights = Field("random", description="random (the preset's shape) or pretrained (the weights it ships)")
+    data: Data = Field("progression", description="progression (synthetic, learnable) or pydoc (the corpus in "
+                       "one fixed order, with a held-out window)")
+    steps: int | None = Field(None, ge=2, description="train exactly this many steps per run (the first "
+                              "warmup_iters untimed); null: warmup_iters + min_iters")
 
     _known_model = field_validator("model")(known_preset)
+
+    @model_validator(mode="after")
+    def _source(self) -> FP8TrainParams:
+        check_source(self.model, self.weights, self.data)
+        return self
 
 
 @SCENARIOS.register("fp8_train")
@@ -34,61 +51,94 @@ class FP8Train(Scenario):
     sweep_axes = ("batch_size", "seq_len")
     Params = FP8TrainParams
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
-    headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16")
+    headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16", "final_loss_diff_vs_bf16")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     engine_slot = EngineSlot(TrainingEngine, default="hf")
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         from llmbench.engines.hf_train import fp8_reason
 
-        return fp8_reason(_fp8(params.recipe), device)
+        return fp8_reason(_fp8(params.recipe), device) or missing_reason(params.model, params.weights, params.data)
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
-        return 2 * (rule.warmup_iters + rule.min_iters) * 0.5 + 30.0
+        return 2 * tr.total_steps(tr.fixed_rule(rule, params.steps)) * 0.5 + 30.0
 
     def run(self, params: Any, ctx: CaseContext) -> None:
         ctx.info["config"] = params.model_dump(mode="json")
-        # Exactly warmup_iters + min_iters steps per run, so the two loss curves cover the same steps.
-        rule = ctx.rule.model_copy(update={"min_seconds": 0.0, "max_iters": ctx.rule.min_iters, "min_sample_s": 0.0})
+        # Exactly the same steps per run (bf16 and fp8) on the same batches, so their loss curves align.
+        rule = tr.fixed_rule(ctx.rule, params.steps)
+        ref = ModelRef(model=params.model, weights=params.weights)
+        data = train_data(params.data, ref, vocab=int(make_config(params.model).vocab_size), batch=params.batch_size,
+                          seq=params.seq_len, steps=tr.total_steps(rule), device=ctx.device.torch_device)
+        ctx.info["data"] = data.record
         with tr.oom_as_result(ctx):
             ctx.progress(0.0, "bf16 baseline")
-            base, base_losses, _, base_path = self._train(params, ctx, rule, "none")
+            base = self._train(params, ctx, rule, "none", ref, data)
             session_info: dict[str, Any] = {}
             if params.recipe == "bf16":
-                run, losses, path = base, base_losses, base_path
+                run = base
             else:
                 _free(ctx)
                 ctx.progress(0.5, params.recipe)
-                run, losses, session_info, path = self._train(params, ctx, rule, _fp8(params.recipe))
+                run = self._train(params, ctx, rule, _fp8(params.recipe), ref, data)
+                session_info = run.info
         ctx.info.update(session_info)
-        ctx.code_path.update(path)
-        if path is not base_path:
-            ctx.code_path["baseline_linears"] = base_path["linears"]
-        tr.record_step_metrics(ctx, run, batch=params.batch_size, seq=params.seq_len)
-        tr.loss_metrics(ctx, losses)
-        ctx.info["bf16_loss_curve"] = base_losses
-        ctx.info["bf16_step_ms"] = [s * 1e3 for s in base.samples_s]
-        if params.recipe != "bf16":
-            speedup = statistics.median(base.samples_s) / statistics.median(run.samples_s)
-            ctx.record_value("speedup_vs_bf16", speedup)
-            k = tr.LOSS_TAIL
-            diff = abs(statistics.fmean(losses[-k:]) - statistics.fmean(base_losses[-k:]))
-            ctx.record_value("loss_diff_vs_bf16", diff)
-            ctx.info["max_step_loss_diff_vs_bf16"] = max(abs(a - b) for a, b in zip(losses, base_losses, strict=False))
+        ctx.code_path.update(run.path)
+        if run is not base:
+            ctx.code_path["baseline_linears"] = base.path["linears"]
+        tr.record_step_metrics(ctx, run.m, batch=params.batch_size, seq=params.seq_len)
+        tr.loss_metrics(ctx, run.losses)
+        tr.curve_metrics(ctx, run.losses)
+        for name, value in run.heldout.items():
+            ctx.record_value(name, value)
+        ctx.info["bf16_loss_curve"] = base.losses
+        ctx.info["bf16_step_ms"] = [s * 1e3 for s in base.m.samples_s]
+        if run is not base:
+            self._against_bf16(ctx, run, base)
 
-    def _train(self, params: Any, ctx: CaseContext, rule: StopRule,
-               fp8: str) -> tuple[Measurement, list[float], dict[str, Any], dict[str, Any]]:
+    def _against_bf16(self, ctx: CaseContext, run: Run, base: Run) -> None:
+        """speedup, the loss differences (the final one with its interval), bf16's own spikes and held-out loss."""
+        speedup = statistics.median(base.m.samples_s) / statistics.median(run.m.samples_s)
+        ctx.record_value("speedup_vs_bf16", speedup)
+        k = tr.LOSS_TAIL
+        tail_diff = statistics.fmean(run.losses[-k:]) - statistics.fmean(base.losses[-k:])
+        ctx.record_value("loss_diff_vs_bf16", abs(tail_diff))
+        ctx.info["max_step_loss_diff_vs_bf16"] = max(abs(a - b) for a, b in zip(run.losses, base.losses, strict=False))
+        diff, lo, hi, final = lc.final_diff(run.losses, base.losses)
+        ctx.record_value("final_loss_diff_vs_bf16", diff)
+        ctx.metrics["final_loss_diff_vs_bf16"].stats = Stats(mean=diff, ci95=[lo, hi], n=final,
+                                                             ci_method=lc.interval_method(final))
+        ctx.info.update(bf16_final_loss=lc.final_loss(base.losses), bf16_loss_spike_steps=lc.spikes(base.losses),
+                        **{f"bf16_{k}": v for k, v in base.heldout.items()})
+
+    def _train(self, params: Any, ctx: CaseContext, rule: StopRule, fp8: str, ref: ModelRef, data: TrainData) -> Run:
         opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
-        session = ctx.engine(TrainingEngine).load_for_training(ModelRef(model=params.model), opts, ctx.device)
+        session = ctx.engine(TrainingEngine).load_for_training(ref, opts, ctx.device)
+        heldout = {}
+        if params.data == "pydoc":  # the corpus's held-out window, in the precision the run trains in
+            heldout["heldout_loss_before"] = session.eval_loss(data.held_out)
         saved = ctx.rule
         ctx.rule = rule
         try:
-            m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len)
+            m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len, batches=data.batches)
         finally:
             ctx.rule = saved
-        losses, info, path = session.loss_history(), session.info(), session.code_path()
+        if params.data == "pydoc":
+            heldout["heldout_loss_after"] = session.eval_loss(data.held_out)
+        run = Run(m, session.loss_history(), session.info(), session.code_path(), heldout)
         session.close()
-        return m, losses, info, path
+        return run
+
+
+@dataclass
+class Run:
+    """One training run of a case: its timings, every step's loss, what the session said and ran."""
+
+    m: Measurement
+    losses: list[float]
+    info: dict[str, Any]
+    path: dict[str, Any]
+    heldout: dict[str, float]
 
 
 def _fp8(recipe: str) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 
 from llmbench.engines.base import TrainingSession
 from llmbench.hardware.specs import match_name
-from llmbench.measure.timing import Measurement
+from llmbench.measure import loss_curve as lc
+from llmbench.measure.timing import Measurement, StopRule
 from llmbench.models.shape import ModelShape
 from llmbench.models.synthetic import progression_batches
 from llmbench.models.train_flops import train_flops
@@ -53,13 +54,42 @@ def loss_metrics(ctx: CaseContext, losses: list[float]) -> None:
         tail = losses[-LOSS_TAIL:]
         ctx.record_value("train_loss", statistics.fmean(tail))
 
-def time_steps(session: TrainingSession, ctx: CaseContext, *, batch: int, seq: int, seed: int = 0) -> Measurement:
-    """Warm up and time session.step on cycled batches of the learnable progression task."""
-    data = progression_batches(session.vocab_size, batch, seq, DATA_BATCHES, seed=seed,
-                               device=ctx.device.torch_device)
-    order = itertools.cycle(data)
+def curve_metrics(ctx: CaseContext, losses: list[float]) -> None:
+    """What the whole curve says (llmbench.measure.loss_curve's rules): final_loss, loss_spikes and the
+    spikes' steps, with the rules in info so a reader knows what was counted."""
+    if not losses:
+        return
+    found = lc.spikes(losses)
+    ctx.record_value("final_loss", lc.final_loss(losses))
+    ctx.record_value("loss_spikes", float(len(found)))
+    ctx.info.update(final_steps=lc.final_steps(len(losses)), loss_spike_steps=found, loss_spike_rule=lc.SPIKE_RULE)
+
+
+def time_steps(session: TrainingSession, ctx: CaseContext, *, batch: int, seq: int, seed: int = 0,
+               batches: list[Any] | None = None) -> Measurement:
+    """Warm up and time session.step: on `batches` in their order, one each step (a fixed data order: the
+    rule must ask for exactly that many steps, `fixed_rule`), else on cycled batches of the learnable
+    progression task."""
+    if batches is not None:
+        order: Iterator[Any] = iter(batches)
+    else:
+        order = itertools.cycle(progression_batches(session.vocab_size, batch, seq, DATA_BATCHES, seed=seed,
+                                                    device=ctx.device.torch_device))
     ctx.reset_peak_memory()
     return ctx.measure(lambda: session.step(next(order)))
+
+
+def fixed_rule(rule: StopRule, steps: int | None) -> StopRule:
+    """The rule that runs exactly `steps` steps (the rule's warm-up first, at most steps - 1 of them),
+    else exactly warmup_iters + min_iters; one step per timed sample either way."""
+    warmup = rule.warmup_iters if steps is None else min(rule.warmup_iters, steps - 1)
+    timed = rule.min_iters if steps is None else steps - warmup
+    return rule.model_copy(update={"warmup_iters": warmup, "min_iters": timed, "max_iters": timed,
+                                   "min_seconds": 0.0, "min_sample_s": 0.0})
+
+
+def total_steps(rule: StopRule) -> int:
+    return rule.warmup_iters + rule.min_iters
 
 def record_step_metrics(ctx: CaseContext, m: Measurement, *, batch: int, seq: int,
                         flops_per_step: float | None = None, precision: str = "bf16") -> None:
