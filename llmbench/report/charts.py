@@ -22,7 +22,7 @@ from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.power import curves, workload_labels
 from llmbench.analysis.project import RATE_UNITS, achieved_share
-from llmbench.caseinfo import TimelineInfo
+from llmbench.caseinfo import LossCurveInfo, TimelineInfo
 from llmbench.ids import params_text
 from llmbench.metrics import METRICS
 from llmbench.report.plots import FIG_WIDTH_IN, SMALL_PT, Chart, to_svg
@@ -546,3 +546,63 @@ def pareto_charts(sets: list[SetRef]) -> list[Chart]:
     ax.grid(True, alpha=0.3)
     fig.legend(loc="outside lower center", ncol=1, frameon=False)
     return [Chart("serving: throughput per GPU against speed per user", to_svg(fig))]
+
+
+CURVE_SERIES = {"fp8_train": "recipe", "qlora": "method"}  # the param whose runs a loss chart sets side by side
+MIN_CURVE_STEPS = 10  # shorter curves (a few timing steps) say nothing of stability: not drawn
+Curves = dict[str, tuple[list[float], list[int], list[float] | None]]  # series -> (losses, spikes, its bf16 run)
+
+
+def _loss_groups(sets: list[SetRef], scenario: str, series: str) -> dict[tuple[int, str], Curves]:
+    """A scenario's loss curves per GPU and setting (every param but `series`), each series once."""
+    groups: dict[tuple[int, str], Curves] = {}
+    for i, s in enumerate(sets):
+        for c in s.rs.cases:
+            info = LossCurveInfo.of(c.info)
+            if c.scenario != scenario or c.status != "ok" or len(info.loss_curve or []) < MIN_CURVE_STEPS:
+                continue
+            rest = params_text({k: v for k, v in c.params.items() if k != series})
+            g = groups.setdefault((i, rest), {})
+            g[str(c.params.get(series))] = (info.loss_curve or [], info.loss_spike_steps or [], info.bf16_loss_curve)
+            if info.bf16_loss_curve and "bf16" not in g:  # an fp8 case's own baseline, where no bf16 case ran
+                g["bf16"] = (info.bf16_loss_curve, info.bf16_loss_spike_steps or [], None)
+    return groups
+
+
+def loss_curve_charts(sets: list[SetRef]) -> list[Chart]:
+    """Training loss per step of runs on the same batches, side by side (fp8 recipes and bf16, or QLoRA and
+    its baselines), spikes marked; for fp8, a second panel of each recipe's loss minus its own bf16 run's."""
+    charts = []
+    for scenario, series in CURVE_SERIES.items():
+        for (i, rest), runs in list(_loss_groups(sets, scenario, series).items())[:MAX_PANELS]:
+            title = f"{sets[i].label} · {scenario}: training loss per {series}"
+            charts.append(_loss_chart(title, rest, i, runs))
+    return charts
+
+
+def _loss_chart(title: str, setting: str, gpu: int, runs: Curves) -> Chart:
+    diffs = {k: [a - b for a, b in zip(v[0], v[2], strict=False)] for k, v in runs.items() if v[2]}
+    fig, axes = plt.subplots(1, 2 if diffs else 1, figsize=(FIG_WIDTH_IN, PANEL_H_IN + 1.0), layout="constrained",
+                             squeeze=False)
+    for n, name in enumerate(sorted(runs, key=lambda k: (k != "bf16", k))):
+        losses, spikes, _ = runs[name]
+        st = nth_style(gpu, n)
+        axes[0][0].plot(range(len(losses)), losses, color=st.color, linewidth=1.0, label=name)
+        if spikes:
+            axes[0][0].plot(spikes, [losses[t] for t in spikes], linestyle="none", marker="x", color=st.color,
+                            label=f"{name}: {len(spikes)} spike(s)")
+        if name in diffs:
+            axes[0][1].plot(range(len(diffs[name])), diffs[name], color=st.color, linewidth=1.0, label=name)
+    axes[0][0].set_ylabel("training loss (nats)")
+    axes[0][0].set_title("loss per step, same batches in the same order")
+    if diffs:
+        axes[0][1].axhline(0.0, color="#555555", linewidth=1.0, linestyle="--")
+        axes[0][1].set_ylabel("loss - its bf16 run's (nats)")
+        axes[0][1].set_title("difference from bf16 at each step")
+    for ax in axes[0]:
+        ax.set_xlabel("step")
+        ax.grid(True, alpha=0.3)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=3, frameon=False)
+    fig.suptitle("\n".join(textwrap.wrap(f"{title} ({setting})", 120)))
+    return Chart(title, to_svg(fig))

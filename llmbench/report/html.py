@@ -116,12 +116,18 @@ def _build(sections: list[Section], more: dict[str, list[Table]]) -> list[_Built
 def _charts(b: _Built) -> list[Chart]:
     # here, not at the top: every `llmbench` command imports this module (versus -> pair_view), and
     # matplotlib's import was over a second of each command's start
-    from llmbench.report.charts import pareto_charts, scenario_charts, speedup_charts, timeline_charts
+    from llmbench.report.charts import (
+        loss_curve_charts,
+        pareto_charts,
+        scenario_charts,
+        speedup_charts,
+        timeline_charts,
+    )
 
     charts = speedup_charts(b.sec.cmp) if b.sec.cmp else []
     for scenario in dict.fromkeys(c.scenario for s in b.sec.sets for c in s.rs.cases):
         charts += scenario_charts(b.sec.sets, scenario)
-    return charts + timeline_charts(b.sec.sets) + pareto_charts(b.sec.sets)
+    return charts + timeline_charts(b.sec.sets) + loss_curve_charts(b.sec.sets) + pareto_charts(b.sec.sets)
 
 
 def _fold(summary: str, inner: list[str]) -> str:
