@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from llmbench.engines.base import ModelRef
+from llmbench.models.corpus_order import HELD_OUT_TOKENS
 from llmbench.models.presets import PRESETS, get_preset
 from llmbench.models.synthetic import progression_batches
 
@@ -70,7 +71,7 @@ def _stack(rows: list[list[int]], batch: int, device: str) -> list[Any]:
 
 
 def train_data(data: str, model: ModelRef, *, vocab: int, batch: int, seq: int, steps: int, device: str,
-               seed: int = 0) -> TrainData:
+               seed: int = 0, held_out: int = HELD_OUT_TOKENS) -> TrainData:
     """`steps` training batches and the held-out ones of `data`; for the progression task the batches
     cycle through 16 distinct ones (as the timed loops always have)."""
     if data == "progression":
@@ -83,7 +84,7 @@ def train_data(data: str, model: ModelRef, *, vocab: int, batch: int, seq: int, 
         raise ValueError(f"unknown data {data!r}; valid: progression, pydoc")
     from llmbench.models.corpus_order import train_order
 
-    order = train_order(tokenizer_for(model), seq_len=seq, batch=batch, steps=steps, seed=seed)
+    order = train_order(tokenizer_for(model), seq_len=seq, batch=batch, steps=steps, seed=seed, held_out=held_out)
     top = max(max(max(s) for s in b) for b in order.batches)
     if top >= vocab:
         raise ValueError(f"the tokenizer gives id {top}, beyond the model's vocabulary of {vocab}")
