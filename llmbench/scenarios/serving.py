@@ -62,6 +62,10 @@ class ServingParams(ScenarioParams):
     multi_turn: int = Field(1, ge=1, description="turns per conversation (each appends to the history)")
     request_timeout_s: float = Field(DEFAULT_REQUEST_TIMEOUT_S, gt=0, description="longest one request may take, "
                                      "from its send to its last byte; a request past it fails with 'timeout'")
+    # added after serving sets were published: out of the id while at their defaults (ids.AddedLater)
+    added_later: ClassVar[frozenset[str]] = frozenset({
+        "limits", "search", "search_start", "search_top", "search_repeats", "search_resolution",
+        "client_processes", "saturation_window_s"})
     limits: str | None = Field(None, description="SLO as percentile limits, 'ttft_p99=500ms,tpot_p99=30ms', or a "
                                "preset (mlperf-llama3.1-8b-interactive, ...): each point is checked against it")
     search: Literal["concurrency", "rate"] | None = Field(None, description="search the highest concurrency or "
