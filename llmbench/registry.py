@@ -85,8 +85,9 @@ class Registry(Generic[T]):
             self._import_entry(name)
         return self._items.get(name) if isinstance(name, str) else None
 
-    def _scan(self) -> None:
-        self._load()
+    def _scan(self, plugins: bool = True) -> None:
+        if plugins:
+            self._load()
         if not self._scanned:
             self._scanned = True
             pkg = importlib.import_module(self.package)
@@ -97,6 +98,12 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         self._scan()
         return sorted(self._items)
+
+    def own(self) -> list[tuple[str, type[T]]]:
+        """The package's own entries, no plugin imported: what help text lists, read as the CLI starts
+        (a broken plugin is a command's one-line error, later)."""
+        self._scan(plugins=False)
+        return sorted((n, c) for n, c in self._items.items() if c.__module__.startswith(f"{self.package}."))
 
     def get(self, name: str) -> type[T]:
         found = self._find(name)

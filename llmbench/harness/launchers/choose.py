@@ -54,8 +54,8 @@ def option_pairs(pairs: list[str]) -> dict[str, str]:
 
 
 def launcher_help() -> str:
-    """The registered launchers, each with what it does (`llmbench run --help`)."""
-    return "; ".join(f"{n}: {cls.description}" for n, cls in LAUNCHERS)
+    """llmbench's launchers, each with what it does (`llmbench run --help`; a plugin's are listed in errors)."""
+    return "; ".join(f"{n}: {cls.description}" for n, cls in LAUNCHERS.own())
 
 
 def check_launcher(options: LauncherOptions, gpus: str | None = None, repeat: int = 1, parallel: bool = False) -> None:
