@@ -26,9 +26,8 @@ from pathlib import Path
 
 from report_out import emit
 
-from llmbench.serving.bench import run_async
 from llmbench.serving.client import Endpoint
-from llmbench.serving.load import Schedule, Session, Turn, run_load
+from llmbench.serving.load import Schedule, Session, Turn, run_async, run_load
 from llmbench.serving.procs import run_load_processes
 from llmbench.serving.server import ServerProcess, free_port
 

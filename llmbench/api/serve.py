@@ -156,8 +156,9 @@ def _named_gpu(gpu: str | None) -> dict[str, Any] | None:
 def reach_server(url: str, model: str, timeout_s: float = 30.0) -> None:
     """GET /v1/models of the server: a UserError naming the URL and why (a closed port: 'connection
     refused') where it is not there or does not serve `model`."""
-    from llmbench.serving.bench import ServerUnusable, run_async, served_models
+    from llmbench.serving.bench import ServerUnusable, served_models
     from llmbench.serving.client import Endpoint
+    from llmbench.serving.load import run_async
 
     try:
         run_async(served_models(Endpoint(url, "completions", model, min(timeout_s, 30.0))))

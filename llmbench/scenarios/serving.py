@@ -122,6 +122,12 @@ class ServingParams(ScenarioParams):
     def served_model(self) -> str:
         return self.model or str(self.preset)
 
+    def at_point(self, load: float, repeat: int) -> ServingParams:
+        """The params of one point of a search: `load` on the searched axis, its own seed, no search."""
+        assert self.search is not None
+        value: float | int = int(load) if self.search == "concurrency" else float(load)
+        return self.model_copy(update={self.search: value, "search": None, "seed": self.seed + repeat})
+
 
 @SCENARIOS.register("serving")
 class ServingScenario(Scenario):
@@ -198,7 +204,7 @@ def measure(params: ServingParams, info: dict[str, Any], engine: ServedEngine, p
             if params.search is not None:
                 from llmbench.scenarios.serving_search import run_search
 
-                return run_search(params, ep, tok_dir, info, engine.gpus(placed_gpus), progress)
+                return run_search(params, ep, tok_dir, info, engine.gpus(placed_gpus), workload, progress)
             return run_point(ep, sessions, sched, slo=parse_slo(params.slo), limits=limits,
                              n_gpus=engine.gpus(placed_gpus), asked_rate=asked, progress=progress, info=info,
                              client_processes=params.client_processes, window_s=params.saturation_window_s)
@@ -243,9 +249,7 @@ def workload(params: ServingParams, tok_dir: str, info: dict[str, Any]) -> tuple
     tok = load_tokenizer(tok_dir)
     n, seed = params.num_requests, params.seed
     if params.search is not None:  # the search's first point stands for its workload until it runs its own
-        from llmbench.scenarios.serving_search import point_params
-
-        params = point_params(params, params.search_start, 0)
+        params = params.at_point(params.search_start, 0)
     info["seed"] = seed
     if params.trace is not None:
         rows = read_trace(params.trace, params.time_scale, limit=n)

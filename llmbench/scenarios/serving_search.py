@@ -6,6 +6,7 @@ and SLO attainment curve) are in info `capacity.points`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from llmbench.results import MetricResult, Stats
@@ -16,17 +17,11 @@ CURVE_KEYS = ("requests_sent", "requests_ok", "requests_failed", "good_requests"
               "stopped_requests", "not_started")
 
 
-def point_params(params: Any, load: float, repeat: int) -> Any:
-    """The params of one point of the search: its load on the searched axis, its own seed, no search."""
-    axis = params.search
-    value: float | int = int(load) if axis == "concurrency" else float(load)
-    return params.model_copy(update={axis: value, "search": None, "seed": params.seed + repeat})
-
-
 def run_search(params: Any, ep: Any, tok_dir: str, info: dict[str, Any], n_gpus: int,
+               workload: Callable[[Any, str, dict[str, Any]], tuple[list[Any], Any, float | None]],
                progress: Any = None) -> dict[str, MetricResult]:
-    """Search the case's capacity; the metrics of the case (see the module docstring)."""
-    from llmbench.scenarios.serving import workload
+    """Search the case's capacity; the metrics of the case (see the module docstring). `workload`
+    builds one point's sessions, schedule and asked rate from its params (`params.at_point`)."""
     from llmbench.serving.analysis import parse_slo
     from llmbench.serving.bench import run_point
     from llmbench.serving.slo import parse_limits
@@ -35,7 +30,7 @@ def run_search(params: Any, ep: Any, tok_dir: str, info: dict[str, Any], n_gpus:
     best: dict[str, Any] = {}
 
     def measure(load: float, repeat: int, phase: str) -> PointOutcome:
-        p = point_params(params, load, repeat)
+        p = params.at_point(load, repeat)
         got: dict[str, Any] = {}
         sessions, sched, asked = workload(p, tok_dir, got)
         try:

@@ -4,35 +4,23 @@ turn the records into metrics. The scenario and `llmbench serve-bench` both call
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from llmbench.results import MetricResult
 from llmbench.serving.analysis import peak_in_flight, summarize
 from llmbench.serving.client import Endpoint, connect_error, stream_request
-from llmbench.serving.load import LoadResult, Schedule, Session, open_session, run_load
+from llmbench.serving.load import LoadResult, Schedule, Session, open_session, run_async, run_load
 from llmbench.serving.records import RequestRecord, to_columns
 from llmbench.serving.slo import Slo
 
-T = TypeVar("T")
 TEST_TOKENS = 4
 
 
 class ServerUnusable(RuntimeError):
     """The server cannot be benchmarked: unreachable, or not serving the model. (A test request the
     server answers with an error is not this: it is a failed request of the point, counted.)"""
-
-
-def run_async(coro: Coroutine[Any, Any, T], uvloop_if_installed: bool = True) -> tuple[T, str]:
-    """Run on uvloop when it is installed (a faster client), else asyncio's loop; which one is returned."""
-    if uvloop_if_installed:
-        with contextlib.suppress(ImportError):
-            import uvloop
-
-            return uvloop.run(coro), "uvloop"
-    return asyncio.run(coro), "asyncio"
 
 
 async def served_models(ep: Endpoint, http: Any = None) -> list[Any]:

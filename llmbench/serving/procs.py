@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from llmbench.serving.client import Endpoint
-from llmbench.serving.load import LoadResult, Schedule, Session, run_load
+from llmbench.serving.load import LoadResult, Schedule, Session, run_async, run_load
 from llmbench.serving.watch import Watch
 
 START_AHEAD_S = 0.2  # the shared origin lies this far after the last process said it is ready
@@ -39,8 +39,6 @@ def shares(sessions: list[Session], sched: Schedule, n: int) -> list[tuple[list[
 
 def _worker(ep: Endpoint, sessions: list[Session], sched: Schedule, window_s: float, ready: Any, start: Any,
             origin: Any, stop: Any, results: Any, uvloop_if_installed: bool) -> None:
-    from llmbench.serving.bench import run_async
-
     ready.put(1)
     start.wait(READY_TIMEOUT_S)
     result, _ = run_async(run_load(ep, sessions, sched, window_s=window_s, t0=origin.value,
