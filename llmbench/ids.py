@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, model_serializer
 
+from llmbench.redact import machine_paths
+
 # A name that becomes part of a file or folder name (a suite's, serve-bench's --name and --gpu): one
 # path component that cannot climb out of its folder, hide as a dotfile or exceed a file name's length.
 NAME_MAX = 100
@@ -52,7 +54,9 @@ class AddedLater(BaseModel):
 
 
 def case_id(scenario: str, params: dict[str, Any]) -> str:
-    blob = json.dumps({"scenario": scenario, "params": params}, sort_keys=True, default=str)
+    """The case's id: a hash of its scenario and params as a result set writes them (no path of the
+    machine: `redact.machine_paths`), so a set's stored params give back its ids on any machine."""
+    blob = machine_paths(json.dumps({"scenario": scenario, "params": params}, sort_keys=True, default=str))
     return f"{scenario}/{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:12]}"
 
 

@@ -21,8 +21,8 @@ What a result set is written with besides (`machine_paths`, in `results.to_json`
 reference data): no absolute path of the machine that measured it. A path under the working folder or the
 llmbench checkout is written relative to it (`serving-logs/x.log`, `llmbench/harness/worker.py` in a
 traceback); under the temporary folder as `$TMPDIR/...`, under the Python environment as
-`$PYTHON_PREFIX/...`, under the home folder as `~/...`. A case id stays the hash of the params as the case
-ran them (a resume finds its cases by it); system paths (`/usr/lib/...`, `/dev/shm`) are kept."""
+`$PYTHON_PREFIX/...`, under the home folder as `~/...`. A case id is the hash of its params as written so
+(`ids.case_id`): a set's stored params give back its ids. System paths (`/usr/lib/...`) are kept."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -154,10 +154,14 @@ def machine_paths(text: str, roots: Iterable[tuple[str, str]] | None = None) -> 
     this machine's) written without it: relative for the working folder and the checkout, else as its
     word (`$TMPDIR/x`). A root matches whole folder names only (`/tmp` not in `/tmpfs`)."""
     for root, word in machine_roots() if roots is None else roots:
-        # the root where a path starts (not inside a longer word or path), then '/' or the path's end
-        pattern = re.compile(r"(?<![\w.~$/-])" + re.escape(root) + r"(/|(?=[\"'\s\\:,;)\]}]|$))")
-        text = pattern.sub(partial(_without_root, word), text)
+        text = _root_pattern(root).sub(partial(_without_root, word), text)
     return text
+
+
+@lru_cache(maxsize=64)
+def _root_pattern(root: str) -> re.Pattern[str]:
+    """`root` where a path starts (not inside a longer word or path), then '/' or the path's end."""
+    return re.compile(r"(?<![\w.~$/-])" + re.escape(root) + r"(/|(?=[\"'\s\\:,;)\]}]|$))")
 
 
 def _without_root(word: str, m: re.Match[str]) -> str:
