@@ -80,15 +80,13 @@ class FP8Train(Scenario):
         with tr.oom_as_result(ctx):
             ctx.progress(0.0, "bf16 baseline")
             base = self._train(params, ctx, rule, "none", ref, data)
-            session_info: dict[str, Any] = {}
             if params.recipe == "bf16":
                 run = base
             else:
                 _free(ctx)
                 ctx.progress(0.5, params.recipe)
                 run = self._train(params, ctx, rule, _fp8(params.recipe), ref, data)
-                session_info = run.info
-        ctx.info.update(session_info)
+        ctx.info.update(run.info)
         ctx.code_path.update(run.path)
         if run is not base:
             ctx.code_path["baseline_linears"] = base.path["linears"]
