@@ -22,7 +22,10 @@ class MetricDef:
     case run side by side is the sum of theirs (a throughput, an energy), as placement.replicas combines them;
     a latency (ms) pools their samples, anything else keeps the worst copy's (harness/launchers/replicas.py).
     `at_most`: a share that cannot exceed this where its ceiling is a roof; a value above it is flagged (the
-    ceiling it was read against was measured, not a bound)."""
+    ceiling it was read against was measured, not a bound). `version`: the definition's version, raised
+    when what the name measures changes (a new window, a new formula): each measured value records it
+    (MetricResult.definition; a set written before it was recorded reads as 1), and no rule pools or
+    ratios values of two versions."""
 
     name: str
     unit: str
@@ -32,6 +35,7 @@ class MetricDef:
     per_batch: bool = False
     additive: bool = False
     at_most: float | None = None
+    version: int = 1
 
     @property
     def family_name(self) -> str:

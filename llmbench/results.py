@@ -104,6 +104,13 @@ class MetricResult(Closed):
     stats: Stats | None = None
     samples: list[float] | None = None
     flags: list[str] = Field(default_factory=list)
+    # the version of the metric's definition it was measured by (metrics.MetricDef.version); absent: a
+    # value written before llmbench recorded it, or one of no registered metric, read as 1 (`version`)
+    definition: int | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @property
+    def version(self) -> int:
+        return self.definition or 1
 
     @classmethod
     def from_samples(cls, name: str, samples: list[float], flags: list[str] | None = None) -> MetricResult:
@@ -123,11 +130,13 @@ class MetricResult(Closed):
             stats=stats,
             samples=[float(f"{s:.6g}") for s in samples],
             flags=[*flags, *beyond(name, float(stats.median))],  # type: ignore[arg-type]
+            definition=metric(name).version,
         )
 
     @classmethod
     def single(cls, name: str, value: float, flags: list[str] | None = None) -> MetricResult:
-        return cls(value=float(value), unit=metric(name).unit, flags=[*(flags or []), *beyond(name, value)])
+        return cls(value=float(value), unit=metric(name).unit, flags=[*(flags or []), *beyond(name, value)],
+                   definition=metric(name).version)
 
     def non_finite(self) -> list[str]:
         """What of the metric is NaN or infinite: 'value nan', 'stats cv, ci95', '2 of 10 samples'."""
