@@ -42,6 +42,7 @@ from against_committed import committed
 from report_out import emit
 
 from llmbench.analysis.compare import headline_metric_names
+from llmbench.analysis.runs import Run, same_measurement
 from llmbench.measure.host_speed import SLOWED, slowdowns
 from llmbench.measure.stats import prediction_interval
 from llmbench.results import CaseResult, ResultSet, load, started_unix
@@ -106,11 +107,15 @@ def alone_host_slowdowns(sets: list[ResultSet]) -> dict[str, float]:
     return {cid: round(statistics.median(v), 3) for cid, v in seen.items()}
 
 
-def _alone_values(case: CaseResult, name: str, sets: list[ResultSet]) -> list[float]:
+def _alone_values(case: CaseResult, name: str, sets: list[ResultSet], new: ResultSet | None = None) -> list[float]:
+    """The alone runs' figures that measured what `case` (of the set `new`) measured: the one rule's
+    pooling (runs.same_measurement: one recorded code path, else one repeat group)."""
+    mine = Run("", new or ResultSet(suite=""), case)
     return [float(o.metrics[name].value) for rs in sets for o in rs.cases
             if o.id == case.id and o.status == "ok" and name in o.metrics
             and not o.info.get("ran_beside_cases") and float(o.metrics[name].value) > 0
-            and (name not in CEILING_BOUND or _ceiling(o) == _ceiling(case))]
+            and (name not in CEILING_BOUND or _ceiling(o) == _ceiling(case))
+            and same_measurement(mine, Run("", rs, o))]
 
 
 def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None = None) -> list[dict[str, Any]]:
@@ -125,8 +130,8 @@ def rows(new: ResultSet, sets: list[ResultSet], machine: list[ResultSet] | None 
         for name, m in sorted(c.metrics.items()):
             if name not in names:
                 continue
-            here = _alone_values(c, name, machine)
-            alone = _alone_values(c, name, sets) + here
+            here = _alone_values(c, name, machine, new)
+            alone = _alone_values(c, name, sets, new) + here
             if not alone or float(m.value) <= 0:
                 continue
             median = statistics.median(alone)

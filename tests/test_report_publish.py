@@ -88,13 +88,17 @@ def test_a_suite_one_gpu_ran_is_compared_with_the_other_gpus_runs_of_its_cases(t
 
 def test_spread_runs_are_pooled_into_the_published_side(tmp_path: Path) -> None:
     """Runs kept under results/spread/<slug>/ are runs of their GPU like any other: the rule pools them
-    with the GPU's other runs of a case (here none recorded a code path), so its cases carry the spread
+    with the GPU's other runs of a case (here all recorded one code path), so its cases carry the spread
     between runs (the noise floor) and intervals that include it; the GPU's spread page lists them."""
-    save(h100_set(), tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
+    first = h100_set()
+    for c in first.cases:
+        c.code_path = {"mode": "eager"}
+    save(first, tmp_path / "h100-sxm-80gb" / "quickstart-1.json")
     save(h200_set(), tmp_path / "h200-sxm-141gb" / "quickstart-1.json")
     for i, scale in enumerate((0.98, 1.02)):
         run = h100_set(created_at=f"2026-11-24T0{i}:00:00Z")
         for c in run.cases:
+            c.code_path = {"mode": "eager"}
             for m in c.metrics.values():
                 m.value *= scale
                 m.samples = [v * scale for v in m.samples] if m.samples else m.samples

@@ -132,8 +132,9 @@ def test_the_runs_interval_is_wider_than_the_single_run_one(tmp_path: Path) -> N
 
 
 def test_a_gpu_is_one_side_over_several_leases_and_pool_joins_one_gpus_sets(tmp_path: Path) -> None:
-    """Sets of two GPUs: each GPU one side, its runs chosen by the one rule (here: six runs that recorded
-    no code path, pooled with each other). Sets of one GPU: each repeat group a side, unless --pool."""
+    """Sets of two GPUs: each GPU one side, its runs chosen by the one rule (here: runs that recorded no
+    code path, so only the newest repeat group's pool). Sets of one GPU: each repeat group a side, unless
+    --pool."""
     a = _write_group(tmp_path / "a", _env(H200_ENV, "m1"), "g1", [800.0, 810.0, 805.0], "20261101")
     b = _write_group(tmp_path / "b", _env(H200_ENV, "m2"), "g2", [790.0, 800.0, 795.0], "20261102")
     base = tmp_path / "h100.json"
@@ -141,10 +142,10 @@ def test_a_gpu_is_one_side_over_several_leases_and_pool_joins_one_gpus_sets(tmp_
     assert len(load_sets([*a, *b])) == 2  # one GPU: two repeat groups, two sides
     assert [len(s.all_runs) for s in load_sets([*a, *b], pool=True)] == [6]
     sets = load_sets([base, *a, *b])
-    assert [len(s.all_runs) for s in sets] == [1, 6] and sets[1].chosen is not None
-    assert sets[1].machines == 2
+    assert [len(s.all_runs) for s in sets] == [1, 3] and sets[1].chosen is not None
+    assert sets[1].machines == 1
     row = next(r for r in compare(sets).rows if r.metric == "tflops")
-    assert row.runs == [1, 6] and row.machines[1] == 2
+    assert row.runs == [1, 3] and row.machines[1] == 1
     assert row.ratios[1] is not None and row.ratios[1].method == RUNS_CI_METHOD  # one side single: borrowed spread
 
 
@@ -186,8 +187,9 @@ def test_a_folder_stands_for_every_set_in_it(tmp_path: Path) -> None:
     _write_group(folder, _env(H200_ENV, "m"), "old", [700.0, 710.0, 720.0], "20261101")
     _write_group(folder, _env(H200_ENV, "m"), "new", [800.0, 810.0, 820.0], "20261102")
     assert [len(s.all_runs) for s in load_sets([folder])] == [3, 3]  # one GPU: a side per repeat group
-    (side,) = load_sets([folder], by_gpu=True)  # by the rule: no run recorded a code path, all six pool
-    assert len(side.all_runs) == 6 and side.chosen is not None
+    (side,) = load_sets([folder], by_gpu=True)  # by the rule: no run recorded a code path, one group pools
+    assert len(side.all_runs) == 3 and side.chosen is not None
+    assert {(r.repeat_info or {}).get("group") for r in side.all_runs} == {"new"}
 
 
 def test_plan_passes_continues_an_unfinished_group(tmp_path: Path) -> None:

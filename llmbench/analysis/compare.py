@@ -27,6 +27,7 @@ from llmbench.analysis.pooled import (
     runs_seed,
 )
 from llmbench.analysis.runs import GpuRuns, RunLine, run_lines
+from llmbench.errors import UserError
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
 from llmbench.metrics import METRICS, SPEED_UNITS, Better
 from llmbench.results import CaseResult, MetricResult, ResultSet
@@ -169,7 +170,7 @@ class Comparison:
     @property
     def coverage(self) -> str:
         """What the overall speed ratio covers: '16 cases: gemm 4, bandwidth 3, generate 9 (hf 3, vllm 6)'."""
-        ids = {r.case_id: r.scenario for r in self.rows if r.unit in SPEED_UNITS and r.better != "neither"}
+        ids = {r.case_id: r.scenario for r in self.rows if is_speed(r) and r.better != "neither"}
         base = self.sets[self.baseline]
         parts = []
         for sc in dict.fromkeys(ids.values()):
@@ -378,6 +379,39 @@ def compare(sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | No
     )
 
 
+@dataclass(frozen=True)
+class SuiteFigure:
+    """GPUs compared over one suite's cases as every command reads it: the suite, and the comparison
+    (`suite_comparison`)."""
+
+    suite: str
+    comparison: Comparison
+
+    @property
+    def overall(self) -> Geomean | None:
+        return next((g for g in self.comparison.geomeans if g.scenario == "overall" and g.metric == "speed"), None)
+
+
+def suite_comparison(gpus: list[GpuRuns], floor: NoiseFloor | None) -> SuiteFigure | None:
+    """The GPUs (the first the baseline) over the declared cases (`runs.declared_cases`: the headline
+    suite's), each GPU's chosen runs of them, joined on the cases measured with the same settings, on
+    each scenario's headline metrics: the figure the pages, `compare` and `versus` print. None where the
+    GPUs share no declared case."""
+    from llmbench.analysis.runs import declared_cases
+    from llmbench.analysis.suitejoin import plan_joins
+
+    declared = declared_cases({g.gpu: g for g in gpus})
+    if declared is None:
+        return None
+    suite, ids = declared
+    sides = [g.only(ids).side(g.gpu) for g in gpus]
+    try:
+        group = plan_joins(sides).groups[0]
+    except UserError:  # every shared case measured with other settings on each GPU
+        return None
+    return SuiteFigure(suite, compare(group, 0, headline_metric_names(), floor))
+
+
 def metric_rows(
     sets: list[SetRef], baseline: int, keep: Callable[[str, str, str], bool] | None = None,
     floor: NoiseFloor | None = None,
@@ -448,6 +482,8 @@ def _metric_rows(
         better: Better = mdef.better if mdef else "neither"  # an unknown metric is shown, not ratioed
         if batches_differ and mdef is not None and mdef.per_batch:
             better = "neither"  # a step at 25 samples against one at 64: shown, not ratioed
+        if len({m[name].version for side in runs for c in side if name in (m := case_metrics(c))}) > 1:
+            better = "neither"  # two definitions of the metric (MetricDef.version): shown, not ratioed
         # each side's ok runs of the metric, with the machine of each
         on = [[(m[name], machine_of(r, f"{i}:{k}")) for k, (r, c) in enumerate(sets[i].case_sets(cid))
                if c.status == "ok" and name in (m := case_metrics(c))] for i in range(len(sets))]
@@ -507,30 +543,38 @@ def _speed_geomean(members: list[MetricRow], i: int) -> tuple[Ratio | None, int]
     return geomean([rs[0] if len(rs) == 1 else geomean(rs) for rs in cells.values()]), len(cells)
 
 
+def is_speed(r: MetricRow) -> bool:
+    """Whether a row goes into a speed geomean: a headline speed metric of its case's scenario."""
+    return r.unit in SPEED_UNITS and is_headline(r.scenario, r.metric)
+
+
 def case_speed_ratios(cmp: Comparison, i: int) -> dict[str, Ratio]:
     """Each joined case's speed ratio for side `i`: the geometric mean of its speed metrics, each metric
     family once (as the scenario's speed geomean counts it)."""
     by_case: dict[str, list[MetricRow]] = {}
     for r in cmp.rows:
-        if r.better != "neither" and r.unit in SPEED_UNITS:
+        if r.better != "neither" and is_speed(r):
             by_case.setdefault(r.case_id, []).append(r)
     return {cid: got for cid, members in by_case.items() if (got := _speed_geomean(members, i)[0]) is not None}
 
 
 def _geomeans(rows: list[MetricRow], nsets: int) -> list[Geomean]:
     """Per scenario and metric, per scenario over its speed metrics, and overall over speed metrics;
-    a speed geomean counts each metric family (metrics.py) once per case."""
+    a speed geomean counts each metric family (metrics.py) once per case, over each scenario's headline
+    speed metrics (`is_headline`): the figure is the same whether a comparison keeps every metric or
+    the headline ones (the pages, `--headline`)."""
     groups: dict[tuple[str, str], list[MetricRow]] = {}
     for r in rows:
         if r.better == "neither":
             continue
+        speed = is_speed(r)
         if r.measures_host:  # measures the host: a mean of its own, never in a GPU's
             groups.setdefault((HOST_BOUND, r.metric), []).append(r)
-            if r.unit in SPEED_UNITS:
+            if speed:
                 groups.setdefault((HOST_BOUND, "speed"), []).append(r)
             continue
         groups.setdefault((r.scenario, r.metric), []).append(r)
-        if r.unit in SPEED_UNITS:
+        if speed:
             groups.setdefault((r.scenario, "speed"), []).append(r)
             groups.setdefault(("overall", "speed"), []).append(r)
     out = []

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Iterable
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from llmbench.analysis.codepath import compared_path
 from llmbench.analysis.hostbound import HOST_FAMILY, floor_family
-from llmbench.analysis.inputs import SPREAD_DIR
+from llmbench.analysis.inputs import SPREAD_DIR, shown
 from llmbench.analysis.labels import is_measured
 from llmbench.metrics import METRICS, SPEED_UNITS
 from llmbench.results import CaseResult, ReadWarning, ResultSet, load
@@ -75,6 +76,23 @@ class NoiseFloor:
     def __bool__(self) -> bool:
         return bool(self.floors)
 
+    def to_list(self) -> list[dict[str, object]]:
+        """The floor as JSON rows (the packaged export ships it: its runs are the chosen ones, the floor
+        is read from every run)."""
+        return [{"gpu": k[0], "scenario": k[1], "family": k[2], **asdict(f)} for k, f in sorted(self.floors.items())]
+
+    @classmethod
+    def from_list(cls, rows: Iterable[dict[str, Any]]) -> NoiseFloor:
+        keys = {f.name for f in fields(Floor)}
+        return cls({(r["gpu"], r["scenario"], r["family"]): Floor(**{k: v for k, v in r.items() if k in keys})
+                    for r in rows})
+
+    def only(self, slugs: Collection[str]) -> NoiseFloor:
+        return NoiseFloor({k: f for k, f in self.floors.items() if k[0] in slugs})
+
+    def without(self, slugs: Collection[str]) -> NoiseFloor:
+        return NoiseFloor({k: f for k, f in self.floors.items() if k[0] not in slugs})
+
 
 def run_key(rs: ResultSet) -> tuple[str, ...]:
     """What tells one run (result set) from another wherever it was read from: GPU, suite, creation time,
@@ -93,12 +111,11 @@ GPU_WIDE = "*"  # the key of a GPU's between-machine spread: its speed families'
 Cell = tuple[str, str, str, str, str, str, str]  # (slug, case id, scenario, metric, floor family, path or group, side)
 
 
-def cells_of(runs: Iterable[ResultSet], side: str = "", apart: bool = True
-             ) -> dict[Cell, dict[str, list[tuple[str, float]]]]:
+def cells_of(runs: Iterable[ResultSet], side: str = "") -> dict[Cell, dict[str, list[tuple[str, float]]]]:
     """Each cell's (run, log run median) by machine: the runs of a case that ran the same recorded code path,
     or, where a case recorded none, the passes of one repeat group (the module docstring says why).
     `side` names the runs of one compared side: they pool whether or not they recorded a path (the side,
-    a repeat group or --pool, says they are one measurement), and with `apart` in cells of their own, so
+    a repeat group or --pool, says they are one measurement), in cells of their own, so
     that the runs under test never pool with another side's into one spread."""
     cells: dict[Cell, dict[str, list[tuple[str, float]]]] = {}
     for index, rs in enumerate(runs):
@@ -120,19 +137,19 @@ def cells_of(runs: Iterable[ResultSet], side: str = "", apart: bool = True
                 mdef = METRICS.get(name)
                 if mdef is None or mdef.better == "neither" or not np.isfinite(m.value) or m.value <= 0:
                     continue  # a NaN or Inf run is no spread: one would make the whole floor NaN
-                key = (rs.gpu_slug, c.id, c.scenario, name, floor_family(c, name), same, side if apart else "")
+                key = (rs.gpu_slug, c.id, c.scenario, name, floor_family(c, name), f"{same} v{m.version}", side)
                 cells.setdefault(key, {}).setdefault(machine, []).append((f"{side}{index}", float(np.log(m.value))))
     return cells
 
 
-def floor_of(runs: Iterable[ResultSet], sides: Iterable[Iterable[ResultSet]] = (), apart: bool = True) -> NoiseFloor:
+def floor_of(runs: Iterable[ResultSet], sides: Iterable[Iterable[ResultSet]] = ()) -> NoiseFloor:
     """The floor from result sets, per GPU, scenario and metric family, at two levels (`Floor`): one-way
     analysis of variance per cell (machines the groups), mean squares pooled over the cells with their
     degrees of freedom. `sides`: the runs of the sides being compared, each side's cells apart from the
-    others' and from `runs` where `apart` (pass `runs` without them)."""
+    others' and from `runs` (pass `runs` without them)."""
     cells = cells_of(runs)
     for k, side in enumerate(sides):
-        for key, by_machine in cells_of(side, side=f"side {k}", apart=apart).items():
+        for key, by_machine in cells_of(side, side=f"side {k}").items():
             for machine, got in by_machine.items():
                 cells.setdefault(key, {}).setdefault(machine, []).extend(got)
     acc: dict[tuple[str, str, str], _Sums] = {}
@@ -193,7 +210,7 @@ class _Level:
                 by_unit.setdefault(u, []).append(k)
         num = den_a = den_b = 0.0
         pairs = {(a, b) for ks in by_unit.values() for a in ks for b in ks if a < b}
-        for a, b in pairs:
+        for a, b in sorted(pairs):
             common = self.deviations[a].keys() & self.deviations[b].keys()
             if len(common) < 2:
                 continue
@@ -239,11 +256,14 @@ class _Sums:
 def floor_beside(runs: Iterable[ResultSet], sides: list[list[ResultSet]]) -> NoiseFloor:
     """The floor a comparison of `sides` reads: `runs` (its folders' sets) less the runs under test, and
     each side's runs in cells of their own, so that the difference under test never becomes the noise.
-    Sides of different GPUs never share a cell: their runs are read as any others (as the pages do)."""
-    under_test = {run_key(r) for side in sides for r in side}
+    Sides of different GPUs never share a cell: every run, theirs among them, is read as any other (a
+    case's runs pool by recorded code path, else within one repeat group), as the pages read them."""
     slugs = [{r.gpu_slug for r in side} for side in sides]
-    apart = any(a & b for k, a in enumerate(slugs) for b in slugs[k + 1:])
-    return floor_of([r for r in runs if run_key(r) not in under_test], sides, apart)
+    if not any(a & b for k, a in enumerate(slugs) for b in slugs[k + 1:]):  # each side its own GPU
+        every = {run_key(r): r for r in [*runs, *(r for side in sides for r in side)]}
+        return floor_of(every.values())
+    under_test = {run_key(r) for side in sides for r in side}
+    return floor_of([r for r in runs if run_key(r) not in under_test], sides)
 
 
 def floor_of_values(values: list[float]) -> Floor | None:
@@ -257,7 +277,12 @@ def floor_of_values(values: list[float]) -> Floor | None:
 
 def folder_runs(folders: Iterable[Path]) -> list[ResultSet]:
     """The result sets in `folders` (other *.json files there, a comparison's JSON say, are passed over)."""
-    return [rs for f in folders for p in sorted(f.glob("*.json")) if (rs := _result_set(p)) is not None]
+    return [rs for _, rs in folder_sets(folders)]
+
+
+def folder_sets(folders: Iterable[Path]) -> list[tuple[str, ResultSet]]:
+    """(where, set) of each result set in `folders`, `where` its path as a listing shows it."""
+    return [(shown(p), rs) for f in folders for p in sorted(f.glob("*.json")) if (rs := _result_set(p)) is not None]
 
 
 def folders_for(set_paths: Iterable[Path]) -> list[Path]:

@@ -8,7 +8,7 @@ headline figures; the reference data shipped with the package."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from llmbench.analysis.compare import Comparison, compare, headline_metric_names
 from llmbench.analysis.inputs import SetRef, display_names, load_checked, name_sets
 from llmbench.analysis.labels import gpu_display_name, is_measured
 from llmbench.analysis.noisefloor import NoiseFloor, floor_of
-from llmbench.analysis.runs import GpuRuns, RunLine, case_runs, run_lines, tree_sets
+from llmbench.analysis.runs import HEADLINE_SUITE, GpuRuns, RunLine, case_runs, run_lines, suite_cases, tree_sets
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.caseinfo import CaseInfo
 from llmbench.errors import UserError
@@ -29,7 +29,7 @@ from llmbench.serving.analysis import X as PARETO_X
 
 H100_SLUG = "h100-sxm-80gb"
 H200_SLUG = "h200-sxm-141gb"
-FIRST_SUITE = "headline"  # the suite made to answer: first, and compared wherever both GPUs ran its cases
+FIRST_SUITE = HEADLINE_SUITE  # the suite made to answer: first, and compared wherever both GPUs ran its cases
 BASE_ENGINE = "hf"  # the transformers engine: what another engine's cases are set beside
 ENGINE_EXTRA_METRICS = frozenset({"device_memory_used_gib"})  # what an engine preallocates, beside the headline
 
@@ -103,17 +103,6 @@ def tree_page(results_dir: Path, pair: tuple[str, str] = (H100_SLUG, H200_SLUG))
         single.append(section(title, members, metrics=headline))
     return Page(compared, single, published_sections(PUBLISHED),
                 run_lines(g for slug, g in gpus.items() if slug in pair), gpus)
-
-
-def suite_cases(gpus: Iterable[GpuRuns]) -> dict[str, dict[str, list[str]]]:
-    """Suite -> GPU -> the ids of the cases a run of that suite on that GPU holds, in first-seen order."""
-    out: dict[str, dict[str, list[str]]] = {}
-    for g in gpus:
-        runs = [r for c in g.cases.values() for r in c.used] + [lo.run for _, lo in g.left_out]
-        for r in sorted(runs, key=lambda r: r.file):
-            ids = out.setdefault(r.rs.suite, {}).setdefault(g.gpu, [])
-            ids += [] if r.case.id in ids else [r.case.id]
-    return out
 
 
 def _sweep(cases: list[CaseResult]) -> bool:
@@ -190,6 +179,12 @@ def export_sets(results_dir: Path) -> dict[str, ResultSet]:
     used = {(r.file, r.case.id) for g in case_runs(sets).values() for c in g.cases.values() for r in c.used}
     return {name: rs.model_copy(update={"cases": [_light(c) for c in rs.cases if (name, c.id) in used]})
             for name, rs in sets if any(f == name for f, _ in used)}
+
+
+def export_floor(results_dir: Path) -> NoiseFloor:
+    """The noise floor shipped beside the export: read from every run of the tree (the export holds the
+    chosen ones), so that the runs llmbench ships give the figures the tree gives."""
+    return floor_of(rs for _, rs in tree_sets(results_dir))
 
 
 EXPORT_STATS = ("n", "cv", "ci95", "n_bf16")  # what analysis reads of a run's stats besides its value

@@ -11,8 +11,8 @@ from statistics import geometric_mean
 from typing import Any
 
 from llmbench.analysis import parts, runs
-from llmbench.analysis.compare import Ratio, orient, runs_ratio
-from llmbench.analysis.noisefloor import NoiseFloor, floor_of, machine_of
+from llmbench.analysis.compare import Ratio, SuiteFigure, orient, runs_ratio, suite_comparison
+from llmbench.analysis.noisefloor import NoiseFloor, machine_of
 from llmbench.analysis.prices import Price, list_prices
 from llmbench.caseinfo import PublishedInfo, PublishedMatch
 from llmbench.errors import UserError, choices_text
@@ -101,11 +101,17 @@ class PairAnswer:
     prices: tuple[Price, Price] | None
     price_basis: str
     sources: dict[str, tuple[str, str, str]]  # source -> (citation, url, grade and why)
+    suite: SuiteFigure | None = None  # X over Y over the declared cases, as `compare` and the pages give it
+    read: str = ""  # which runs were read
 
     def to_dict(self) -> dict[str, Any]:
         def ev(e: Evidence | None) -> Any:
             return asdict(e) if e else None
-        return {"pair": [self.a, self.b], "price_basis": self.price_basis,
+        overall = self.suite.overall if self.suite else None
+        mine = overall.ratios[1] if overall else None
+        return {"pair": [self.a, self.b], "price_basis": self.price_basis, "read": self.read,
+                "suite": {"suite": self.suite.suite, "cases": overall.n if overall else 0,  # type: ignore[union-attr]
+                          "ratio": mine.to_dict() if mine else None} if self.suite else None,
                 "prices": [asdict(p) for p in self.prices] if self.prices else None,
                 "rows": [{"workload": r.workload.key, "title": r.title, "metric": r.workload.metric, "sides": r.sides,
                           "chosen": ev(r.chosen), "span": r.span, "controlled": r.controlled, "disagree": r.disagree,
@@ -285,15 +291,17 @@ def build_pair(a: str, b: str, results_dir: Path | None, given: list[tuple[str, 
     """X (`a`) vs Y (`b`) per workload, from the reference runs (a results tree's, and the packaged ones of
     every GPU it lacks: `runs.reference_sets`) and the user's own sets."""
     a, b = check_gpu(a), check_gpu(b)
-    sets = [*runs.reference_sets(results_dir), *(given or [])]
+    read = runs.reference_runs(results_dir, given or [])
+    sets, floor = read.sets, read.floor
     by_gpu = runs.case_runs(sets)
-    floor = floor_of(rs for _, rs in sets)
     ids = {g: set(gr.cases) for g, gr in by_gpu.items()}
     figs, (ra, rb) = _figures(), (by_gpu.get(a), by_gpu.get(b))
     checks = parts.checks(by_gpu, ids, {w.metric for w in workloads()}) + _published_checks(figs, by_gpu)
     bands = {k: parts.band(checks, k) for k in sorted({c.projection.split.klass for c in checks})}
     got, why = pair_prices(a, b, prices)
-    answer = PairAnswer(a, b, [], [], [], bands, got, why, {})
+    answer = PairAnswer(a, b, [], [], [], bands, got, why, {}, None, read.where)
+    if ra is not None and rb is not None:
+        answer.suite = suite_comparison([rb, ra], floor)
     fp8 = [lookup(g).peak("fp8") is not None for g in (a, b)]  # type: ignore[union-attr]
     for w in workloads():
         p0 = str(w.params.get("precision") or "-")

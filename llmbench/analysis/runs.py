@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 from llmbench.analysis.codepath import compared_path
 from llmbench.analysis.inputs import PUBLISHED_DIR, SPREAD_DIR, SetRef, load_checked, name_sets, pool_key, read_inputs
 from llmbench.analysis.labels import is_measured
+from llmbench.analysis.noisefloor import NoiseFloor, floor_of, run_key
 from llmbench.analysis.pooled import PooledMetric, pool_metric
 from llmbench.analysis.suitejoin import measurement_settings
 from llmbench.caseinfo import CaseInfo
@@ -23,6 +24,7 @@ from llmbench.results import CaseResult, MetricResult, ResultSet
 
 NOT_GPU_DIRS = (SPREAD_DIR, PUBLISHED_DIR)  # folders of a results tree that are no GPU's own runs
 CPU_PREFIX = "cpu-"  # results/cpu-<arch>/: runs on a machine without a GPU (`nox -s scenario`), no GPU's evidence
+HEADLINE_SUITE = "headline"  # the suite made to answer: a comparison of GPUs covers its cases unless widened
 MEASURED_DATA = Path(__file__).resolve().parents[1] / "references" / "data" / "measured"  # the packaged export
 
 
@@ -88,9 +90,15 @@ class Run:
         return compared_path(self.case)
 
     @property
+    def definitions(self) -> dict[str, int]:
+        """The metrics measured by a definition other than the first (metrics.MetricDef.version)."""
+        return {n: m.version for n, m in self.case.metrics.items() if m.version != 1}
+
+    @property
     def how(self) -> str:
-        """The code path and timing settings, as one comparable key."""
-        return json.dumps([self.path, measurement_settings(self.case.settings or {})], sort_keys=True, default=str)
+        """The code path, timing settings and metric definitions, as one comparable key."""
+        return json.dumps([self.path, measurement_settings(self.case.settings or {}), self.definitions],
+                          sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,7 @@ class CaseRuns:
     @property
     def note(self) -> str:
         """'' for runs of one recorded code path; otherwise what the figure is."""
-        return "" if self.path_recorded else "no code path recorded: runs pooled only with each other"
+        return "" if self.path_recorded else "no code path recorded: runs pooled only within one repeat group"
 
     def metric(self, name: str) -> PooledMetric | None:
         got: list[MetricResult] = [m for r in self.used if (m := r.case.metrics.get(name)) is not None]
@@ -135,13 +143,32 @@ class CaseRuns:
         return pooled.value if pooled is not None else None
 
 
+def same_measurement(a: Run, b: Run) -> bool:
+    """Whether two runs of a case measured one thing, so that they pool: the same recorded code path,
+    timing settings and metric definitions; where neither recorded a path, only the passes of one repeat
+    group (nothing says two separate runs took one path)."""
+    if a.how != b.how:
+        return False
+    if a.path is not None or a is b:
+        return True
+    group = (a.rs.repeat_info or {}).get("group")
+    return group is not None and group == (b.rs.repeat_info or {}).get("group")
+
+
 def _differs(a: Run, b: Run) -> str:
     """Why run `b` is not pooled with the chosen run `a` (same identity assumed)."""
     if b.path is None and a.path is not None:
         return "recorded no code path"
+    if a.path is None and b.path is None and a.how == b.how:
+        return "recorded no code path: pooled only within one repeat group"
     if a.path is not None and b.path is not None and a.path != b.path:
         keys = sorted(k for k in a.path.keys() | b.path.keys() if a.path.get(k) != b.path.get(k))
         return f"another code path ({', '.join(keys)})"
+    if a.definitions != b.definitions:
+        names = sorted(n for n in a.definitions.keys() | b.definitions.keys()
+                       if a.definitions.get(n, 1) != b.definitions.get(n, 1))
+        return "another metric definition (" + ", ".join(
+            f"{n} v{b.definitions.get(n, 1)}, not v{a.definitions.get(n, 1)}" for n in names) + ")"
     return "other timing settings"
 
 
@@ -159,8 +186,8 @@ def choose(gpu: str, case_id: str, runs: list[Run]) -> CaseRuns | None:
     left += [LeftOut(r, f"another measurement ({r.identity.label}, not {ident.label})")
              for r in ok if r.identity != ident]
     lead = next((r for r in same if r.path is not None), same[0])
-    used = [r for r in same if r.how == lead.how]
-    left += [LeftOut(r, _differs(lead, r)) for r in same if r.how != lead.how]
+    used = [r for r in same if same_measurement(lead, r)]
+    left += [LeftOut(r, _differs(lead, r)) for r in same if not same_measurement(lead, r)]
     return CaseRuns(gpu, case_id, used, left)
 
 
@@ -283,6 +310,72 @@ def case_runs(sets: Iterable[tuple[str, ResultSet]]) -> dict[str, GpuRuns]:
     return out
 
 
+def suite_cases(gpus: Iterable[GpuRuns]) -> dict[str, dict[str, list[str]]]:
+    """Suite -> GPU -> the ids of the cases a run of that suite on that GPU holds, in first-seen order."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for g in gpus:
+        runs = [r for c in g.cases.values() for r in c.used] + [lo.run for _, lo in g.left_out]
+        for r in sorted(runs, key=lambda r: r.file):
+            ids = out.setdefault(r.rs.suite, {}).setdefault(g.gpu, [])
+            ids += [] if r.case.id in ids else [r.case.id]
+    return out
+
+
+def declared_cases(gpus: dict[str, GpuRuns], first: Iterable[str] = (), at_least: int = 2
+                   ) -> tuple[str, set[str]] | None:
+    """The cases a comparison covers unless widened: those of the headline suite (the ids any run of it
+    holds on any of the GPUs, as the pages take them), else of the first suite of `first` (the suites in
+    the order they were given), that `at_least` of the GPUs ran ok; None where no suite's are."""
+    held = suite_cases(gpus.values())
+    for suite in dict.fromkeys([HEADLINE_SUITE, *first]):
+        ids = {cid for got in held.get(suite, {}).values() for cid in got}
+        if sum(bool(ids & set(g.cases)) for g in gpus.values()) >= at_least:
+            return suite, ids
+    return None
+
+
+ALL_CASES_OPTION = "--all-cases"
+
+
+@dataclass(frozen=True)
+class RuleInputs:
+    """What a comparison of GPUs reads: the sets (as `inputs.read_inputs` gives them) that hold a case it
+    covers, the cases it covers (None: every case), and the line that says so."""
+
+    loaded: list[tuple[str, str, ResultSet]]
+    ids: set[str] | None
+    note: str
+
+
+def rule_inputs(given: list[tuple[str, str, ResultSet]], beside: list[tuple[str, ResultSet]],
+                all_cases: bool = False) -> RuleInputs:
+    """The sets a comparison of the GPUs of `given` reads: `given` and the measured sets `beside` them
+    (their folders: results/<gpu>/, results/spread/<gpu>/) of the same GPUs, so that a case's runs are
+    the same whether a folder, a glob or its files were named (the one rule reads every run of a case);
+    of them, unless `all_cases`, those that hold a case of the declared set (`declared_cases`)."""
+    keys = {run_key(rs) for _, _, rs in given}
+    slugs = {rs.gpu_slug for _, _, rs in given if is_measured(rs)}
+    extra = [(Path(w).stem, w, rs) for w, rs in beside
+             if is_measured(rs) and rs.gpu_slug in slugs and run_key(rs) not in keys]
+    every = [*given, *extra]
+    gpus = case_runs((w, rs) for _, w, rs in every)
+    both = "both GPUs" if len(gpus) == 2 else "two GPUs or more"
+    shared = {cid for g in gpus.values() for cid in g.cases if sum(cid in h.cases for h in gpus.values()) > 1}
+    declared = None if all_cases else declared_cases(gpus, [rs.suite for _, _, rs in given])
+    if declared is None:
+        why = "" if all_cases else "; no suite's cases were run by two of them"
+        return RuleInputs(every, None, f"Cases: every case {both} ran ok ({len(shared)}{why}).")
+    suite, ids = declared
+    first = {rs.gpu_slug: k for k, (_, _, rs) in reversed(list(enumerate(given)))}
+    kept = sorted((t for t in every if not is_measured(t[2]) or any(c.id in ids for c in t[2].cases)),
+                  key=lambda t: first.get(t[2].gpu_slug, len(given)))
+    note = (f"Cases: the {suite} suite's {len(ids & shared)} that {both} ran ok, of the {len(shared)} they share "
+            f"({ALL_CASES_OPTION}: all)")
+    joined = sum(1 for t in extra if t in kept)
+    note += f"; their runs also from {joined} set(s) beside those given." if joined else "."
+    return RuleInputs(kept, ids, note)
+
+
 def reference_dir(results_dir: Path | None) -> Path:
     """Where the reference runs are: `results_dir` where it is a results tree (a checkout's results/),
     else the packaged export (`nox -s publish` writes it)."""
@@ -295,9 +388,44 @@ def reference_sets(results_dir: Path | None) -> list[tuple[str, ResultSet]]:
     """The reference runs `versus` reads: a results tree's measured runs of each GPU it holds, and the
     packaged export's of every other GPU, so that a ./results holding only a user's own CPU run, or no
     results tree at all (an installed wheel in an empty folder), hides none of the runs llmbench ships."""
+    return reference_runs(results_dir).sets
+
+
+@dataclass(frozen=True)
+class ReferenceRuns:
+    """The runs a reference answer reads (`reference_sets`), the GPUs whose runs are the packaged ones, and
+    the noise floor: the export's own for those (read from every run, where the export holds the chosen
+    ones), else from the runs."""
+
+    sets: list[tuple[str, ResultSet]]
+    packaged: set[str]
+    floor: NoiseFloor
+    where: str  # which runs were read, as a line says it
+
+
+def reference_runs(results_dir: Path | None, given: Sequence[tuple[str, ResultSet]] = ()) -> ReferenceRuns:
+    """`reference_sets` with the floor of those runs and the user's `given` sets; a GPU of `given` has its
+    floor read from the runs (the packaged floor does not hold the user's)."""
     own = tree_sets(results_dir) if results_dir is not None and results_dir.is_dir() else []
     have = {rs.gpu_slug for _, rs in own}
-    return own + [(name, rs) for name, rs in tree_sets(MEASURED_DATA) if rs.gpu_slug not in have]
+    shipped = [(name, rs) for name, rs in tree_sets(MEASURED_DATA) if rs.gpu_slug not in have]
+    packaged = {rs.gpu_slug for _, rs in shipped}
+    sets = [*own, *shipped, *given]
+    floor = floor_of(rs for _, rs in sets)
+    kept = packaged - {rs.gpu_slug for _, rs in given}
+    floor = NoiseFloor({**floor.without(kept).floors, **packaged_floor().only(kept).floors})
+    parts = [f"{results_dir}/ ({', '.join(sorted(have))})"] if have else []
+    parts += [f"the runs llmbench ships ({', '.join(sorted(packaged))})"] if packaged else []
+    parts += [f"{len(given)} set(s) of yours"] if given else []
+    return ReferenceRuns(sets, packaged, floor, "Runs read: " + "; ".join(parts or ["none"]) + ".")
+
+
+FLOOR_FILE = "noise-floor.json"  # the packaged export's noise floor (NoiseFloor.to_list)
+
+
+def packaged_floor() -> NoiseFloor:
+    path = MEASURED_DATA / FLOOR_FILE
+    return NoiseFloor.from_list(json.loads(path.read_text())) if path.is_file() else NoiseFloor()
 
 
 def tree_files(results_dir: Path, slug: str) -> list[Path]:

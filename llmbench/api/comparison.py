@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.analysis.basediff import BaseDiff, base_diff, parse_base
+from llmbench.analysis.baseratio import BaseAnswer, base_answer
 from llmbench.analysis.compare import Comparison, headline_metric_names
 from llmbench.analysis.compare import compare as compare_sets
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS
 from llmbench.analysis.gate import UNJUDGED, GateResult, gate, input_problems
 from llmbench.analysis.inputs import SetRef, display_names, read_inputs, resolve_baseline
+from llmbench.analysis.labels import is_measured
 from llmbench.analysis.migslice import SliceRow, slice_rows
-from llmbench.analysis.noisefloor import floor_beside, folder_runs, folders_for
-from llmbench.analysis.pages import Section, section, suite_cases
+from llmbench.analysis.noisefloor import floor_beside, floor_of, folder_runs, folder_sets, folders_for
+from llmbench.analysis.pages import Section, section
 from llmbench.analysis.prices import Price, load_prices, parse_price, resolve_prices
-from llmbench.analysis.runs import GpuRuns, load_sets
+from llmbench.analysis.runs import GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.errors import UserError, choices_text
 from llmbench.hardware.specs import slugs
@@ -60,6 +62,7 @@ class CompareResult:
     base_diffs: list[BaseDiff] | None = None  # None: no base was asked for
     prices: dict[str, Price] | None = None
     run_tokens: float = DEFAULT_RUN_TOKENS
+    base_answers: list[BaseAnswer] | None = None  # per GPU, what each value of `base`'s param buys
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -71,22 +74,32 @@ class CompareResult:
         data: dict[str, Any] = parts[0] if len(parts) == 1 else ({"comparisons": parts} if parts else {})
         if self.base_diffs is not None:
             data["base_diffs"] = [d.to_dict() for d in self.base_diffs]
+        if self.base_answers is not None:
+            data["base_answers"] = [a.to_dict() for a in self.base_answers]
         return data
 
 
 def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | None = None,
             headline: bool = False, pool: bool = False, fail_if_slower: float | None = None,
             prices: Sequence[str] = (), prices_file: Path | None = None, run_tokens: float = DEFAULT_RUN_TOKENS,
-            noise_floor: Sequence[Path] = (), mix_suites: bool = False, unjudged: str = "fail") -> CompareResult:
+            noise_floor: Sequence[Path] = (), mix_suites: bool = False, unjudged: str = "fail",
+            all_cases: bool = False) -> CompareResult:
     """Compare result sets (files, folders, oneshot bundles) case by case against `baseline` (a GPU slug
     or file stem; default the first), per suite unless `mix_suites`; `base` ('precision=bf16') compares
     within each set; `fail_if_slower` (0.05) gates the headline metrics (`unjudged`: what a slower cell
-    that cannot be judged does, "fail" or "pass"); `prices` ('slug=USD') add costs."""
+    that cannot be judged does, "fail" or "pass"); `prices` ('slug=USD') add costs. Sets of two GPUs or
+    more cover the declared cases (the headline suite's: `runs.rule_inputs`) unless `all_cases`."""
     if unjudged not in UNJUDGED:
         raise UserError(f"--unjudged {unjudged!r}: valid: {choices_text(UNJUDGED)}")
     inputs = read_inputs(list(files))
-    sets = load_sets(list(files), pool=pool, loaded=inputs)
-    floor_runs = folder_runs(list(noise_floor) or folders_for(files))
+    beside = folder_sets(folders_for(files))
+    # the floor reads every run given or beside them (a bundle's members among them), as the pages read a tree
+    floor_runs = folder_runs(noise_floor) if noise_floor else [*(rs for _, rs in beside), *(rs for _, _, rs in inputs)]
+    rule = rule_inputs(inputs, beside, all_cases) if len({rs.gpu_slug for _, _, rs in inputs
+                                                         if is_measured(rs)}) > 1 else None
+    sets = load_sets(list(files), pool=pool, loaded=rule.loaded if rule else inputs)
+    if rule is not None and rule.ids is not None:
+        sets = [s.only(rule.ids) for s in sets]
     if len(sets) < 2 and base is None:
         raise UserError("compare needs two or more result sets (sides, after pooling repeat groups"
                         + (" and --pool" if pool else "") + "), or --base KEY=VALUE to compare within one")
@@ -94,6 +107,8 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
         raise UserError("--fail-if-slower needs two or more result sets (a baseline and a candidate)")
     plan = plan_joins(sets, mix_suites) if len(sets) >= 2 else JoinPlan([], [], [])
     joined = [(g, n) for g, n in zip(plan.groups, plan.notes, strict=True) if _joins(g)]
+    if base is not None and fail_if_slower is None:
+        joined = []  # the question is within each GPU: what the param buys there (`base_answers`)
     if len(sets) >= 2 and not joined and base is None and not _joins(sets):  # nothing to compare: say why
         raise UserError(f"no case joins: the result sets share no case id (suites: "
                         f"{', '.join(sorted({s.rs.suite for s in sets}))}); compare result sets of the same suite, "
@@ -105,6 +120,7 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     problems = input_problems(inputs, slugs()) if fail_if_slower is not None else []
     groups = []
     for group, notes in joined:
+        notes = ([rule.note] if rule is not None else []) + notes
         floor = floor_beside(floor_runs, [s.all_runs for s in group])
         cmp = compare_sets(group, resolve_baseline(group, baseline), names if headline else None, floor)
         groups.append(GroupComparison(
@@ -112,12 +128,23 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
             gate(cmp, fail_if_slower, names, unjudged, problems) if fail_if_slower is not None else None))
     if not joined and baseline is not None:
         resolve_baseline(sets, baseline)
-    diffs = None
+    diffs, answers = None, None
     if base is not None:
         key, value = parse_base(base)
-        by_gpu = load_sets(list(files), by_gpu=True, loaded=inputs)  # each GPU's sets together
+        every = rule_inputs(inputs, beside, all_cases=True).loaded  # every run of each case on its GPU
+        by_gpu = load_sets(list(files), by_gpu=True, loaded=every)  # each GPU's sets together
         diffs = [base_diff(s, key, value) for s in by_gpu]
-    return CompareResult(sets, groups, left_out, diffs, priced, run_tokens)
+        whole = floor_of([*floor_runs, *(rs for _, _, rs in every)])
+        answers = [base_answer(_declared(s, all_cases), key, value, whole) for s in by_gpu if s.chosen is not None]
+    return CompareResult(sets, groups, left_out, diffs, priced, run_tokens, answers)
+
+
+def _declared(side: SetRef, all_cases: bool) -> SetRef:
+    """A GPU's side cut to the declared cases (`runs.declared_cases`: the headline suite's where it ran
+    them) unless `all_cases`."""
+    chosen = side.chosen
+    got = None if all_cases or not isinstance(chosen, GpuRuns) else declared_cases({chosen.gpu: chosen}, at_least=1)
+    return side if got is None else side.only(got[1])
 
 
 def price_sets(sets: list[SetRef], given: Sequence[str], file: Path | None) -> dict[str, Price] | None:

@@ -8,10 +8,12 @@ from typing import Optional
 import typer
 
 from llmbench import api
+from llmbench.analysis.runs import ALL_CASES_OPTION
 from llmbench.api import MIX_OPTION, check_out_file
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.report.answer_view import answer_tables
+from llmbench.report.base_view import base_answer_tables
 from llmbench.report.cost_view import cost_table
 from llmbench.report.gate_view import cell_ratio, gate_table
 from llmbench.report.matchview import match_table
@@ -64,6 +66,10 @@ def compare_cmd(
         "repeatable. Default: each result set's own folder and results/spread/<gpu-slug>/ beside it. A ratio of "
         "one run per side gets its interval widened by the floor of its GPUs and case family, or is labelled "
         "'single run' (within-run only) where none was measured."),
+    all_cases: bool = typer.Option(
+        False, ALL_CASES_OPTION, metavar="", help="Sets of two GPUs or more: every case they share. By default "
+        "a comparison of GPUs covers the headline suite's cases (else the first suite given's), as the "
+        "published pages do, and says so on its second line."),
     mix_suites: bool = typer.Option(
         False, MIX_OPTION, metavar="", help="Join result sets of different suites on every case they share, "
         "whatever settings each suite measured it with (by default each suite is compared on its own, and sets "
@@ -81,7 +87,8 @@ def compare_cmd(
     check_out_file(out)
     result = api.compare(files, baseline=baseline, base=base, headline=headline, pool=pool, fail_if_slower=threshold,
                          prices=price or [], prices_file=prices_file, run_tokens=run_tokens,
-                         noise_floor=noise_floor or [], mix_suites=mix_suites, unjudged=unjudged)
+                         noise_floor=noise_floor or [], mix_suites=mix_suites, unjudged=unjudged,
+                         all_cases=all_cases)
     tables: list[Table] = []
     for k, group in enumerate(result.groups):
         cmp = group.comparison
@@ -96,7 +103,10 @@ def compare_cmd(
             tables.append(gate_table(group.gate))
     if result.groups and not every_case:
         tables.append(Table("", [], [], lead=[DETAILS_HINT]))
-    tables += [t for d in result.base_diffs or [] for t in basediff_tables(d)]
+    measured = {a.side.rs.gpu_slug for a in result.base_answers or []}
+    tables += [t for a in result.base_answers or [] for t in base_answer_tables(a, every_case)]
+    tables += [t for d in result.base_diffs or [] if every_case or d.set.rs.gpu_slug not in measured
+               for t in basediff_tables(d)]  # each run's own diff: the details
     emit(tables, fmt, out, result.to_dict())
     failed = result.failed_gates
     for verdict in failed:

@@ -80,7 +80,18 @@ def answer_table(ans: PairAnswer) -> Table:
                  "source measured both GPUs with one model, software and settings), where the answer is not one. "
                  f"Prices: {ans.price_basis}. Break-even rent = the {b}'s price x the ratio: below it the {a} "
                  "costs less per unit of work; the verdict flips where the ratio equals the rent ratio." +
-                 (f" Rows not shown: {dropped}." if dropped else ""))
+                 (f" Rows not shown: {dropped}." if dropped else ""), lead=suite_lines(ans))
+
+
+def suite_lines(ans: PairAnswer) -> list[str]:
+    """The suite's figure (the one `compare` and the pages give), and which runs were read."""
+    overall = ans.suite.overall if ans.suite else None
+    got = overall.ratios[1] if overall else None
+    if ans.suite is None or overall is None or got is None:
+        return [ans.read] if ans.read else []
+    interval = f" [{got.ci[0]:.2f}, {got.ci[1]:.2f}]" if got.ci and got.is_95 else ""
+    return [f"Over the {ans.suite.suite} suite's {overall.n} cases (as `llmbench compare` and the pages): "
+            f"{got.value:.2f}x{interval}.", *([ans.read] if ans.read else [])]
 
 
 def evidence_table(ans: PairAnswer) -> Table:
