@@ -91,10 +91,10 @@ def test_real_weights_and_the_corpus_need_a_model_that_ships_them() -> None:
 
     for params in (FP8TrainParams, QLoRAParams):
         with pytest.raises(ValueError, match="smollm2-135m"):
-            params.model_validate({"model": "tiny-llama", "data": "pydoc"})
+            params.model_validate({"model": "tiny-llama", "dataset": "pydoc"})
         with pytest.raises(ValueError, match="weights='pretrained'"):
             params.model_validate({"model": "tiny-llama", "weights": "pretrained"})
-        assert params.model_validate({"model": "smollm2-135m", "weights": "pretrained", "data": "pydoc"})
+        assert params.model_validate({"model": "smollm2-135m", "weights": "pretrained", "dataset": "pydoc"})
 
 
 def test_cases_measured_before_the_real_model_fields_keep_their_ids() -> None:
@@ -103,15 +103,15 @@ def test_cases_measured_before_the_real_model_fields_keep_their_ids() -> None:
 
     for params in (FP8TrainParams, QLoRAParams):
         dumped = params.model_validate({"model": "tiny-llama"}).model_dump(mode="json")
-        assert not {"weights", "data", "steps", "held_out_tokens"} & set(dumped)
-        real = params.model_validate({"model": "smollm2-135m", "weights": "pretrained", "data": "pydoc", "steps": 9})
-        assert {"weights": "pretrained", "data": "pydoc", "steps": 9}.items() <= real.model_dump(mode="json").items()
+        assert not {"weights", "dataset", "steps", "held_out_tokens"} & set(dumped)
+        real = params.model_validate({"model": "smollm2-135m", "weights": "pretrained", "dataset": "pydoc", "steps": 9})
+        assert {"weights": "pretrained", "dataset": "pydoc", "steps": 9}.items() <= real.model_dump(mode="json").items()
 
 
 def test_missing_weights_skip_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(smollm2, "missing_reason", lambda: f"not installed: {smollm2.INSTALL}")
     for scenario, extra in (("fp8_train", {"recipe": "bf16"}), ("qlora", {"method": "lora"})):
-        out = run_case(spec(scenario, {"model": "smollm2-135m", "weights": "pretrained", "data": "pydoc", **extra}))
+        out = run_case(spec(scenario, {"model": "smollm2-135m", "weights": "pretrained", "dataset": "pydoc", **extra}))
         assert out["status"] == "skipped" and "pip install gguf" in out["reason"], out
 
 
@@ -121,7 +121,7 @@ def test_real_training_suite_holds_every_precision_and_the_qlora_cases() -> None
     assert sorted(cases) == sorted([("fp8_train", r) for r in ("bf16", "te-delayed", "te-current",
                                                                "torchao-tensorwise")]
                                    + [("qlora", m) for m in ("qlora", "lora", "full")])
-    assert {(c.params.steps, c.params.data, c.params.weights) for c in suite.cases} == {
+    assert {(c.params.steps, c.params.dataset, c.params.weights) for c in suite.cases} == {
         (200, "pydoc", "pretrained")}
 
 

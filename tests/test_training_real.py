@@ -33,7 +33,7 @@ def spec(scenario: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_real_model_continues_training_on_the_corpus_in_bf16() -> None:
-    base = {"model": "smollm2-135m", "weights": "pretrained", "data": "pydoc", "seq_len": 64, "batch_size": 2,
+    base = {"model": "smollm2-135m", "weights": "pretrained", "dataset": "pydoc", "seq_len": 64, "batch_size": 2,
             "held_out_tokens": 512, "steps": 4}
     out = run_case(spec("fp8_train", {**base, "layers": 30, "recipe": "bf16"}))
     assert out["status"] == "ok", out
@@ -46,7 +46,7 @@ def test_real_model_continues_training_on_the_corpus_in_bf16() -> None:
 
 
 def test_real_model_lora_held_out_loss_before_and_after() -> None:
-    base = {"model": "smollm2-135m", "weights": "pretrained", "data": "pydoc", "seq_len": 64, "batch_size": 2,
+    base = {"model": "smollm2-135m", "weights": "pretrained", "dataset": "pydoc", "seq_len": 64, "batch_size": 2,
             "held_out_tokens": 512, "steps": 4, "gradient_checkpointing": False, "lr": 1e-3}
     out = run_case(spec("qlora", {**base, "method": "lora"}))
     assert out["status"] == "ok", out

@@ -548,7 +548,6 @@ def pareto_charts(sets: list[SetRef]) -> list[Chart]:
     return [Chart("serving: throughput per GPU against speed per user", to_svg(fig))]
 
 
-CURVE_SERIES = {"fp8_train": "recipe", "qlora": "method"}  # the param whose runs a loss chart sets side by side
 MIN_CURVE_STEPS = 10  # shorter curves (a few timing steps) say nothing of stability: not drawn
 Curves = dict[str, tuple[list[float], list[int], list[float] | None]]  # series -> (losses, spikes, its bf16 run)
 
@@ -573,7 +572,10 @@ def loss_curve_charts(sets: list[SetRef]) -> list[Chart]:
     """Training loss per step of runs on the same batches, side by side (fp8 recipes and bf16, or QLoRA and
     its baselines), spikes marked; for fp8, a second panel of each recipe's loss minus its own bf16 run's."""
     charts = []
-    for scenario, series in CURVE_SERIES.items():
+    for scenario in dict.fromkeys(c.scenario for s in sets for c in s.rs.cases):
+        series = SCENARIOS.get(scenario).loss_curve_series if scenario in SCENARIOS else None
+        if series is None:
+            continue
         for (i, rest), runs in list(_loss_groups(sets, scenario, series).items())[:MAX_PANELS]:
             title = f"{sets[i].label} · {scenario}: training loss per {series}"
             charts.append(_loss_chart(title, rest, i, runs))

@@ -304,6 +304,8 @@ class Scenario(ABC):
     sweep_axes: ClassVar[tuple[str, ...]] = ()
     metric_axes: ClassVar[dict[str, str]] = {}
     power_limit_param: ClassVar[str | None] = None  # the param a power-limit sweep varies (analysis/power.py)
+    # the param whose training runs the report's loss-curve chart sets side by side (fp8 recipes, QLoRA methods)
+    loss_curve_series: ClassVar[str | None] = None
     default_placement: ClassVar[Placement] = Placement.model_validate({})  # the GPUs of a case that gives no placement
     # the param that held a case's GPU count before placement was a field of its own (ddp `gpus`, serving
     # `n_gpus`): the record (and so the id) keeps it under that name

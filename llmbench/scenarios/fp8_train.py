@@ -1,7 +1,7 @@
 """fp8_train: full fine-tuning of a Llama-shaped model in fp8 (torchao or Transformer Engine recipes) against
 bf16 from the same seed and data, in the same case; recipe="bf16" runs the baseline alone (what runs on a
 CPU). Random weights on the progression task, or a preset's real weights on the pydoc corpus in one fixed
-order (weights, data, steps), where the final-loss difference, spikes and held-out loss say whether fp8
+order (weights, dataset, steps), where the final-loss difference, spikes and held-out loss say whether fp8
 trains as bf16 does. Imports no torch at import time. Metrics: docs/scenarios.md (`fp8_train`)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from llmbench.caseinfo import LossCurveInfo
 from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
 from llmbench.hardware.roofline import Bound
 from llmbench.measure import loss_curve as lc
@@ -28,7 +29,7 @@ from llmbench.scenarios.train_data import Data, TrainData, Weights, check_source
 
 class FP8TrainParams(ScenarioParams):
     # the real-model fields came after result sets were published: at their defaults, not in the case id
-    added_later: ClassVar[frozenset[str]] = frozenset({"weights", "data", "steps", "held_out_tokens"})
+    added_later: ClassVar[frozenset[str]] = frozenset({"weights", "dataset", "steps", "held_out_tokens"})
     model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
     layers: int | None = Field(2, ge=1, description="keep the first n decoder layers; null: the whole model")
     recipe: Literal["bf16", "torchao-tensorwise", "torchao-rowwise", "te-delayed", "te-current"] = "torchao-tensorwise"
@@ -36,18 +37,18 @@ class FP8TrainParams(ScenarioParams):
     seq_len: int = Field(2048, ge=16)
     lr: float = Field(1e-4, gt=0)
     weights: Weights = Field("random", description="random (the preset's shape) or pretrained (the weights it ships)")
-    data: Data = Field("progression", description="progression (synthetic, learnable) or pydoc (the corpus in "
+    dataset: Data = Field("progression", description="progression (synthetic, learnable) or pydoc (the corpus in "
                        "one fixed order, with a held-out window)")
     steps: int | None = Field(None, ge=2, description="train exactly this many steps per run (the first "
                               "warmup_iters untimed); null: warmup_iters + min_iters")
-    held_out_tokens: int = Field(HELD_OUT_TOKENS, ge=16, description="data = 'pydoc': the corpus's last tokens, "
+    held_out_tokens: int = Field(HELD_OUT_TOKENS, ge=16, description="dataset = 'pydoc': the corpus's last tokens, "
                                  "kept out of training for the held-out loss")
 
     _known_model = field_validator("model")(known_preset)
 
     @model_validator(mode="after")
     def _source(self) -> FP8TrainParams:
-        check_source(self.model, self.weights, self.data)
+        check_source(self.model, self.weights, self.dataset)
         return self
 
 
@@ -59,11 +60,13 @@ class FP8Train(Scenario):
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16", "final_loss_diff_vs_bf16")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     engine_slot = EngineSlot(TrainingEngine, default="hf")
+    loss_curve_series = "recipe"
+    Info = LossCurveInfo
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         from llmbench.engines.hf_train import fp8_reason
 
-        return fp8_reason(_fp8(params.recipe), device) or missing_reason(params.model, params.weights, params.data)
+        return fp8_reason(_fp8(params.recipe), device) or missing_reason(params.model, params.weights, params.dataset)
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return 2 * tr.total_steps(tr.fixed_rule(rule, params.steps)) * 0.5 + 30.0
@@ -73,7 +76,7 @@ class FP8Train(Scenario):
         # Exactly the same steps per run (bf16 and fp8) on the same batches, so their loss curves align.
         rule = tr.fixed_rule(ctx.rule, params.steps)
         ref = ModelRef(model=params.model, weights=params.weights)
-        data = train_data(params.data, ref, vocab=int(make_config(params.model).vocab_size), batch=params.batch_size,
+        data = train_data(params.dataset, ref, vocab=int(make_config(params.model).vocab_size), batch=params.batch_size,
                           seq=params.seq_len, steps=tr.total_steps(rule), device=ctx.device.torch_device,
                           held_out=params.held_out_tokens)
         ctx.info["data"] = data.record
@@ -119,7 +122,7 @@ class FP8Train(Scenario):
         opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
         session = ctx.engine(TrainingEngine).load_for_training(ref, opts, ctx.device)
         heldout = {}
-        if params.data == "pydoc":  # the corpus's held-out window, in the precision the run trains in
+        if params.dataset == "pydoc":  # the corpus's held-out window, in the precision the run trains in
             heldout["heldout_loss_before"] = session.eval_loss(data.held_out)
         saved = ctx.rule
         ctx.rule = rule
@@ -127,7 +130,7 @@ class FP8Train(Scenario):
             m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len, batches=data.batches)
         finally:
             ctx.rule = saved
-        if params.data == "pydoc":
+        if params.dataset == "pydoc":
             heldout["heldout_loss_after"] = session.eval_loss(data.held_out)
         run = Run(m, session.loss_history(), session.info(), session.code_path(), heldout)
         session.close()

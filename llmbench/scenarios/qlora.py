@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from llmbench.caseinfo import LossCurveInfo
 from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
@@ -33,7 +34,7 @@ BNB_INSTALL = "pip install 'llmbench[quant]'  (bitsandbytes)"
 
 class QLoRAParams(ScenarioParams):
     # the real-model fields came after result sets were published: at their defaults, not in the case id
-    added_later: ClassVar[frozenset[str]] = frozenset({"weights", "data", "steps", "held_out_tokens"})
+    added_later: ClassVar[frozenset[str]] = frozenset({"weights", "dataset", "steps", "held_out_tokens"})
     model: str = Field("llama-3-8b", description="architecture preset (llmbench.models.presets)")
     method: Literal["qlora", "lora", "full"] = Field(
         "qlora", description="qlora: nf4 base + LoRA; lora: bf16 base + LoRA; full: every weight in bf16")
@@ -50,18 +51,18 @@ class QLoRAParams(ScenarioParams):
     max_batch: bool = Field(False, description="the runner searches the largest batch_size that fits")
     weights: Weights = Field("random", description="random (the preset's shape) or pretrained (the weights it "
                              "ships, quantized to nf4 on load for method 'qlora')")
-    data: Data = Field("progression", description="progression (synthetic, learnable) or pydoc (the corpus in "
+    dataset: Data = Field("progression", description="progression (synthetic, learnable) or pydoc (the corpus in "
                        "one fixed order; held-out loss before and after)")
     steps: int | None = Field(None, ge=2, description="train exactly this many steps (the first warmup_iters "
                               "untimed); null: as the stop rule says (pydoc: warmup_iters + min_iters)")
-    held_out_tokens: int = Field(HELD_OUT_TOKENS, ge=16, description="data = 'pydoc': the corpus's last tokens, "
+    held_out_tokens: int = Field(HELD_OUT_TOKENS, ge=16, description="dataset = 'pydoc': the corpus's last tokens, "
                                  "kept out of training for the held-out loss")
 
     _known_model = field_validator("model")(known_preset)
 
     @model_validator(mode="after")
     def _source(self) -> QLoRAParams:
-        check_source(self.model, self.weights, self.data)
+        check_source(self.model, self.weights, self.dataset)
         return self
 
 
@@ -81,6 +82,8 @@ class QLoRA(Scenario):
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
     engine_slot = EngineSlot(TrainingEngine, default="hf")
+    loss_curve_series = "method"
+    Info = LossCurveInfo
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if params.method != "full" and importlib.util.find_spec("peft") is None:
@@ -91,7 +94,7 @@ class QLoRA(Scenario):
             return f"{' and '.join(needs_bnb)} need bitsandbytes' CUDA kernels: an NVIDIA GPU; this is {device.name}"
         if needs_bnb and importlib.util.find_spec("bitsandbytes") is None:
             return f"{' and '.join(needs_bnb)} need bitsandbytes, which is not installed: {BNB_INSTALL}"
-        return missing_reason(params.model, params.weights, params.data)
+        return missing_reason(params.model, params.weights, params.dataset)
 
     def estimate_s(self, params: Any, rule: StopRule) -> float:
         return rule.min_seconds + 30.0
@@ -99,11 +102,11 @@ class QLoRA(Scenario):
     def run(self, params: Any, ctx: CaseContext) -> None:
         ctx.info["config"] = params.model_dump(mode="json")
         ref = ModelRef(model=params.model, weights=params.weights)
-        fixed = params.steps is not None or params.data != "progression"  # a finite order: exactly its steps
+        fixed = params.steps is not None or params.dataset != "progression"  # a finite order: exactly its steps
         data = None
         if fixed:
             ctx.rule = tr.fixed_rule(ctx.rule, params.steps)
-            data = train_data(params.data, ref, vocab=int(make_config(params.model).vocab_size),
+            data = train_data(params.dataset, ref, vocab=int(make_config(params.model).vocab_size),
                               batch=params.batch_size, seq=params.seq_len, steps=tr.total_steps(ctx.rule),
                               device=ctx.device.torch_device, held_out=params.held_out_tokens)
             ctx.info["data"] = data.record
@@ -112,11 +115,11 @@ class QLoRA(Scenario):
             session = ctx.engine(TrainingEngine).load_for_training(ref, train_options(params), ctx.device)
             ctx.info.update(session.info())
             ctx.code_path.update(session.code_path())
-            if data is not None and params.data == "pydoc":  # nf4 base + untrained adapters (B = 0) for qlora
+            if data is not None and params.dataset == "pydoc":  # nf4 base + untrained adapters (B = 0) for qlora
                 ctx.record_value("heldout_loss_before", session.eval_loss(data.held_out))
             m = tr.time_steps(session, ctx, batch=params.batch_size, seq=params.seq_len,
                               batches=None if data is None else data.batches)
-            if data is not None and params.data == "pydoc":
+            if data is not None and params.dataset == "pydoc":
                 ctx.record_value("heldout_loss_after", session.eval_loss(data.held_out))
         flops = tr.step_flops(session.shape(), method=params.method, trainable=session.trainable_params,
                               batch=params.batch_size, seq=params.seq_len)

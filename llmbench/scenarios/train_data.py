@@ -34,7 +34,7 @@ def shipped_weights(model: str | None) -> str:
 def check_source(model: str, weights: str, data: str) -> None:
     """A params validator's check: pretrained weights and the pydoc corpus (its tokenizer) need a preset that
     ships them."""
-    needs = [w for w, on in (("weights='pretrained'", weights == "pretrained"), ("data='pydoc' (the model's "
+    needs = [w for w, on in (("weights='pretrained'", weights == "pretrained"), ("dataset='pydoc' (the model's "
              "tokenizer)", data == "pydoc")) if on]
     if needs and not shipped_weights(model):
         ships = ", ".join(n for n, p in PRESETS.items() if p.weights_from)
