@@ -17,6 +17,7 @@ from llmbench.engines.sglang import SGLangEngine, SGLangOptions, server_command
 from llmbench.errors import SuiteError
 from llmbench.harness.worker import run_case
 from llmbench.precision import DeviceInfo
+from llmbench.serving.server import READY_PATHS, ServerProcess, free_port
 from llmbench.suite import case_from, load_suite
 
 SITE = ServerSite(host="127.0.0.1", port=8123, model="llama-3-8b", tokenizer_dir="/tok", model_dir="/m",
@@ -45,6 +46,36 @@ def test_the_command_is_sglangs_launch_server_with_its_own_flags(monkeypatch: py
     assert hub[hub.index("--model-path") + 1] == "org/model" and hub[hub.index("--load-format") + 1] == "auto"
 
 
+def test_sglang_is_ready_only_when_its_health_answers(tmp_path: Path) -> None:
+    """SGLang answers /v1/models before its warm-up request has run (/health is 503 until then): its
+    server process waits for /health alone; other servers keep both paths."""
+    assert SGLangEngine(options()).server(SITE, tmp_path / "log").ready_paths == ("/health",)
+    assert ServerProcess(["x"], tmp_path / "log").ready_paths == READY_PATHS
+
+
+# a server in SGLang's warm-up: its model list answers, its health is 503
+_WARMING_UP = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/v1/models" else 503); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+@pytest.mark.slow
+def test_a_server_still_warming_up_is_not_ready_for_sglang(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with ServerProcess([sys.executable, "-c", _WARMING_UP, str(port)], tmp_path / "any.log") as anyone:
+        assert anyone.wait_ready(url, timeout_s=30) >= 0  # its /v1/models answers: ready by the default paths
+    sglang = SGLangEngine(options()).server(ServerSite("127.0.0.1", port, "m", "/tok"), tmp_path / "sglang.log")
+    sglang.command = [sys.executable, "-c", _WARMING_UP, str(port)]
+    with sglang, pytest.raises(RuntimeError, match="did not answer"):
+        sglang.wait_ready(url, timeout_s=3)
+
+
 def test_a_tensor_parallel_server_keeps_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
@@ -67,7 +98,7 @@ def test_the_suite_names_sglang_and_skips_without_it_naming_the_install_command(
     assert case.params.precision == "bf16" and case.placement.gpus == 1
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "sglang" else object())
     why = case.scenario_obj().skip_reason(case.params, DeviceInfo("cpu", "CPU test"))
-    assert why is not None and "pip install 'llmbench[sglang]'" in why and "sglang==0.5.23" in why
+    assert why is not None and "pip install 'llmbench[sglang]'" in why and "sglang==0.5.17" in why
     with pytest.raises(SuiteError, match=r"valid keys: .*mem_fraction_static"):
         case_from("serving", {"preset": "tiny-llama", "concurrency": 1, "engine": {"name": "sglang", "mem": 0.5}})
 

@@ -20,7 +20,7 @@ from llmbench import precision as prec
 from llmbench.engines.base import Engine, EngineOptions
 from llmbench.hardware.topology import multicast_wanted
 from llmbench.precision import DeviceInfo
-from llmbench.serving.server import ServerProcess, answers
+from llmbench.serving.server import READY_PATHS, ServerProcess, answers
 
 
 def multicast_off(tensor_parallel: int) -> bool:
@@ -84,6 +84,9 @@ class ServedEngine(Engine):
     # the precisions it serves (it builds the command that sets them); empty: the command sets its own
     precisions: ClassVar[frozenset[str]] = frozenset()
     starts: ClassVar[bool] = True  # the case starts it (a server already running elsewhere does not)
+    # where a 200 means it is ready: a server whose model list answers before it has warmed up names
+    # only the path that waits for that
+    ready_paths: ClassVar[tuple[str, ...]] = READY_PATHS
     options: ServeOptions
 
     def __init__(self, options: EngineOptions | None = None) -> None:
@@ -119,7 +122,7 @@ class ServedEngine(Engine):
         """The server's process at `site`, not started yet (a suite's shared server is started by
         llmbench.serving.server.shared_server, which decides whether to start one at all)."""
         self.site = site
-        self.process = ServerProcess(self.command(site), log, env, detach=detach)
+        self.process = ServerProcess(self.command(site), log, env, detach=detach, ready_paths=self.ready_paths)
         return self.process
 
     def start(self, site: ServerSite, log: Path, env: dict[str, str] | None = None) -> None:
@@ -132,8 +135,8 @@ class ServedEngine(Engine):
         return self.site.url
 
     def health(self) -> bool:
-        """Whether the server answers 200 on /health or /v1/models now."""
-        return answers(self.url)
+        """Whether the server answers 200 on one of its ready paths now."""
+        return answers(self.url, self.ready_paths)
 
     def wait_ready(self, timeout_s: float) -> float:
         """Seconds until the started server answered; an error with its log's end if it exited or did not."""

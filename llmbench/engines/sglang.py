@@ -1,7 +1,8 @@
 """SGLang's OpenAI-compatible server as a served engine (`python -m sglang.launch_server`), its command line
-built from typed options as vLLM's is; at tensor parallelism NVLink multicast stays off. Written from
-SGLang's server arguments (0.5.23), not yet run by llmbench (its wheel pins its own torch): tested by the
-command line it builds and a stand-in server. Options and precisions: docs/scenarios.md (serving engines)."""
+built from typed options as vLLM's is; at tensor parallelism NVLink multicast stays off. Its flags are
+checked against the argument parser of SGLang 0.5.17 (the newest release that pins torch 2.11.0, the torch
+of llmbench's GPU machines; docs/runbooks/gpu/sglang.sh runs it there), not yet run by llmbench: tested by
+the command line it builds and a stand-in server. Options and precisions: docs/scenarios.md (serving engines)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from llmbench.engines.base import ENGINES, EngineOptions
 from llmbench.engines.served import ServedEngine, ServeOptions, ServerSite, multicast_off
 from llmbench.serving.server import ServerProcess
 
-VERSION = "0.5.23"
+VERSION = "0.5.17"
 INSTALL = f"pip install 'llmbench[sglang]' (sglang=={VERSION}, in an environment of its own: it pins its torch)"
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
 MULTICAST_OFF_ENV = {"NCCL_NVLS_ENABLE": "0"}
 MULTICAST_OFF_ARGS = ["--enforce-disable-flashinfer-allreduce-fusion"]
+# /v1/models answers as soon as the HTTP server is up; /health answers 503 until SGLang's warm-up request
+# has run (server status Starting), so only /health says the server is ready for the load
+READY_PATHS = ("/health",)
 
 
 class SGLangOptions(ServeOptions):
@@ -58,6 +62,7 @@ class SGLangEngine(ServedEngine):
     distributions = ("sglang",)
     precisions = frozenset(DTYPES)
     ServedOptions: ClassVar[type[EngineOptions]] = SGLangOptions
+    ready_paths = READY_PATHS
     options: SGLangOptions
 
     def command(self, site: ServerSite) -> list[str]:

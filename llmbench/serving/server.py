@@ -21,7 +21,7 @@ from pathlib import Path
 
 from llmbench.errors import UserError
 
-READY_PATHS = ("/health", "/v1/models")
+READY_PATHS = ("/health", "/v1/models")  # any one answering 200 is ready, unless an engine names its own
 SHARED_ENV = "LLMBENCH_SHARED_SERVERS"  # folder where a suite's shared servers are recorded
 CASE_TOKEN_ENV = "LLMBENCH_CASE_TOKEN"  # marks a case process and its descendants (harness/isolation.py)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
@@ -58,11 +58,12 @@ class ServerProcess:
     """One server: start() it, wait_ready(), and stop() it (also as a context manager)."""
 
     def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None,
-                 detach: bool = False) -> None:
+                 detach: bool = False, ready_paths: tuple[str, ...] = READY_PATHS) -> None:
         self.command = command
         self.log_path = log_path
         self.env = env
         self.detach = detach  # outlives the process that starts it (a server shared by a suite's cases)
+        self.ready_paths = ready_paths  # a 200 on one of these: ready for the load
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -80,7 +81,7 @@ class ServerProcess:
                 raise RuntimeError(f"cannot start the server command {self.command[0]!r}: {e.strerror}") from None
 
     def wait_ready(self, base_url: str, timeout_s: float) -> float:
-        """Poll until the server answers 200 on one of READY_PATHS; the seconds it took. A server
+        """Poll until the server answers 200 on one of its ready paths; the seconds it took. A server
         that exits, or is not ready within `timeout_s`, is an error with the end of its log."""
         assert self.proc is not None
         t0 = time.monotonic()
@@ -89,11 +90,8 @@ class ServerProcess:
             if code is not None:
                 raise RuntimeError(f"the server exited with code {code} before it answered on {base_url}: "
                                    f"{self.last_line()}\n{self.log_tail()}")
-            for path in READY_PATHS:
-                with contextlib.suppress(OSError, urllib.error.URLError), \
-                        urllib.request.urlopen(base_url + path, timeout=2) as r:
-                    if r.status == 200:
-                        return time.monotonic() - t0
+            if answers(base_url, self.ready_paths):
+                return time.monotonic() - t0
             if time.monotonic() - t0 > timeout_s:
                 raise RuntimeError(f"the server did not answer on {base_url} within {timeout_s:g} s: "
                                    f"{self.last_line()}\n{self.log_tail()}")
@@ -159,9 +157,9 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def answers(url: str) -> bool:
-    """Whether a server at `url` answers 200 on one of READY_PATHS now."""
-    for path in READY_PATHS:
+def answers(url: str, paths: tuple[str, ...] = READY_PATHS) -> bool:
+    """Whether a server at `url` answers 200 on one of `paths` now."""
+    for path in paths:
         with contextlib.suppress(OSError, urllib.error.URLError), urllib.request.urlopen(url + path, timeout=2) as r:
             if r.status == 200:
                 return True
