@@ -5,6 +5,7 @@ joined silently."""
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from pathlib import Path
 
@@ -39,6 +40,19 @@ NUMBER = re.compile(r"^[+-]?[\d,]+(\.\d+)?(x|%)?$")
 runner = CliRunner()
 
 
+def alone(tmp: Path, *files: Path) -> list[str]:
+    """The sets as copies, each in a folder of its own under the working directory (no other run of their
+    cases beside them: the answer is of these runs), with the committed folders as the noise floor."""
+    out = []
+    for k, f in enumerate(files):
+        (tmp / str(k)).mkdir()
+        (tmp / str(k) / f.name).write_bytes(f.read_bytes())
+        out.append(f"{k}/{f.name}")
+    os.chdir(tmp)  # the tests that call it chdir back (monkeypatch)
+    return out + [a for d in (H100, H200) for a in ("--noise-floor", str(d), "--noise-floor",
+                                                     str(d.parent / "spread" / d.name))]
+
+
 def cli(*args: str | Path) -> tuple[int, str]:
     """A command as a user runs it through a pipe on an 80-column terminal: exit code and output (a bad
     input: 2 and its message, as `llmbench` prints it)."""
@@ -62,16 +76,20 @@ def assert_readable(text: str, tables: list[Table] | None = None) -> None:
 
 
 @pytest.mark.slow
-def test_compare_of_the_committed_inference_sets_opens_with_the_answer() -> None:
-    code, text = cli("compare", H100_INFERENCE, H200_INFERENCE)
+def test_compare_of_the_committed_inference_sets_opens_with_the_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path.cwd())
+    code, text = cli("compare", *alone(tmp_path, H100_INFERENCE, H200_INFERENCE))
     assert code == 0, text
     lines = text.splitlines()
-    assert len(lines) <= 45, text
-    head = " ".join(" ".join(lines[:4]).split())
+    assert len(lines) <= 46, text  # a screen: the answer, what it covers, the sides, the metrics, the warnings
+    head = " ".join(" ".join(lines[:6]).split())
     assert lines[0] == "inference-llama3-8b: H200 SXM 141GB vs H100 SXM5 80GB"
-    # the GPU cells only: 12 host-bound cells (short-prompt TTFT, host-bound decode) are shown apart
-    assert "H200 SXM 141GB runs at 1.18x the speed of H100 SXM5 80GB, 95% interval [" in head
-    assert "12 host-bound cells" in " ".join(text.split())
+    assert lines[1] == "Cases: inference-llama3-8b's 11 both GPUs ran ok (--all-cases: all 11 shared)."
+    # the GPU cells only: 10 host-bound cells (short-prompt TTFT, host-bound decode) are shown apart
+    assert "H200 SXM 141GB runs at 1.17x the speed of H100 SXM5 80GB, 95% interval [" in head
+    assert "10 host-bound cells" in " ".join(text.split())
     # one run per side: the interval carries the spread between runs and machines measured on these GPUs
     assert "widened by the measured noise floor between runs and machines" in head
     assert "noise floor" in text.lower() and "h100-sxm-80gb" not in text  # GPUs by name; slugs in the details
@@ -80,16 +98,18 @@ def test_compare_of_the_committed_inference_sets_opens_with_the_answer() -> None
 
 
 @pytest.mark.slow
-def test_compare_all_shows_every_case() -> None:
-    code, text = cli("compare", H100_INFERENCE, H200_INFERENCE, "--all")
+def test_compare_all_shows_every_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path.cwd())
+    given = alone(tmp_path, H100_INFERENCE, H200_INFERENCE)
+    code, text = cli("compare", *given, "--all")
     assert code == 0, text
-    assert text.index("runs at 1.18x") < text.index("Scenario generate")  # the answer still comes first
+    assert text.index("runs at 1.17x") < text.index("Scenario generate")  # the answer still comes first
     assert_readable(text)
-    code, md = cli("compare", H100_INFERENCE, H200_INFERENCE, "--all", "-f", "markdown")
+    code, md = cli("compare", *given, "--all", "-f", "markdown")
     cmp = compare(refs_of(H100_INFERENCE, H200_INFERENCE), 0)
     labels = {r.case for r in cmp.rows} | {n.case for n in cmp.one_sided}
     assert len(labels) == 62 and all(f"| {label} |" in md for label in labels)
-    code, short = cli("compare", H100_INFERENCE, H200_INFERENCE, "-f", "markdown")
+    code, short = cli("compare", *given, "-f", "markdown")
     assert sum(f"| {label} |" in short for label in labels) == 5  # by default: the highest and lowest only
 
 
@@ -100,8 +120,9 @@ def refs_of(*paths: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_headline_keeps_working() -> None:
-    code, text = cli("compare", H100_CEILINGS, H200_CEILINGS, "--headline")
+def test_headline_keeps_working(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path.cwd())
+    code, text = cli("compare", *alone(tmp_path, H100_CEILINGS, H200_CEILINGS), "--headline")
     assert code == 0, text
     assert "H200 SXM 141GB runs at 1.04x" in " ".join(text.split()[:40])
     assert len(text.splitlines()) <= 45
@@ -129,14 +150,18 @@ def test_the_interval_basis_comes_from_the_ratio_where_it_has_one() -> None:
     assert "widened by the measured noise floor" in " ".join(text.split())
 
 
-def test_different_suites_are_refused_where_their_shared_cases_were_timed_differently() -> None:
-    code, text = cli("compare", H100_CEILINGS, H200_QUICKSTART)
+def test_different_suites_are_refused_where_their_shared_cases_were_timed_differently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path.cwd())
+    given = alone(tmp_path, H100_CEILINGS, H200_QUICKSTART)
+    code, text = cli("compare", *given)
     assert code == 2
     flat = " ".join(text.split())
     assert "different settings" in flat and "ceilings" in flat and "quickstart" in flat and "--mix-suites" in flat
-    code, text = cli("compare", H100_CEILINGS, H200_QUICKSTART, "--mix-suites")
+    code, text = cli("compare", *given, "--mix-suites")
     assert code == 0, text
-    assert "joined on every case they share" in " ".join(text.splitlines()[1:3]) and "runs at 0.91x" in text
+    assert "joined on every case they share" in " ".join(text.splitlines()[1:5]) and "runs at 0.91x" in text
 
 
 def test_different_suites_join_on_the_cases_timed_alike_and_say_so() -> None:
@@ -165,10 +190,14 @@ def test_sets_of_several_suites_of_one_gpu_are_compared_suite_by_suite(tmp_path:
     assert "Not compared, no other result set of their suite: only-one (H100 SXM5 80GB)" in " ".join(text.split())
 
 
-def test_sets_of_several_suites_of_two_gpus_are_one_comparison_joined_case_by_case() -> None:
+def test_sets_of_several_suites_of_two_gpus_are_one_comparison_joined_case_by_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path.cwd())
     """Each GPU is one side over its sets of every suite; a case both ran is compared where each GPU's chosen
     runs were timed with the same settings (quickstart times the ceilings gemm cases otherwise: left out)."""
-    code, text = cli("compare", H100_CEILINGS, H100_INFERENCE, H200_CEILINGS, H200_INFERENCE, H200_QUICKSTART)
+    code, text = cli("compare", *alone(tmp_path, H100_CEILINGS, H100_INFERENCE, H200_CEILINGS, H200_INFERENCE,
+                                       H200_QUICKSTART), "--all-cases")
     assert code == 0, text
     flat = " ".join(text.split())
     assert "H200 SXM 141GB runs at" in flat and "cases: gemm" in flat and "generate 11 (hf 11)" in flat
@@ -209,17 +238,20 @@ def test_show_prints_a_legend_for_the_flag_mark(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_every_command_reads_at_80_columns(tmp_path: Path) -> None:
+def test_every_command_reads_at_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spread = tracked("results", "spread/h100-sxm-80gb/*.json")  # the committed runs, not a user's own
+    monkeypatch.chdir(Path.cwd())
+    (tmp_path / "given").mkdir()
+    ceilings = alone(tmp_path / "given", H100_CEILINGS, H200_CEILINGS)  # these runs: no folder's others
     commands: list[tuple[str | Path, ...]] = [
-        ("compare", H100_CEILINGS, H200_CEILINGS, "--all"),
+        ("compare", *ceilings, "--all"),
         ("spread", *spread),
         ("project", H100_CEILINGS, "--to", "h200-sxm-141gb", "--validate", H200_CEILINGS),
         ("specs",),
         ("list",),
         ("show", H200_QUICKSTART),
         ("run", "quickstart", "--dry-run", "--cpu", "--out", tmp_path),
-        ("compare", H100_CEILINGS, H200_CEILINGS, "--price", "h100-sxm-80gb=2", "--price", "h200-sxm-141gb=3"),
+        ("compare", *ceilings, "--price", "h100-sxm-80gb=2", "--price", "h200-sxm-141gb=3"),
     ]
     for args in commands:
         code, text = cli(*args)

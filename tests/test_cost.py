@@ -157,7 +157,7 @@ def test_a_case_on_two_gpus_costs_both_gpus_hours(app: typer.Typer, tmp_path: Pa
 
 
 def test_a_pooled_side_is_priced_at_its_pooled_rate(app: typer.Typer, tmp_path: Path) -> None:
-    """Two runs of the H100 side (2000 and 3000 output tok/s) pooled by --pool: the cost and the
+    """Two runs of the H100 side (2000 and 3000 output tok/s, one recorded code path): the cost and the
     break-even use the pooled rate (the median of the runs' medians, 2500), not the first run's, and
     the break-even interval is the pooled ratio's (which holds the between-run spread)."""
     a, _ = _sets(tmp_path)
@@ -167,6 +167,7 @@ def test_a_pooled_side_is_priced_at_its_pooled_rate(app: typer.Typer, tmp_path: 
             case("generate", {"precision": "bf16", "batch_size": 8},
                  {"output_tokens_per_s": metric("output_tokens_per_s", tps, samples=False)})],
             created_at=f"2026-11-2{i + 2}T10:00:00Z")
+        rs.cases[0].code_path = {"engine": "hf", "mode": "eager"}  # runs of no recorded path would not pool
         save(rs, tmp_path / f"h100-{i}.json")
         runs.append(tmp_path / f"h100-{i}.json")
     base = tmp_path / "a100-single.json"

@@ -97,7 +97,7 @@ def test_compare_of_two_gpus_states_its_cases_and_widens_on_request(committed_re
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     flat = out.output.replace("\n", " ")
-    assert lines[1].startswith("Cases: the headline suite's ") and "(--all-cases: all)" in flat
+    assert lines[1].startswith("Cases: headline's 28 both GPUs ran ok (--all-cases: all ")
     assert "beside those given" in flat
     assert all(len(line) <= 80 for line in out.output.splitlines())
     assert wide.exit_code == 0, wide.output

@@ -40,13 +40,14 @@ def test_the_newest_recorded_path_stands_and_another_path_is_left_out_with_why()
     assert cr.path_recorded and cr.note == ""
 
 
-def test_runs_without_a_path_pool_only_with_each_other_and_say_so() -> None:
+def test_runs_without_a_path_pool_only_within_one_repeat_group_and_say_so() -> None:
     with_path = _chosen(_run(600.0, "2026-11-24T00:00:00Z", None), _run(700.0, "2026-11-22T00:00:00Z", FUSED))
     assert with_path.value("tflops") == 700.0  # an older run with a path beats a newer one without
     assert [lo.why for lo in with_path.left_out] == ["recorded no code path"]
     none = _chosen(_run(600.0, "2026-11-24T00:00:00Z", None), _run(800.0, "2026-11-22T00:00:00Z", None))
-    assert none.value("tflops") == 700.0 and not none.path_recorded
-    assert "no code path recorded" in none.note
+    assert none.value("tflops") == 600.0 and not none.path_recorded  # two runs, no group: the newest alone
+    assert "no code path recorded" in none.note and "one repeat group" in none.note
+    assert [lo.why for lo in none.left_out] == ["recorded no code path: pooled only within one repeat group"]
 
 
 def test_runs_on_two_gpus_or_beside_other_cases_are_never_pooled_with_one_alone() -> None:

@@ -44,7 +44,9 @@ def test_compare_formats(app: typer.Typer, files: tuple[Path, Path], tmp_path: P
     )
     assert res.exit_code == 0 and json.loads(out.read_text())["comparison"]["baseline"] == "h200-sxm-141gb"
     res = runner.invoke(app, ["compare", str(a), "--base", "precision=bf16", "-f", "csv"])
-    assert res.exit_code == 0 and "diff %" in res.output
+    assert res.exit_code == 0 and "buys over precision=bf16" in res.output
+    res = runner.invoke(app, ["compare", str(a), "--base", "precision=bf16", "--all", "-f", "csv"])
+    assert res.exit_code == 0 and "diff %" in res.output  # each run's own diff: the details
     res = runner.invoke(app, ["compare", str(a.parent), str(b.parent)])  # folders: newest set in each
     assert res.exit_code == 0, res.output
 

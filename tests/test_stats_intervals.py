@@ -14,6 +14,7 @@ import pytest
 from test_compare_support import H200_ENV, gemm_case, result_set
 
 from llmbench.measure.stats import prediction_interval
+from llmbench.results import CaseResult
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIALS = 4000  # binomial sd of a 95% coverage: 0.0034
@@ -54,20 +55,31 @@ def test_one_run_predicts_nothing_and_the_interval_is_on_the_log_scale() -> None
     assert math.isclose(math.log(hi) - math.log(100.25), math.log(100.25) - math.log(lo), rel_tol=0.02)
 
 
+def _pathed(precision: str, tflops: float) -> CaseResult:
+    """A gemm case that recorded its code path: its runs pool with the same path's (analysis/runs.py)."""
+    c = gemm_case(precision, tflops, samples=False)
+    c.code_path = {"engine": "torch", "mode": "eager"}
+    return c
+
+
 def test_the_beside_check_judges_by_the_prediction_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three alone runs at 700, 707 and 714 TFLOP/s: 2 CVs around the median reach about 686-728, the 95%
     prediction interval about 673-743. A figure of 680 beside others is inside the prediction
     interval and outside the 2-CV band; 660 is outside both."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     check = importlib.import_module("beside_vs_alone")
-    alone = [result_set(H200_ENV, [gemm_case("bf16", v, samples=False)]) for v in (700.0, 707.0, 714.0)]
+    alone = [result_set(H200_ENV, [_pathed("bf16", v)]) for v in (700.0, 707.0, 714.0)]
     for beside, within in ((680.0, True), (660.0, False)):
-        new = result_set(H200_ENV, [gemm_case("bf16", beside, samples=False)])
+        new = result_set(H200_ENV, [_pathed("bf16", beside)])
         (row,) = [r for r in check.rows(new, alone) if r["metric"] == "tflops"]
         assert row["alone_runs"] == 3
         assert row["alone_pi95"][0] < 700.0 < row["alone_pi95"][1]
         assert row["within"] is within
         assert abs(math.log(row["ratio"])) > 2 * row["case_cv"]  # outside the old band either way
+    # alone runs that recorded no code path are no measurement of what ran beside (nor of each other)
+    pathless = [result_set(H200_ENV, [gemm_case("bf16", v, samples=False)]) for v in (700.0, 707.0, 714.0)]
+    new = result_set(H200_ENV, [_pathed("bf16", 680.0)])
+    assert [r for r in check.rows(new, pathless) if r["metric"] == "tflops"] == []
 
 
 def test_the_beside_check_gives_the_host_slowdown_of_each_side(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,7 +89,7 @@ def test_the_beside_check_gives_the_host_slowdown_of_each_side(monkeypatch: pyte
     check = importlib.import_module("beside_vs_alone")
 
     def probed(precision: str, tflops: float, probes: list[float]) -> object:
-        c = gemm_case(precision, tflops, samples=False)
+        c = _pathed(precision, tflops)
         c.info["host_probe_us"] = probes
         return c
 
@@ -95,6 +107,6 @@ def test_the_beside_check_gives_the_host_slowdown_of_each_side(monkeypatch: pyte
     calm = result_set(H200_ENV, [probed("bf16", 600.0, [610.0, 620.0]), probed("fp8", 1300.0, [600.0])])
     (row,) = [r for r in check.rows(calm, alone) if r["metric"] == "tflops" and r["case"] == calm.cases[0].id]
     assert row["within"] is False and row["host_slowed"] is False
-    bare = result_set(H200_ENV, [gemm_case("bf16", 690.0, samples=False)])
+    bare = result_set(H200_ENV, [_pathed("bf16", 690.0)])
     (row,) = [r for r in check.rows(bare, alone) if r["metric"] == "tflops"]
     assert row["host_slowdown"] is None and row["alone_host_slowdown"] == pytest.approx(1.008, abs=1e-3)

@@ -25,7 +25,7 @@ from llmbench.results import CaseResult, MetricResult, ResultSet
 NOT_GPU_DIRS = (SPREAD_DIR, PUBLISHED_DIR)  # folders of a results tree that are no GPU's own runs
 CPU_PREFIX = "cpu-"  # results/cpu-<arch>/: runs on a machine without a GPU (`nox -s scenario`), no GPU's evidence
 HEADLINE_SUITE = "headline"  # the suite made to answer: a comparison of GPUs covers its cases unless widened
-MEASURED_DATA = Path(__file__).resolve().parents[1] / "references" / "data" / "measured"  # the packaged export
+MEASURED_DATA = Path(__file__).resolve().parents[1] / "references/data/measured"  # the packaged export
 
 
 @dataclass(frozen=True)
@@ -361,7 +361,9 @@ def rule_inputs(given: list[tuple[str, str, ResultSet]], beside: list[tuple[str,
     gpus = case_runs((w, rs) for _, w, rs in every)
     both = "both GPUs" if len(gpus) == 2 else "two GPUs or more"
     shared = {cid for g in gpus.values() for cid in g.cases if sum(cid in h.cases for h in gpus.values()) > 1}
-    declared = None if all_cases else declared_cases(gpus, [rs.suite for _, _, rs in given])
+    # the declared set of the sets given (their folders' other suites do not choose it)
+    declared = None if all_cases else declared_cases(case_runs((w, rs) for _, w, rs in given),
+                                                     [rs.suite for _, _, rs in given])
     if declared is None:
         why = "" if all_cases else "; no suite's cases were run by two of them"
         return RuleInputs(every, None, f"Cases: every case {both} ran ok ({len(shared)}{why}).")
@@ -369,10 +371,9 @@ def rule_inputs(given: list[tuple[str, str, ResultSet]], beside: list[tuple[str,
     first = {rs.gpu_slug: k for k, (_, _, rs) in reversed(list(enumerate(given)))}
     kept = sorted((t for t in every if not is_measured(t[2]) or any(c.id in ids for c in t[2].cases)),
                   key=lambda t: first.get(t[2].gpu_slug, len(given)))
-    note = (f"Cases: the {suite} suite's {len(ids & shared)} that {both} ran ok, of the {len(shared)} they share "
-            f"({ALL_CASES_OPTION}: all)")
+    note = f"Cases: {suite}'s {len(ids & shared)} {both} ran ok ({ALL_CASES_OPTION}: all {len(shared)} shared)."
     joined = sum(1 for t in extra if t in kept)
-    note += f"; their runs also from {joined} set(s) beside those given." if joined else "."
+    note += f" Their runs also from {joined} set(s) beside those given." if joined else ""
     return RuleInputs(kept, ids, note)
 
 

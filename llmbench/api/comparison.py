@@ -20,6 +20,7 @@ from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_beside, floor_of, folder_runs, folder_sets, folders_for
 from llmbench.analysis.pages import Section, section
 from llmbench.analysis.prices import Price, load_prices, parse_price, resolve_prices
+from llmbench.analysis.runs import ALL_CASES_OPTION as ALL_CASES_OPTION  # `compare --all-cases`
 from llmbench.analysis.runs import GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.errors import UserError, choices_text
@@ -95,8 +96,9 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     beside = folder_sets(folders_for(files))
     # the floor reads every run given or beside them (a bundle's members among them), as the pages read a tree
     floor_runs = folder_runs(noise_floor) if noise_floor else [*(rs for _, rs in beside), *(rs for _, _, rs in inputs)]
-    rule = rule_inputs(inputs, beside, all_cases) if len({rs.gpu_slug for _, _, rs in inputs
-                                                         if is_measured(rs)}) > 1 else None
+    gpus = len({rs.gpu_slug for _, _, rs in inputs if is_measured(rs)})
+    # a gate judges the runs given; an answer reads every run of its cases beside them too
+    rule = rule_inputs(inputs, beside if fail_if_slower is None else [], all_cases) if gpus > 1 else None
     sets = load_sets(list(files), pool=pool, loaded=rule.loaded if rule else inputs)
     if rule is not None and rule.ids is not None:
         sets = [s.only(rule.ids) for s in sets]

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from llmbench import api
-from llmbench.analysis.runs import ALL_CASES_OPTION
 from llmbench.api import MIX_OPTION, check_out_file
+from llmbench.api.comparison import ALL_CASES_OPTION
 from llmbench.commands.common import FILES_ARG, FORMAT_OPT, OUT_OPT, POOL_OPT, Fmt, emit
 from llmbench.commands.costopts import PRICE_OPT, PRICES_OPT, RUN_TOKENS_OPT
 from llmbench.report.answer_view import answer_tables
