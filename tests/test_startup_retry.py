@@ -47,7 +47,9 @@ def test_only_a_resultless_end_before_timing_counts_as_a_start_up_death() -> Non
     assert not died_in_startup(ChildOutcome("failed", "exited with code 3", timing_began=True))  # timing began
     assert not died_in_startup(ChildOutcome("failed", "exited", timing_began=None))  # a launcher that cannot tell
     assert not died_in_startup(ChildOutcome("timeout", "killed at its timeout", timing_began=False))
-    assert not died_in_startup(ChildOutcome("failed", "ValueError", {"info": {}}, timing_began=False))  # a result
+    assert not died_in_startup(ChildOutcome("failed", "ValueError", timing_began=False, wrote_result=True))  # a result
+    # where it ran (the launcher's node record) is no result of the case's own
+    assert died_in_startup(ChildOutcome("failed", "exited", {"info": {"node": {"hostname": "h"}}}, timing_began=False))
 
 
 def test_a_start_up_death_is_started_once_more_never_twice() -> None:

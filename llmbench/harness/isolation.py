@@ -56,6 +56,7 @@ class ChildOutcome:
     traceback: str | None = None
     duration_s: float = 0.0
     timing_began: bool | None = None  # its first timed window opened (quiet.TIMING_MARK_ENV); None: not known
+    wrote_result: bool = False  # the case process wrote its outcome (else its status is read from how it ended)
 
 
 GPU_SELECTION = re.compile(r"^(\d+(,\d+)*|((MIG|GPU)-[0-9A-Za-z/-]+)(,(MIG|GPU)-[0-9A-Za-z/-]+)*)$")
@@ -481,12 +482,12 @@ def died_in_startup(out: ChildOutcome) -> bool:
     """A case process that ended without a result (no outcome written: a crash, a kill, an exit) before
     its first timed window opened: the machine's failure, not the measurement's, so worth one more start.
     Known only where the launcher saw the timing mark (`timing_began` False); a timeout is no such end."""
-    return out.timing_began is False and not out.payload and out.status != "timeout"
+    return out.timing_began is False and not out.wrote_result and out.status != "timeout"
 
 
 def _payload_outcome(payload: dict[str, Any], elapsed: float) -> ChildOutcome:
     return ChildOutcome(payload.pop("status"), payload.pop("reason", None), payload, payload.pop("traceback", None),
-                        elapsed)
+                        elapsed, wrote_result=True)
 
 
 def run_group_process(
