@@ -94,7 +94,8 @@ def test_generate_as_two_replicas_runs_both_copies_and_sums_their_throughput() -
     assert len(per) == 2 and min(per) > 0 and m["decode_tokens_per_s"]["value"] > 0
     assert len(m["tpot_ms"]["samples"]) >= 2 * SETTINGS["min_iters"]  # both copies' iterations, pooled
     ready, start = zip(*((w[0], w[1]) for w in info["replicas"]["windows_unix"]), strict=True)
-    assert min(start) >= max(ready)  # no copy opened its timed window before every copy was ready
+    # no copy opened its timed window before every copy was ready (the set writes times to the millisecond)
+    assert min(start) >= max(ready) - 1e-3
     assert 0.0 <= info["replicas"]["overlap"] <= 1.0
     assert r["code_path"]["same_on_every_replica"] is True
 

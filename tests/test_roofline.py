@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.redact import machine_paths
 from llmbench import precision
 from llmbench.hardware import roofline as rf
 from llmbench.hardware.specs import lookup
@@ -253,7 +254,7 @@ def test_a_run_reads_the_same_ceiling_from_any_folder_and_records_its_set(tmp_pa
     a = roof(tmp_path / "a", out)  # the run's --out holds the ceilings set: it is the default source
     b = roof(tmp_path / "b", out)
     assert a["bandwidth_tb_s"] == b["bandwidth_tb_s"] == 3.1
-    assert a["bandwidth_source"] == b["bandwidth_source"] == f"measured (ceilings suite, device copy, {theirs})"
+    assert a["bandwidth_source"] == b["bandwidth_source"] == f"measured (ceilings suite, device copy, {machine_paths(str(theirs))})"
     assert roof(tmp_path / "a", tmp_path / "other", "--ceilings", str(named))["bandwidth_tb_s"] == 2.2
     fresh = roof(tmp_path / "a", tmp_path / "fresh")  # no ceilings set under --out: the datasheet, not ./results
     assert fresh["bandwidth_source"].startswith("datasheet")
