@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.redact import machine_paths
 from llmbench import precision
 from llmbench.hardware import roofline as rf
 from llmbench.hardware.specs import lookup
 from llmbench.models.presets import get_preset
 from llmbench.models.shape import ModelShape
+from llmbench.redact import machine_paths
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
 
 TOY = ModelShape(
@@ -254,7 +254,8 @@ def test_a_run_reads_the_same_ceiling_from_any_folder_and_records_its_set(tmp_pa
     a = roof(tmp_path / "a", out)  # the run's --out holds the ceilings set: it is the default source
     b = roof(tmp_path / "b", out)
     assert a["bandwidth_tb_s"] == b["bandwidth_tb_s"] == 3.1
-    assert a["bandwidth_source"] == b["bandwidth_source"] == f"measured (ceilings suite, device copy, {machine_paths(str(theirs))})"
+    written = machine_paths(str(theirs))  # as the set writes it
+    assert a["bandwidth_source"] == b["bandwidth_source"] == f"measured (ceilings suite, device copy, {written})"
     assert roof(tmp_path / "a", tmp_path / "other", "--ceilings", str(named))["bandwidth_tb_s"] == 2.2
     fresh = roof(tmp_path / "a", tmp_path / "fresh")  # no ceilings set under --out: the datasheet, not ./results
     assert fresh["bandwidth_source"].startswith("datasheet")
