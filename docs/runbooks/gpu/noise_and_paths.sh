@@ -9,7 +9,7 @@
 #      gemm bf16/fp8, device copy, bf16 and fp8 compiled decode at batch 1 and 8, TTFT at 2048 (eager),
 #      one QLoRA step, one linear_fp8 case.
 # A step may name its cases: `modes:ID,ID` runs those fp8-linear-modes cases, `noise:ID,ID` one pass of
-# those headline cases (to complete the passes of an earlier lease).
+# those headline cases (to complete the passes of an earlier machine).
 # All runs of the job share one torch.compile cache (LLMBENCH_COMPILE_CACHE), so a model and precision
 # compiles once; each case records whether its compile was warm.
 #
@@ -29,7 +29,7 @@ cmd=${1:-start}
 . "$(dirname "$0")/_job.sh"
 if [ "$cmd" = start ]; then
   mkdir -p "$WORK/res"
-  rm -f "$WORK/done"  # a finished job of an earlier lease on the same disk
+  rm -f "$WORK/done"  # a finished job of an earlier run on the same disk
   steps=${2:-check modes mamf fusion noise}
   NOISE_IDS=gemm/fb0173adb9ac,gemm/bfd808afeea7,gemm/cd2acda1afa4,gemm/f8ae838730d8,bandwidth/47fa88f5e794,generate/fc8a70147524,generate/216a154e2bf6,generate/a9040064628c,generate/f713057bea7d,generate/500f16d47f32,qlora/f76c4f602102,linear_fp8/b8704e182946
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
