@@ -3,9 +3,11 @@
 `llmbench serve-bench --search concurrency` under two MLPerf presets (server and interactive limits of
 Llama-3.1-8B), then `vllm bench serve` and `llmbench serve-bench` at one concurrency on the same
 server, side by side (vLLM's JSON beside llmbench's result set). Then SGLang's server on the same load
-where `sglang` imports; where it does not, the reason is logged.
+where `sglang` imports (its server's command line as llmbench's sglang engine builds it; the
+interactive preset only); where it does not, the reason is logged. After each precision's searches, one
+point at OVERLOAD_RATE requests/s, far above either capacity: the saturation stop must end it early.
 
-    python3 docs/runbooks/gpu/slo_capacity.py OUT_DIR [bf16 fp8]
+    python3 docs/runbooks/gpu/slo_capacity.py OUT_DIR [bf16] [fp8] [sglang]
 
 Run by slo_capacity.sh as a background job. Expected time (an estimate, not a measurement): a server's
 first start about 2.5 min, each search about 8-12 points of at most 6 s of sending plus the drain: about
@@ -29,6 +31,7 @@ from llmbench.serving.server import ServerProcess
 PRESET, PORT = "llama-3-8b", 8000  # a fixed port keeps the url param, and so the case ids, stable
 SLOS = ("mlperf-llama3.1-8b-server", "mlperf-llama3.1-8b-interactive")
 SIDE_BY_SIDE_CONCURRENCY = 32
+OVERLOAD_RATE, OVERLOAD_N, OVERLOAD_S = 96, 4096, 30  # Poisson arrivals well past the server's capacity
 INPUT, OUTPUT, N, DURATION = 1024, 128, 256, 6
 QUANT = {"bf16": [], "fp8": ["--quantization", "fp8"]}
 
@@ -53,18 +56,21 @@ def vllm_bench(url: str, tok: Path, out: Path, name: str, log: Path) -> int:
             stdout=f, stderr=f)
 
 
-def measure(url: str, tok: Path, out: Path, precision: str, log: Path) -> list[int]:
-    common = ["--url", url, "--model", PRESET, "--tokenizer", str(tok), "--precision", precision,
-              "--input-len", str(INPUT), "--output-len", str(OUTPUT), "-n", str(N), "--duration", str(DURATION),
-              "--out", str(out / "results")]
+def measure(url: str, tok: Path, out: Path, precision: str, log: Path, slos: tuple[str, ...] = SLOS) -> list[int]:
+    shape = ["--url", url, "--model", PRESET, "--tokenizer", str(tok), "--precision", precision,
+             "--input-len", str(INPUT), "--output-len", str(OUTPUT), "--out", str(out / "results")]
+    common = [*shape, "-n", str(N), "--duration", str(DURATION)]
     codes = []
-    for slo in SLOS:
+    for slo in slos:
         codes.append(llmbench(*common, "--slo", slo, "--search", "concurrency", "--search-start", "4",
                               "--search-top", "512", "--search-resolution", "0.15",
                               "--name", f"slo-capacity-{precision}", "--resume", log=log))
     codes.append(llmbench(*common, "--concurrency", str(SIDE_BY_SIDE_CONCURRENCY), "--slo", SLOS[1],
                           "--name", f"slo-side-by-side-{precision}", log=log))
     codes.append(vllm_bench(url, tok, out, f"vllm-bench-{precision}", log))
+    # the saturation stop on a real server: an open-loop point far above capacity (exit 0 or 1 both fine)
+    llmbench(*shape, "-n", str(OVERLOAD_N), "--duration", str(OVERLOAD_S), "--rate", str(OVERLOAD_RATE),
+             "--slo", SLOS[1], "--name", f"slo-overload-{precision}", log=log)
     return codes
 
 
@@ -89,15 +95,18 @@ def sglang_server(out: Path, work: Path) -> int:
         print("sglang: not importable here (not installed: see /work/shared/gpu/README.md, 'Bringing SGLang'); "
               "its server was not run", flush=True)
         return 0
+    from llmbench.engines.served import ServerSite
+    from llmbench.engines.sglang import SGLangEngine, SGLangOptions
+
     tok = build_offline_tokenizer(work / "tokenizer", get_preset(PRESET).vocab)
     model = write_config_dir(PRESET, work / "model-sglang", tok)
-    command = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(model), "--tokenizer-path",
-               str(tok), "--load-format", "dummy", "--served-model-name", PRESET, "--host", "127.0.0.1",
-               "--port", str(PORT), "--disable-radix-cache"]
-    url = f"http://127.0.0.1:{PORT}"
-    with ServerProcess(command, out / "sglang-server.log") as server:
-        print(f"sglang: server ready in {server.wait_ready(url, 900):.0f} s", flush=True)
-        codes = measure(url, tok, out, "bf16-sglang", out / "slo-capacity-sglang.log")
+    site = ServerSite(host="127.0.0.1", port=PORT, model=PRESET, tokenizer_dir=str(tok), model_dir=str(model),
+                      python=sys.executable, precision="bf16")
+    server = SGLangEngine(SGLangOptions(name="sglang", context_length=4096)).server(site, out / "sglang-server.log")
+    print("sglang: command:", " ".join(server.command), flush=True)
+    with server:
+        print(f"sglang: server ready in {server.wait_ready(site.url, 900):.0f} s", flush=True)
+        codes = measure(site.url, tok, out, "bf16", out / "slo-capacity-sglang.log", slos=SLOS[1:])
     return max(codes)
 
 
@@ -112,6 +121,9 @@ def summary(out: Path) -> None:
                     m = c.metrics[name]
                     ci = m.stats.ci if m.stats else None
                     print(path.name, c.params.get("limits"), name, m.value, ci and [ci.lo, ci.hi, ci.level], m.flags)
+            if path.name.startswith("slo-overload"):
+                print(path.name, "rate", c.params.get("rate"), "saturated:", c.info.get("saturated"),
+                      "sent", c.info.get("requests_sent"), "status", c.status)
             if c.params.get("concurrency") and "ttft_ms" in c.metrics:
                 print(path.name, "llmbench", {k: round(c.metrics[k].value, 2) for k in ("ttft_ms", "tpot_ms")
                                               if k in c.metrics})
@@ -122,17 +134,15 @@ def summary(out: Path) -> None:
 
 
 def main() -> int:
-    out, precisions = Path(sys.argv[1]), sys.argv[2:] or ["bf16", "fp8"]
+    out, targets = Path(sys.argv[1]), sys.argv[2:] or ["bf16", "fp8", "sglang"]
     out.mkdir(parents=True, exist_ok=True)
-    bad = [p for p in precisions if p not in QUANT]
+    bad = [t for t in targets if t not in (*QUANT, "sglang")]
     if bad:
-        sys.exit(f"unknown precision {bad[0]!r}; valid: {', '.join(QUANT)}")
+        sys.exit(f"unknown target {bad[0]!r}; valid: {', '.join((*QUANT, 'sglang'))}")
     codes = []
-    for p in precisions:
+    for t in targets:
         with tempfile.TemporaryDirectory(prefix="llmbench-slo-") as work:
-            codes.append(vllm_server(out, p, Path(work)))
-    with tempfile.TemporaryDirectory(prefix="llmbench-slo-") as work:
-        codes.append(sglang_server(out, Path(work)))
+            codes.append(sglang_server(out, Path(work)) if t == "sglang" else vllm_server(out, t, Path(work)))
     summary(out)
     return max(codes)
 
