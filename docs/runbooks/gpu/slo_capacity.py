@@ -56,7 +56,9 @@ def vllm_bench(url: str, tok: Path, out: Path, name: str, log: Path) -> int:
             stdout=f, stderr=f)
 
 
-def measure(url: str, tok: Path, out: Path, precision: str, log: Path, slos: tuple[str, ...] = SLOS) -> list[int]:
+def measure(url: str, tok: Path, out: Path, precision: str, log: Path, slos: tuple[str, ...] = SLOS,
+            extras: bool = True, name: str = "") -> list[int]:
+    """The searches under `slos`; with `extras`, the side-by-side with `vllm bench serve` and the overload."""
     shape = ["--url", url, "--model", PRESET, "--tokenizer", str(tok), "--precision", precision,
              "--input-len", str(INPUT), "--output-len", str(OUTPUT), "--out", str(out / "results")]
     common = [*shape, "-n", str(N), "--duration", str(DURATION)]
@@ -64,7 +66,9 @@ def measure(url: str, tok: Path, out: Path, precision: str, log: Path, slos: tup
     for slo in slos:
         codes.append(llmbench(*common, "--slo", slo, "--search", "concurrency", "--search-start", "4",
                               "--search-top", "512", "--search-resolution", "0.15",
-                              "--name", f"slo-capacity-{precision}", "--resume", log=log))
+                              "--name", f"slo-capacity-{name or precision}", "--resume", log=log))
+    if not extras:
+        return codes
     codes.append(llmbench(*common, "--concurrency", str(SIDE_BY_SIDE_CONCURRENCY), "--slo", SLOS[1],
                           "--name", f"slo-side-by-side-{precision}", log=log))
     codes.append(vllm_bench(url, tok, out, f"vllm-bench-{precision}", log))
@@ -100,13 +104,15 @@ def sglang_server(out: Path, work: Path) -> int:
 
     tok = build_offline_tokenizer(work / "tokenizer", get_preset(PRESET).vocab)
     model = write_config_dir(PRESET, work / "model-sglang", tok)
-    site = ServerSite(host="127.0.0.1", port=PORT, model=PRESET, tokenizer_dir=str(tok), model_dir=str(model),
+    # its own port: the url is a param, so SGLang's points are cases of their own, never pooled with vLLM's
+    site = ServerSite(host="127.0.0.1", port=PORT + 1, model=PRESET, tokenizer_dir=str(tok), model_dir=str(model),
                       python=sys.executable, precision="bf16")
     server = SGLangEngine(SGLangOptions(name="sglang", context_length=4096)).server(site, out / "sglang-server.log")
     print("sglang: command:", " ".join(server.command), flush=True)
     with server:
         print(f"sglang: server ready in {server.wait_ready(site.url, 900):.0f} s", flush=True)
-        codes = measure(site.url, tok, out, "bf16", out / "slo-capacity-sglang.log", slos=SLOS[1:])
+        codes = measure(site.url, tok, out, "bf16", out / "slo-capacity-sglang.log", slos=SLOS[1:], extras=False,
+                        name="sglang")
     return max(codes)
 
 
