@@ -108,6 +108,13 @@ def test_the_answer_comes_first_then_the_projection_check_contents_and_folded_se
         assert f"= {SLUGS[0]}" in part  # every part's sets hold the H100's, named with its slug
 
 
+def test_the_projection_check_heading_names_no_particular_gpu() -> None:
+    """The generic report serves any two GPUs: its own words name none; the GPUs come from the data."""
+    page = _page()
+    summary = page[page.index('id="projection-check"'):].split("</summary>")[0]
+    assert "Projection check" in summary and not re.search(r"[AHL]\d{2,3}\b", summary)
+
+
 def test_answer_blocks_given_come_first_in_their_order() -> None:
     """The hook for another answer (H100 vs A100): blocks passed in come first, in the order given."""
     other = AnswerBlock("H100 vs A100", "the other answer", [Table("decode", ["workload", "ratio"], [["x", "2.00x"]])])

@@ -254,8 +254,8 @@ def projection_html(built: list[_Built]) -> str:
         return ""
     anchors = {b.sec.title: b.anchor for b in built}
     # folded: the answers above are what a reader needs first; this says how far a projection can be trusted
-    return "\n".join(['<section id="projection-check"><details><summary>Projection check: how far the H100 '
-                      "projected by roofline lands from the measured H200</summary>",
+    return "\n".join(['<section id="projection-check"><details><summary>Projection check: how far each '
+                      "baseline GPU projected by roofline lands from the other GPU's measurement</summary>",
                       *(_block_html(a, anchors) for a in blocks), "</details></section>"])
 
 
