@@ -17,12 +17,22 @@ def choices_text(choices: Iterable[object]) -> str:
 
 
 def did_you_mean(value: object, choices: Iterable[object]) -> str:
-    """'did you mean 'quickstart'?' for a typo of one of `choices` (the closest ones), else "": a
-    newcomer's misspelt name gets its fix, not a list to read through."""
+    """'did you mean 'quickstart'?' for a typo of one of `choices` (the closest ones, case aside), else
+    "": a newcomer's misspelt name gets its fix, not a list to read through."""
     if not isinstance(value, str):
         return ""
-    close = difflib.get_close_matches(value, [str(c) for c in choices], n=3, cutoff=0.6)
-    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    names = {str(c).lower(): str(c) for c in choices}
+    exact = [value.lower()] if value.lower() in names else []  # 'VLLM': 'vllm' alone
+    close = exact or difflib.get_close_matches(value.lower(), list(names), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(names[c]) for c in close)}?" if close else ""
+
+
+def choices_hint(value: object, choices: Iterable[object], label: str = "valid") -> str:
+    """The tail of every "unknown NAME" message, "did you mean 'vllm'? valid: hf, trtllm, vllm": a misspelt
+    engine, key, GPU or format reads the same everywhere (the nearest names first, then all of them)."""
+    names = [str(c) for c in choices]
+    hint = did_you_mean(value, names)
+    return f"{hint + ' ' if hint else ''}{label}: {choices_text(names) or 'none'}"
 
 
 class SuiteError(UserError):
@@ -47,8 +57,7 @@ class SuiteError(UserError):
             parts.append(f"(got {value!r})")
         text = " ".join(parts)
         if self.choices:
-            hint = did_you_mean(value, self.choices)
-            text += f"; {hint + ' ' if hint else ''}valid: {choices_text(self.choices)}"
+            text += f"; {choices_hint(value, self.choices)}"
         super().__init__(text)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from llmbench.errors import choices_text, did_you_mean
+from llmbench.errors import choices_hint
 
 MAX_GPUS = 1024  # the most GPUs (and so nodes or replicas) one case is placed on
 COUNTS = ("gpus", "nodes", "replicas")
@@ -75,9 +75,7 @@ def placement_problem(table: dict[str, Any]) -> tuple[str, Any, str] | None:
     keys = list(Placement.model_fields)
     for key, value in table.items():
         if key not in Placement.model_fields:
-            hint = did_you_mean(key, keys)
-            return key, value, (f"placement has no key {key!r}; {hint + ' ' if hint else ''}"
-                                f"its keys: {choices_text(keys)}")
+            return key, value, f"placement has no key {key!r}; {choices_hint(key, keys, 'its keys')}"
         if key in COUNTS:
             valid = f"placement {key} is a whole number 1..{MAX_GPUS} ({key} = 2)"
             if isinstance(value, bool):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llmbench.errors import choices_hint
+
 
 @dataclass(frozen=True)
 class Precision:
@@ -78,7 +80,7 @@ def get(name: str) -> Precision:
     try:
         return PRECISIONS[name]
     except KeyError:
-        raise KeyError(f"unknown precision {name!r}; valid: {', '.join(PRECISIONS)}") from None
+        raise KeyError(f"unknown precision {name!r}; {choices_hint(name, PRECISIONS)}") from None
 
 
 def unsupported_reason(name: str, device: DeviceInfo) -> str | None:

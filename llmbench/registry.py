@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from llmbench.errors import choices_hint
+
 T = TypeVar("T")
 PLUGINS_ENV = "LLMBENCH_PLUGINS"
 ENTRY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -108,7 +110,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> type[T]:
         found = self._find(name)
         if found is None:
-            raise KeyError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
+            raise KeyError(f"unknown {self.kind} {name!r}; {choices_hint(name, self.names())}")
         return found
 
     def __contains__(self, name: object) -> bool:

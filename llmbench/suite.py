@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from llmbench.engines.base import ENGINES, EngineOptions, build_engine, engine_class, engine_options
-from llmbench.errors import SuiteError, UserError, did_you_mean
+from llmbench.errors import SuiteError, UserError, choices_hint, did_you_mean
 from llmbench.ids import NAME_MAX, case_id, name_problem, params_text
 from llmbench.measure.timing import StopRule
 from llmbench.placement import Placement
@@ -395,13 +395,13 @@ def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
             wanted = {v.strip() for v in vals.split(",")}
             known = {"scenario", "id"} | {k for c in cases for k in c.params_dict}
             if key not in known:
-                raise UserError(f"--filter {f!r}: unknown key {key!r}; valid: {', '.join(sorted(known))}")
+                raise UserError(f"--filter {f!r}: unknown key {key!r}; {choices_hint(key, sorted(known))}")
             having = [c for c in cases if key in ("scenario", "id") or key in c.params_dict]
             valid = set().union(set(), *(_names_of(c, key) for c in having))
             unknown = wanted - valid
             if key != "id" and unknown:  # an id names one case: listing every id would not help
                 raise UserError(f"--filter {f!r}: {key}={','.join(sorted(unknown))} names no case; "
-                                f"valid {key} values: {', '.join(sorted(valid))}")
+                                f"{choices_hint(min(unknown), sorted(valid), f'valid {key} values')}")
             out = [c for c in out if _names_of(c, key) & wanted]
         else:
             out = [c for c in out if f in c.label or f in c.id]

@@ -258,7 +258,7 @@ def test_the_split_check_sees_a_banned_import(tmp_path: Path, monkeypatch: pytes
 # power_limit_param, bottleneck_sweep, engine_slot), with these exceptions: the axis every figure has,
 # and words that are keys of llmbench's own records or tables, not the params of the same name.
 AXES_ALLOWED = {
-    "precision": "the precision axis (llmbench.precision, layer 0): every figure's precision",
+    "precision": "the precision axis (llmbench.precision, layer 1): every figure's precision",
 }
 RECORD_WORDS = {
     "n": "the sample count of a metric row or table column",

@@ -54,7 +54,7 @@ def test_compare_formats(app: typer.Typer, files: tuple[Path, Path], tmp_path: P
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["compare", "missing.json", "x.json"], "missing.json: no such file"),
+        (["compare", "missing.json", "x.json"], "no such files (2 of 2 given): missing.json, x.json"),
         (["compare", "{a}"], "two or more result sets"),
         (["compare", "{a}", "{b}", "--baseline", "a100"], "valid: "),
         (["compare", "{a}", "--base", "precision=int4"], "valid: bf16"),

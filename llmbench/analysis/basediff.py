@@ -10,7 +10,7 @@ from typing import Any
 
 from llmbench.analysis.caselabels import case_labels, fmt_param
 from llmbench.analysis.inputs import SetRef
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint
 from llmbench.metrics import METRICS, Better
 from llmbench.results import CaseResult
 from llmbench.suite import case_from
@@ -98,12 +98,12 @@ def _check(ref: SetRef, key: str, value: Any) -> None:
     if not values:
         keys = sorted({k for c in ref.rs.cases for k in c.params})
         raise UserError(
-            f"--base {key}=...: no case of {ref.label} has param {key!r}; valid: {choices_text(keys)}"
+            f"--base {key}=...: no case of {ref.label} has param {key!r}; {choices_hint(key, keys)}"
         )
     if fmt_param(value) not in values:
         raise UserError(
             f"--base {key}={fmt_param(value)}: no case of {ref.label} has that value; "
-            f"valid: {choices_text(sorted(values))}"
+            f"{choices_hint(fmt_param(value), sorted(values))}"
         )
 
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from llmbench.analysis.labels import gpu_name, tag
 from llmbench.bundle import Bundle, is_bundle, read_bundle
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint, choices_text
 from llmbench.results import CaseResult, ResultSet, load
 
 
@@ -160,6 +160,7 @@ def read_inputs(paths: list[Path]) -> list[tuple[str, str, ResultSet]]:
     """(stem, where, set) of every result set the paths name, each once: a file; a folder's every set
     (`folder_files`); a oneshot bundle's every set (stem: the bundle's, with the suite where it holds
     several; where: bundle:member)."""
+    check_exist(paths)
     loaded: list[tuple[str, str, ResultSet]] = []
     seen: set[Path] = set()  # resolved: a file named twice (a folder and a glob, a/x.json and b/../a/x.json) is one run
     for p in paths:
@@ -177,6 +178,16 @@ def read_inputs(paths: list[Path]) -> list[tuple[str, str, ResultSet]]:
                 seen.add(f.resolve())
                 loaded.append((f.stem, shown(f), load_checked(f)))
     return loaded
+
+
+def check_exist(paths: list[Path]) -> None:
+    """Every path given is there; else one error naming each one that is not (a mistyped glob or two
+    are fixed in one go, not one per run)."""
+    missing = list(dict.fromkeys(str(p) for p in paths if not p.exists()))
+    if len(missing) == 1:
+        raise UserError(f"{missing[0]}: no such file")
+    if missing:
+        raise UserError(f"no such files ({len(missing)} of {len(paths)} given): {choices_text(missing)}")
 
 
 def shown(path: Path) -> str:
@@ -208,7 +219,7 @@ def resolve_baseline(sets: list[SetRef], name: str | None) -> int:
         return hits[0]
     valid = sorted({s.name for s in sets} | {s.stem for s in sets if s.stem})
     if not hits:
-        raise UserError(f"--baseline {name!r} names none of the result sets; valid: {choices_text(valid)}")
+        raise UserError(f"--baseline {name!r} names none of the result sets; {choices_hint(name, valid)}")
     raise UserError(
         f"--baseline {name!r} is ambiguous ({len(hits)} sets); use a file stem: {choices_text(valid)}"
     )

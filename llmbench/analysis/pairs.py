@@ -15,7 +15,7 @@ from llmbench.analysis.compare import Ratio, SuiteFigure, orient, runs_ratio, su
 from llmbench.analysis.noisefloor import NoiseFloor, machine_of
 from llmbench.analysis.prices import Price, list_prices
 from llmbench.caseinfo import PublishedInfo, PublishedMatch
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.specs import lookup, slugs
 from llmbench.metrics import METRICS
 from llmbench.references import Workload, claims, informs, published_sets, workloads
@@ -282,7 +282,7 @@ def pair_prices(a: str, b: str, given: dict[str, Price] | None) -> tuple[tuple[P
 
 def check_gpu(slug: str) -> str:
     if lookup(slug) is None:
-        raise UserError(f"--gpus: unknown GPU {slug!r}; valid: {choices_text(slugs())}")
+        raise UserError(f"--gpus: unknown GPU {slug!r}; {choices_hint(slug, slugs())}")
     return slug
 
 

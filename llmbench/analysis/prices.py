@@ -18,7 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint
+from llmbench.hardware.specs import lookup
 from llmbench.references import price_rows
 
 if sys.version_info >= (3, 11):
@@ -78,7 +79,8 @@ def load_prices(path: Path) -> dict[str, Price]:
             raise UserError(f"{where}: expected a table with usd_per_hour (got {entry!r})")
         unknown = sorted(set(entry) - {"usd_per_hour", *TEXT_KEYS})
         if unknown:
-            raise UserError(f"{where}: unknown key {unknown[0]!r}; valid: {choices_text(['usd_per_hour', *TEXT_KEYS])}")
+            hint = choices_hint(unknown[0], ["usd_per_hour", *TEXT_KEYS])
+            raise UserError(f"{where}: unknown key {unknown[0]!r}; {hint}")
         if "usd_per_hour" not in entry:
             raise UserError(f"{where}: usd_per_hour is missing")
         texts = {k: str(entry[k]) for k in TEXT_KEYS if k in entry}
@@ -94,8 +96,8 @@ def resolve_prices(given: list[str], file: Path | None, slugs: list[str]) -> dic
     for text in given:
         slug, price = parse_price(text)
         if slug not in slugs:
-            valid = choices_text(sorted(set(slugs)))
-            raise UserError(f"--price {text!r}: no result set is of GPU {slug!r}; valid: {valid}")
+            hint = choices_hint(None if lookup(slug) else slug, sorted(set(slugs)))  # a GPU of no set: no guess
+            raise UserError(f"--price {text!r}: no result set is of GPU {slug!r}; {hint}")
         prices[slug] = price
     return prices
 

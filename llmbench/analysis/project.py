@@ -12,7 +12,7 @@ from statistics import mean, median
 from typing import Any
 
 from llmbench.analysis.labels import is_measured
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, lookup, match_name, slugs
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, utc_now
@@ -40,7 +40,7 @@ NOT_SCALED = frozenset({"compile_s"})  # one-off costs: not a roofline quantity
 def spec_or_error(slug: str) -> GpuSpec:
     spec = lookup(slug)
     if spec is None:
-        raise UserError(f"unknown GPU slug {slug!r}; valid: {choices_text(slugs())}")
+        raise UserError(f"unknown GPU slug {slug!r}; {choices_hint(slug, slugs())}")
     return spec
 
 
@@ -49,7 +49,7 @@ def source_spec(rs: ResultSet) -> GpuSpec:
     spec = lookup(rs.gpu_slug) or match_name(str(gpu.get("name", "")), gpu.get("memory_gib"))
     if spec is None:
         raise UserError(
-            f"the result set's GPU {rs.gpu_slug!r} is not in the spec table; valid: {choices_text(slugs())}"
+            f"the result set's GPU {rs.gpu_slug!r} is not in the spec table; {choices_hint(rs.gpu_slug, slugs())}"
         )
     return spec
 

@@ -15,7 +15,7 @@ from llmbench.analysis.prices import resolve_prices
 from llmbench.analysis.project import Validation, project, spec_or_error, validate
 from llmbench.analysis.runs import load_sets
 from llmbench.analysis.spread import SpreadRow, spread_data, spread_rows
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.specs import SPECS, GpuSpec, lookup
 from llmbench.results import save
 from llmbench.suite import PACKAGED, SuiteFile, available_suites, replaced_text
@@ -59,7 +59,7 @@ def project_set(result: Path, to: str, out: Path | None = None) -> SetRef:
     from llmbench.api.checks import check_out_file
 
     if lookup(to) is None:
-        raise UserError(f"--to {to!r} is not a GPU slug; valid: {choices_text(s.slug for s in SPECS)}")
+        raise UserError(f"--to {to!r} is not a GPU slug; {choices_hint(to, [s.slug for s in SPECS])}")
     check_out_file(out)
     projected = project(load_checked(result), to)
     if out is not None:

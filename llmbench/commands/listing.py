@@ -9,7 +9,7 @@ import typer
 
 from llmbench import api
 from llmbench.commands.common import SUITES_OPT, console
-from llmbench.errors import UserError
+from llmbench.errors import UserError, choices_hint
 from llmbench.report.tables import Table
 from llmbench.report.terminal import print_terminal
 
@@ -22,7 +22,7 @@ def list_(
     and which way is better)."""
     sections = api.listings(suites or [])
     if what != "all" and what not in sections:
-        raise UserError(f"unknown list {what!r}; valid: {', '.join(sections)}, all")
+        raise UserError(f"unknown list {what!r}; {choices_hint(what, [*sections, 'all'])}")
     print_terminal([Table(name, [name.removesuffix("s"), "file" if name == "suites" else "description"],
                           [list(row) for row in sections[name]()], empty="none here")
                     for name in (sections if what == "all" else [what])], console)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from pydantic import ConfigDict, Field, ValidationError
 
 from llmbench import precision as prec
+from llmbench.errors import choices_hint
 from llmbench.ids import AddedLater
 from llmbench.precision import DeviceInfo
 from llmbench.registry import Registry
@@ -312,10 +313,10 @@ class InferenceEngine(Engine):
             return missing
         mode, tp = self.options.mode, self.options.tensor_parallel
         if mode not in self.modes:
-            return f"engine {self.name!r} has no mode {mode!r}; valid: {', '.join(self.modes)}"
+            return f"engine {self.name!r} has no mode {mode!r}; {choices_hint(mode, self.modes)}"
         if options.precision not in self.precisions:
-            return (f"engine {self.name!r} cannot apply precision {options.precision!r}; valid: "
-                    f"{', '.join(sorted(self.precisions))}")
+            return (f"engine {self.name!r} cannot apply precision {options.precision!r}; "
+                    f"{choices_hint(options.precision, sorted(self.precisions))}")
         if tp > self.max_tensor_parallel:
             return f"engine {self.name!r} runs tensor_parallel up to {self.max_tensor_parallel}, not {tp}"
         return self.precision_reason(options.precision, device)
@@ -363,9 +364,9 @@ def engine_class(name: str, interface: type[E]) -> type[E]:
     cls = ENGINES.get(name) if name in ENGINES else None
     if cls is not None and issubclass(cls, interface):
         return cls
-    valid = ", ".join(n for n, c in ENGINES if issubclass(c, interface))
+    valid = [n for n, c in ENGINES if issubclass(c, interface)]
     what = f"unknown engine {name!r}" if cls is None else f"engine {name!r} is no {interface.kind}"
-    raise ValueError(f"{what}; valid {interface.kind}s: {valid}")
+    raise ValueError(f"{what}; {choices_hint(name, valid, f'valid {interface.kind}s')}")
 
 
 def engine_options(table: dict[str, Any], interface: type[Engine]) -> EngineOptions:
@@ -378,8 +379,9 @@ def engine_options(table: dict[str, Any], interface: type[Engine]) -> EngineOpti
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        valid = ", ".join(f for f in model.model_fields if f != "name")
-        raise ValueError(f"[engine] of {cls.name!r}: {where}: {err['msg']}; valid keys: {valid or 'none'}") from None
+        valid = [f for f in model.model_fields if f != "name"]
+        hint = choices_hint(where if err["type"] == "extra_forbidden" else None, valid, "valid keys")
+        raise ValueError(f"[engine] of {cls.name!r}: {where}: {err['msg']}; {hint}") from None
 
 
 def build_engine(options: EngineOptions, interface: type[E]) -> E:

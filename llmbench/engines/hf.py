@@ -30,6 +30,7 @@ from llmbench.engines.base import (
     TrainingSession,
     TrainOptions,
 )
+from llmbench.errors import choices_hint
 from llmbench.measure import compile_cache
 from llmbench.precision import PRECISIONS, DeviceInfo
 
@@ -197,7 +198,7 @@ class HFSession(GenerationSession):
         self, model: Any, mode: str = "eager", fuse: bool = True, library_kernel_settings: bool = True
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+            raise ValueError(f"unknown mode {mode!r}; {choices_hint(mode, MODES)}")
         self.model = model
         self.device = model.device
         self._gen_config: Any = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from llmbench.errors import choices_hint
+
 if TYPE_CHECKING:  # the engines package is imported to list engines: no torch at import time
     from torch import nn
 
@@ -184,5 +186,6 @@ def apply_precision(model: nn.Module, precision: str) -> nn.Module:
     try:
         fn = APPLY[precision]
     except KeyError:
-        raise KeyError(f"the hf engine has no method for precision {precision!r}; valid: {', '.join(APPLY)}") from None
+        hint = choices_hint(precision, APPLY)
+        raise KeyError(f"the hf engine has no method for precision {precision!r}; {hint}") from None
     return fn(model)

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from llmbench.engines.base import ModelRef, TrainingSession, TrainOptions
+from llmbench.errors import choices_hint
 from llmbench.precision import DeviceInfo
 
 if TYPE_CHECKING:
@@ -50,11 +51,11 @@ def load_for_training(model: ModelRef, options: TrainOptions, device: DeviceInfo
     from llmbench.models.build import conv1d_to_linear, make_config, shape_of
 
     if options.method not in METHODS:
-        raise ValueError(f"unknown training method {options.method!r}; valid: {', '.join(METHODS)}")
+        raise ValueError(f"unknown training method {options.method!r}; {choices_hint(options.method, METHODS)}")
     if options.optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {options.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+        raise ValueError(f"unknown optimizer {options.optimizer!r}; {choices_hint(options.optimizer, OPTIMIZERS)}")
     if options.fp8 not in FP8_RECIPES:
-        raise ValueError(f"unknown fp8 recipe {options.fp8!r}; valid: {', '.join(FP8_RECIPES)}")
+        raise ValueError(f"unknown fp8 recipe {options.fp8!r}; {choices_hint(options.fp8, FP8_RECIPES)}")
     if model.weights not in ("random", "pretrained"):
         raise ValueError(f"unknown weights {model.weights!r}; valid: random, pretrained")
     cfg = make_config(model.model, model.pretrained)

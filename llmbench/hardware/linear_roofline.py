@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from llmbench.errors import choices_hint
+
 Pass = Literal["fwd", "fwd_bwd"]
 BF16, FP8, FP32 = 2, 1, 4  # bytes per element
 
@@ -37,7 +39,7 @@ def projection_nk(
         "down": (hidden, intermediate),
     }
     if proj not in table:
-        raise ValueError(f"unknown projection {proj!r}; valid: {', '.join(PROJECTIONS)}")
+        raise ValueError(f"unknown projection {proj!r}; {choices_hint(proj, PROJECTIONS)}")
     return table[proj]
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llmbench.errors import UserError
+from llmbench.errors import UserError, choices_hint
 from llmbench.hardware import nvml
 from llmbench.hardware.cpus import CPUS_ENV
 from llmbench.measure import compile_cache, progress
@@ -82,7 +82,7 @@ def check_gpu_count(gpus: str | None, cpu: bool, count: int) -> None:
     bad = [i for i in gpus.split(",") if i.isdigit() and int(i) >= count]
     if bad:
         raise UserError(f"--gpus {gpus}: GPU index {bad[0]} does not exist; this machine has {count} GPU(s), "
-                        f"valid indices: {', '.join(str(i) for i in range(count))}")
+                        f"{choices_hint(bad[0], range(count), 'valid indices')}")
 
 
 def _tmp_prefix(kind: str = "case") -> str:

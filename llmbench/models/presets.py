@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmbench.errors import choices_hint
 from llmbench.models.shape import ModelShape
 
 
@@ -245,11 +246,11 @@ def get_preset(name: str) -> ModelPreset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise KeyError(f"unknown model preset {name!r}; valid: {', '.join(PRESETS)}") from None
+        raise KeyError(f"unknown model preset {name!r}; {choices_hint(name, PRESETS)}") from None
 
 
 def known_preset(name: str | None) -> str | None:
     """A param validator: `name` if it is a preset (or None), else a ValueError naming the valid ones."""
     if name is not None and name not in PRESETS:
-        raise ValueError(f"unknown model {name!r}; valid presets: {', '.join(PRESETS)}")
+        raise ValueError(f"unknown model {name!r}; {choices_hint(name, PRESETS, 'valid presets')}")
     return name

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.analysis.compare import Ratio
+from llmbench.errors import choices_hint
 
 FORMATS: tuple[str, ...] = ("markdown", "csv", "json")  # render's; terminal.to_terminal_text the fourth
 MISSING = "—"
@@ -131,4 +132,4 @@ def render(
         return to_csv(tables)
     if fmt == "json":
         return json.dumps(data if data is not None else [t.to_dict() for t in tables], indent=1) + "\n"
-    raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
+    raise ValueError(f"unknown format {fmt!r}; {choices_hint(fmt, FORMATS)}")

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from llmbench.errors import choices_hint
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.placement import Placement
@@ -26,7 +27,7 @@ def bus_factor(op: str, n: int) -> float:
         return 2 * (n - 1) / n
     if op in ("all_gather", "reduce_scatter", "all_to_all"):
         return (n - 1) / n
-    raise ValueError(f"unknown collective {op!r}; valid: {', '.join(OPS)}")
+    raise ValueError(f"unknown collective {op!r}; {choices_hint(op, OPS)}")
 
 
 def message_elements(size_bytes: float, element_size: int, op: str, n: int) -> int:

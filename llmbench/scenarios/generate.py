@@ -29,6 +29,7 @@ from llmbench.engines.base import (
     ModelRef,
     RequestTiming,
 )
+from llmbench.errors import choices_hint
 from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, match_name
@@ -86,7 +87,7 @@ class GenerateParams(ScenarioParams):
     @classmethod
     def _known_precision(cls, v: str) -> str:
         if v not in prec.PRECISIONS:
-            raise ValueError(f"unknown precision {v!r}; valid: {', '.join(prec.PRECISIONS)}")
+            raise ValueError(f"unknown precision {v!r}; {choices_hint(v, prec.PRECISIONS)}")
         return v
 
     @model_validator(mode="after")
@@ -106,7 +107,7 @@ class GenerateParams(ScenarioParams):
 
         for name in self.accuracy_gate or {}:
             if name not in GATE_METRICS:
-                raise ValueError(f"accuracy_gate: unknown metric {name!r}; valid: {', '.join(GATE_METRICS)}")
+                raise ValueError(f"accuracy_gate: unknown metric {name!r}; {choices_hint(name, GATE_METRICS)}")
         if self.model is not None:
             limit = PRESETS[self.model].max_positions
             if self.input_len + self.output_len > limit:

@@ -24,7 +24,7 @@ from pydantic import Field, field_serializer, model_validator
 
 from llmbench.caseinfo import RequestRateInfo
 from llmbench.engines.served import ServedEngine, ServerSite
-from llmbench.errors import UserError
+from llmbench.errors import UserError, choices_hint
 from llmbench.ids import case_id
 from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
@@ -109,7 +109,7 @@ class ServingParams(ScenarioParams):
             from llmbench.models.presets import PRESETS
 
             if self.preset not in PRESETS:
-                raise ValueError(f"unknown preset {self.preset!r}; valid: {', '.join(PRESETS)}")
+                raise ValueError(f"unknown preset {self.preset!r}; {choices_hint(self.preset, PRESETS)}")
         try:
             parse_slo(self.slo)
             if self.limits is not None:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmbench.errors import UserError
+from llmbench.errors import UserError, choices_hint
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def read_trace(path: str | Path, time_scale: float = 1.0, limit: int | None = No
     p = Path(path)
     reader = READERS.get(p.suffix.lower())
     if reader is None:
-        raise UserError(f"trace {str(p)!r}: unknown format; valid: {', '.join(READERS)}")
+        raise UserError(f"trace {str(p)!r}: unknown format; {choices_hint(None, READERS)}")
     if not p.is_file():
         raise UserError(f"trace {str(p)!r} does not exist")
     if time_scale <= 0:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llmbench.errors import UserError, did_you_mean
+from llmbench.errors import UserError, choices_hint
 from llmbench.harness.launchers.base import LAUNCHERS, Launcher, LauncherOptions
 
 
@@ -17,9 +17,7 @@ def launcher_options(table: dict[str, Any], where: str = "--launcher") -> Launch
     """`table` (a name and options) read by the options model of the launcher it names."""
     name = table.get("name", LauncherOptions().name)
     if name not in LAUNCHERS:
-        hint = did_you_mean(name, LAUNCHERS.names())
-        raise UserError(f"{where}: unknown launcher {name!r}; {hint + ' ' if hint else ''}valid: "
-                        f"{', '.join(LAUNCHERS.names())}")
+        raise UserError(f"{where}: unknown launcher {name!r}; {choices_hint(name, LAUNCHERS.names())}")
     model = LAUNCHERS.get(name).Options
     try:
         return model.model_validate(table)
@@ -28,9 +26,8 @@ def launcher_options(table: dict[str, Any], where: str = "--launcher") -> Launch
         key = ".".join(str(x) for x in err["loc"])
         unknown = err["type"] == "extra_forbidden"
         what = f"has no option {key!r}" if unknown else f"option {key!r}: {err['msg']}"
-        hint = did_you_mean(key, valid) if unknown else ""
-        raise UserError(f"{where}: launcher {name!r} {what}; {hint + ' ' if hint else ''}valid options: "
-                        f"{', '.join(valid) or 'none'}") from None
+        hint = choices_hint(key if unknown else None, valid, "valid options")
+        raise UserError(f"{where}: launcher {name!r} {what}; {hint}") from None
 
 
 def chosen_launcher(suite: dict[str, Any] | None = None, suite_where: str = "suite", name: str | None = None,
