@@ -4,12 +4,13 @@ list; and `compare` names every file it cannot find, not only the first."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from llmbench.errors import choices_hint, did_you_mean
-from tests.conftest import write
+from tests.conftest import ROOT, write
 from tests.test_bad_inputs import invoke
 from tests.test_newcomer_edges import one_line_exit_2
 
@@ -63,3 +64,12 @@ def test_compare_names_every_missing_file(
     code, err = invoke(["compare", "a.json"], monkeypatch, capsys)
     one_line_exit_2(code, err, "a.json: no such file")
 
+
+
+def test_no_message_lists_choices_without_the_hint() -> None:
+    """An "unknown X; valid: ..." message written by hand would get no "did you mean": each goes through
+    choices_hint (a list that is not of names, as a file list, may use choices_text)."""
+    by_hand = re.compile(r"valid[\w ]*: \{(?:', '\.join|choices_text)")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "llmbench").rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if by_hand.search(line)]
+    assert found == []

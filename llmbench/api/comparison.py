@@ -23,7 +23,7 @@ from llmbench.analysis.prices import Price, load_prices, parse_price, resolve_pr
 from llmbench.analysis.runs import ALL_CASES_OPTION as ALL_CASES_OPTION  # `compare --all-cases`
 from llmbench.analysis.runs import GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
-from llmbench.errors import UserError, choices_text
+from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.specs import slugs
 from llmbench.report.cost_view import cost_table
 
@@ -91,7 +91,7 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
     that cannot be judged does, "fail" or "pass"); `prices` ('slug=USD') add costs. Sets of two GPUs or
     more cover the declared cases (the headline suite's: `runs.rule_inputs`) unless `all_cases`."""
     if unjudged not in UNJUDGED:
-        raise UserError(f"--unjudged {unjudged!r}: valid: {choices_text(UNJUDGED)}")
+        raise UserError(f"--unjudged {unjudged!r}: {choices_hint(unjudged, UNJUDGED)}")
     inputs = read_inputs(list(files))
     beside = folder_sets(folders_for(files))
     # the floor reads every run given or beside them (a bundle's members among them), as the pages read a tree
@@ -214,7 +214,7 @@ def check_prices(price: Sequence[str], prices_file: Path | None) -> None:
     for text in price:
         slug, _ = parse_price(text)
         if slug not in known:
-            raise UserError(f"--price {text!r}: {slug!r} is not a GPU slug; valid: {choices_text(known)}")
+            raise UserError(f"--price {text!r}: {slug!r} is not a GPU slug; {choices_hint(slug, known)}")
 
 
 def measured_prices(price: Sequence[str], files: Sequence[Path]) -> tuple[list[str], list[str]]:
