@@ -125,10 +125,26 @@ class TimelineInfo(CaseInfo):
     throttled: bool | None = None  # a throttle reason or a falling clock was seen
 
 
+class CapacitySearch(InfoModel):
+    """A capacity search's answer and curve (scenarios/serving_search.py): the axis, the SLO, one estimate
+    per refinement, and every point measured (load, repeat, phase, met, output_tokens_per_s, ...)."""
+
+    axis: str | None = None  # "concurrency" or "rate"
+    slo: str | None = None  # the limits as text
+    limits: dict[str, float] = Field(default_factory=dict)  # each limit's name and ms
+    estimates: list[float] = Field(default_factory=list)
+    interval: dict[str, Any] | None = None
+    bound: str | None = None  # where the answer is a bound, not a boundary
+    metrics_at: float | None = None  # the load of the highest point that met the SLO (the case's metrics)
+    points: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class RequestRateInfo(CaseInfo):
-    """A load point of a serving benchmark: the rate asked for (a number, or 'inf' for all at once)."""
+    """A load point of a serving benchmark: the rate asked for (a number, or 'inf' for all at once); a
+    search's answer and curve (`capacity`)."""
 
     asked_request_rate_per_s: float | str | None = None
+    capacity: CapacitySearch | None = None
 
 
 class StepInfo(CaseInfo):

@@ -266,6 +266,17 @@ SweepPoint = tuple[int, float, float | None]  # (batch, speed, GPU busy fraction
 
 
 @dataclass(frozen=True)
+class CapacityLoad:
+    """What a case that searched its capacity under an SLO put on its server, as "At the SLO" names its
+    row (analysis/at_slo.py): the SLO as the case names it (a preset, or its limits), the searched axis,
+    and the load (the model, its token lengths, what else shapes the requests)."""
+
+    slo: str
+    axis: str
+    workload: str
+
+
+@dataclass(frozen=True)
 class BottleneckSweep:
     """A scenario whose cases form batch sweeps with a bottleneck answer (the batch from which the GPU,
     not the host, bounds the work): the report finds, tables and charts them from this alone."""
@@ -285,6 +296,7 @@ class Scenario(ABC):
     What the harness and the report do for some scenarios only, a scenario declares here and they read
     generically (never a scenario's name or its params' names): `gpus_needed`, `rank_entry`,
     `max_batch_search`, `worker_settings`, `server_scope`, `share_key`, `host_exclusive`, `bottleneck_sweep`,
+    `capacity_load` (what a capacity search ran under: "At the SLO"),
     and the engine a case runs on (`engine_slot`: the instance of a case holds its engine and placement, and the case
     process hands the engine over in the CaseContext)."""
 
@@ -413,6 +425,11 @@ class Scenario(ABC):
 
     def projection_skip(self, params: dict[str, Any]) -> str | None:
         """Why a case cannot be projected to another GPU at all (e.g. it measures the host); None if it can."""
+        return None
+
+    def capacity_load(self, params: dict[str, Any]) -> CapacityLoad | None:
+        """What a case with `params` searched its capacity under and with (analysis/at_slo.py); None: the
+        case searched no capacity."""
         return None
 
     def measures_host(self, params: dict[str, Any], metric: str) -> bool:

@@ -29,7 +29,7 @@ from llmbench.ids import case_id
 from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CapacityLoad, CaseContext, EngineSlot, Scenario, ScenarioParams
 from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 LOG_DIR_ENV = "LLMBENCH_SERVING_LOGS"  # where server logs go (default ./serving-logs)
@@ -155,6 +155,18 @@ class ServingScenario(Scenario):
 
     def server_scope(self, params: Any) -> Literal["case", "suite"]:
         return self.served.options.server_scope if self.served.starts else "case"
+
+    def capacity_load(self, params: dict[str, Any]) -> CapacityLoad | None:
+        """A search's SLO (`limits`), axis and load: 'llama-3-8b, 1024 in / 128 out tokens' and what else
+        shapes the requests where it is not the default (chat, a dataset, a trace, turns, burstiness)."""
+        if not params.get("search"):
+            return None
+        load = f"{params.get('model') or params.get('preset')}, {params.get('input_len')} in / " \
+               f"{params.get('output_len')} out tokens"
+        defaults = {"endpoint": "completions", "multi_turn": 1, "burstiness": 1.0}
+        extra = [f"{k} {params[k]}" for k in ("endpoint", "dataset", "trace", "multi_turn", "burstiness")
+                 if params.get(k) is not None and params[k] != defaults.get(k)]
+        return CapacityLoad(str(params.get("limits")), str(params["search"]), ", ".join([load, *extra]))
 
     def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
         if importlib.util.find_spec("aiohttp") is None:
