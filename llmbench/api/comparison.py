@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmbench.analysis.at_slo import SloAnswer, slo_answer
 from llmbench.analysis.basediff import BaseDiff, base_diff, parse_base
 from llmbench.analysis.baseratio import BaseAnswer, base_answer
 from llmbench.analysis.compare import Comparison, headline_metric_names
@@ -19,13 +20,14 @@ from llmbench.analysis.labels import is_measured
 from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_beside, floor_of, folder_runs, folder_sets, folders_for
 from llmbench.analysis.pages import Section, section
-from llmbench.analysis.prices import Price, load_prices, parse_price, resolve_prices
+from llmbench.analysis.prices import Price, first_list_prices, load_prices, parse_price, resolve_prices
 from llmbench.analysis.runs import ALL_CASES_OPTION as ALL_CASES_OPTION  # `compare --all-cases`
 from llmbench.analysis.runs import GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.specs import slugs
 from llmbench.report.cost_view import cost_table
+from llmbench.results import ResultSet
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class CompareResult:
     prices: dict[str, Price] | None = None
     run_tokens: float = DEFAULT_RUN_TOKENS
     base_answers: list[BaseAnswer] | None = None  # per GPU, what each value of `base`'s param buys
+    at_slo: SloAnswer | None = None  # tokens/s per GPU and $/Mtok at each SLO; None: no capacity case was read
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -77,6 +80,8 @@ class CompareResult:
             data["base_diffs"] = [d.to_dict() for d in self.base_diffs]
         if self.base_answers is not None:
             data["base_answers"] = [a.to_dict() for a in self.base_answers]
+        if self.at_slo is not None:
+            data["at_slo"] = self.at_slo.to_dict()
         return data
 
 
@@ -138,7 +143,16 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
         diffs = [base_diff(s, key, value) for s in by_gpu]
         whole = floor_of([*floor_runs, *(rs for _, _, rs in every)])
         answers = [base_answer(_declared(s, all_cases), key, value, whole) for s in by_gpu if s.chosen is not None]
-    return CompareResult(sets, groups, left_out, diffs, priced, run_tokens, answers)
+    return CompareResult(sets, groups, left_out, diffs, priced, run_tokens, answers,
+                         at_slo_of(inputs, sets, priced))
+
+
+def at_slo_of(inputs: list[tuple[str, str, ResultSet]], sets: list[SetRef],
+              priced: dict[str, Price] | None) -> SloAnswer | None:
+    """"At the SLO" of the capacity cases among the sets read (None where none is one): a column per GPU
+    of the sides, priced at the user's prices, else at the list prices shipped with llmbench."""
+    gpus = [s.rs.gpu_slug for s in sets if is_measured(s.rs)]
+    return slo_answer([(where, rs) for _, where, rs in inputs], gpus, priced, first_list_prices())
 
 
 def _declared(side: SetRef, all_cases: bool) -> SetRef:

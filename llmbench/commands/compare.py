@@ -18,6 +18,7 @@ from llmbench.report.cost_view import cost_table
 from llmbench.report.gate_view import cell_ratio, gate_table
 from llmbench.report.matchview import match_table
 from llmbench.report.slice_view import slice_table
+from llmbench.report.slo_view import slo_table
 from llmbench.report.tables import Table
 from llmbench.report.terminal import terminal_safe
 from llmbench.report.views import basediff_tables, comparison_tables, short_note
@@ -81,8 +82,9 @@ def compare_cmd(
     one GPU: each file or repeat group a side (before/after a change, the gate). First the answer: the
     speed ratio (geometric mean, > 1: faster than the baseline) with its 95% interval and what it rests
     on, what it covers, the runs and machines behind each side (and those left out), the noise floor, the
-    headline metrics, the cases that differ most and the warnings; then, with --all, every case and the
-    runs used and left out, with why."""
+    headline metrics, the cases that differ most and the warnings; where SLO capacity cases were read, each
+    GPU's output tokens/s per GPU and $ per 1M output tokens at each SLO ("At the SLO"); then, with --all,
+    every case and the runs used and left out, with why."""
     threshold = api.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     check_out_file(out)
     result = api.compare(files, baseline=baseline, base=base, headline=headline, pool=pool, fail_if_slower=threshold,
@@ -101,6 +103,8 @@ def compare_cmd(
             tables.append(cost_table(cmp, result.prices, run_tokens))
         if group.gate is not None:
             tables.append(gate_table(group.gate))
+    if result.at_slo is not None:
+        tables.append(slo_table(result.at_slo))
     if result.groups and not every_case:
         tables.append(Table("", [], [], lead=[DETAILS_HINT]))
     measured = {a.side.rs.gpu_slug for a in result.base_answers or []}
