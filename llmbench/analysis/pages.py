@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmbench.analysis.answer import ProjectionCheck, projection_checks
+from llmbench.analysis.at_slo import SloAnswer, slo_answer
 from llmbench.analysis.basediff import BaseDiff, base_diff
 from llmbench.analysis.compare import Comparison, compare, headline_metric_names, is_headline
 from llmbench.analysis.inputs import SetRef, display_names, load_checked, name_sets
 from llmbench.analysis.labels import gpu_display_name, is_measured
 from llmbench.analysis.noisefloor import NoiseFloor, floor_of
+from llmbench.analysis.prices import Price, first_list_prices
 from llmbench.analysis.runs import HEADLINE_SUITE, GpuRuns, RunLine, case_runs, run_lines, suite_cases, tree_sets
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.caseinfo import CaseInfo
@@ -62,20 +64,24 @@ def section(title: str, sets: list[SetRef], baseline: int = 0, metrics: Collecti
 @dataclass
 class Page:
     """A results tree's pages: the GPU pair's compared sections, the sections of one GPU, the published
-    reference sections, and every run the rule read of the pair's GPUs."""
+    reference sections, every run the rule read of the pair's GPUs, and what each GPU of the pair serves
+    at each SLO it was searched under (`slo`: None where neither has a capacity case)."""
 
     compared: list[Section]
     single: list[Section]
     published: list[Section]
     runs: list[RunLine]
     gpus: dict[str, GpuRuns]
+    slo: SloAnswer | None = None
 
 
-def tree_page(results_dir: Path, pair: tuple[str, str] = (H100_SLUG, H200_SLUG)) -> Page:
+def tree_page(results_dir: Path, pair: tuple[str, str] = (H100_SLUG, H200_SLUG),
+              prices: dict[str, Price] | None = None) -> Page:
     """The pages of a results tree: per suite either GPU of `pair` measured, its cases (the ids any run
     of that suite holds), each GPU's runs of them chosen over the whole tree: compared between the two
     GPUs' sides (the first GPU the baseline) where both ran the suite (the headline suite: where the other
-    GPU ran its cases in any suite), else shown for the GPU that ran it; then the published reference sets."""
+    GPU ran its cases in any suite), else shown for the GPU that ran it; then the published reference sets;
+    and the pair's figures at each SLO, priced at `prices` (default: each GPU's first list price)."""
     sets = tree_sets(results_dir, pair)
     gpus = case_runs(sets)
     suites = suite_cases(gpus.values())
@@ -102,7 +108,8 @@ def tree_page(results_dir: Path, pair: tuple[str, str] = (H100_SLUG, H200_SLUG))
         title = f"{' + '.join(m.rs.suite for m in members)}: {gpu_display_name(slug)} only"
         single.append(section(title, members, metrics=headline))
     return Page(compared, single, published_sections(PUBLISHED),
-                run_lines(g for slug, g in gpus.items() if slug in pair), gpus)
+                run_lines(g for slug, g in gpus.items() if slug in pair), gpus,
+                slo_answer(sets, pair, None, first_list_prices() if prices is None else prices))
 
 
 def _sweep(cases: list[CaseResult]) -> bool:

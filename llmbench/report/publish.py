@@ -21,6 +21,7 @@ from llmbench.report.cost_view import cost_table
 from llmbench.report.firstscreen import answers_markdown, pair_answers
 from llmbench.report.html import render_html
 from llmbench.report.pair_view import pair_page
+from llmbench.report.slo_view import slo_block
 from llmbench.report.spread_view import spread_tables
 from llmbench.report.tables import Table, to_markdown
 from llmbench.report.views import comparison_tables, engine_tables, runs_tables, validation_tables
@@ -112,11 +113,12 @@ def publish(results_dir: Path, after: Evidence | None = pair_evidence, export: P
     packaged reference data into `export`, where given); return their paths. `after`: the published and
     projected evidence shown after the measured answer (default: the H100-vs-A100 answer). `prices`: the
     headline's cost table (default: each GPU's first list price, references/data/prices.json)."""
-    page = tree_page(results_dir)
     prices = first_list_prices() if prices is None else prices
+    page = tree_page(results_dir, prices=prices)
     more = {sec.title: [cost_table(sec.cmp, prices)] for sec in page.compared
             if prices and sec.cmp is not None and sec.title.startswith(f"{FIRST_SUITE}:")}
     answers = pair_answers([(sec.title, sec.cmp) for sec in page.compared if sec.cmp is not None])
+    answers += [slo_block(page.slo)] if page.slo is not None else []
     evidence_md, evidence_html = after(results_dir, prices) if after is not None else ("", "")
     md = f"# {MARKDOWN_TITLE}\n\n"
     md += answers_markdown(answers) if answers else "No suite has a measured result set on both machines yet.\n"
