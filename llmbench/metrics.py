@@ -107,6 +107,11 @@ _DEFS = [
     MetricDef("client_cpu_share", "ratio", "neither",
               "share of one core the client's busiest process used over the point (near 1: the client was the limit)"),
     MetricDef("client_loop_lag_ms", "ms", "neither", "how late the client's event loop woke for its 50 ms ticks"),
+    MetricDef("prefix_cache_hit_rate", "ratio", "higher",
+              "prompt tokens the server found in its prefix cache / tokens it looked up over the point: the deltas "
+              "of its own counters (info.prefix_cache.server_counters names them)"),
+    MetricDef("cached_prompt_fraction", "ratio", "higher",
+              "cached / prompt tokens summed over the point's requests, from each answer's usage (cached_tokens)"),
     # training
     MetricDef("step_ms", "ms", "lower", "one optimizer step (forward, backward, update)", family=TRAIN_STEP_RATE,
               per_batch=True),

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from llmbench.serving.bench import run_point
 from llmbench.serving.cache_stats import hit_rate, parse, scrape, totals
+from llmbench.serving.client import Endpoint
+from llmbench.serving.fake_server import FakeOptions, Gauge, running
+from llmbench.serving.load import Schedule
+from llmbench.serving.records import from_columns
+from tests.serving_helpers import sessions
 
 VLLM_PAGE = """# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
 # TYPE vllm:prefix_cache_queries_total counter
@@ -64,8 +70,52 @@ def test_no_rate_where_the_counters_cannot_give_one(before: dict | None, after: 
 
 
 def test_a_server_without_metrics_gives_nothing_and_no_error() -> None:
-    from llmbench.serving.fake_server import running
-
     with running() as url:  # the fake server without counters: 404 on /metrics
         assert scrape(url) is None
     assert scrape("http://127.0.0.1:9") is None  # nothing listens there
+
+
+def _point(opts: FakeOptions, turns: int = 3, kind: str = "completions",
+           warm: tuple[int, int] = (0, 0)) -> tuple[dict, dict, Gauge]:
+    """A multi-turn point against the fake server (its counters started at `warm` hits and queries, as a
+    server that served earlier points); the metrics, the info and what the server saw."""
+    g = Gauge(cache_hits=warm[0], cache_queries=warm[1])
+    info: dict = {}
+    with running(opts, g) as url:
+        work = sessions(4, output_len=5, text="the same system prompt of many words for every user", turns=turns)
+        metrics = run_point(Endpoint(url, kind, "fake"), work, Schedule(concurrency=2), info=info)
+    return metrics, info, g
+
+
+@pytest.mark.parametrize("kind", ["completions", "chat"])
+def test_a_point_records_the_hit_rate_of_its_own_window(kind: str) -> None:
+    metrics, info, g = _point(FakeOptions(prefix_cache=True, report_cached=True), kind=kind, warm=(10**6, 10**6))
+    load = g.cache_log[1:]  # the first request the server saw was the test request, before the window
+    assert len(load) == 12
+    expected = sum(c for c, _ in load) / sum(w for _, w in load)
+    assert 0 < expected < 1
+    assert metrics["prefix_cache_hit_rate"].value == pytest.approx(expected)  # not ~1: the server's since its start
+    assert metrics["prefix_cache_hit_rate"].unit == "ratio"
+    counted = info["prefix_cache"]["server_counters"]
+    assert counted["counters"] == ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"]
+    assert counted["queries_tokens"] == sum(w for _, w in load)
+    # the usage of each answer says the same tokens were cached
+    assert metrics["cached_prompt_fraction"].value == pytest.approx(expected)
+    records = from_columns(info["requests"])
+    assert [r.cached_tokens for r in records] == [c for c, _ in load]
+    later = [r for r in records if r.turn > 0]
+    assert all(r.cached_tokens > 0 for r in later)  # a later turn begins with the turns before it
+
+
+def test_a_server_without_metrics_records_no_cache_figure_and_the_point_runs() -> None:
+    metrics, info, _ = _point(FakeOptions(), turns=2)
+    assert metrics["failed_requests"].value == 0
+    assert "prefix_cache_hit_rate" not in metrics and "cached_prompt_fraction" not in metrics
+    assert "no /metrics" in info["prefix_cache"]["server_counters"]["not_measured"]
+    assert "cached_tokens" not in info["requests"]
+
+
+def test_counters_without_usage_give_the_hit_rate_alone() -> None:
+    metrics, info, _ = _point(FakeOptions(prefix_cache=True), turns=2)
+    assert "prefix_cache_hit_rate" in metrics and "cached_prompt_fraction" not in metrics
+    assert "usage" not in info["prefix_cache"]

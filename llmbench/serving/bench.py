@@ -10,6 +10,7 @@ from typing import Any
 
 from llmbench.results import MetricResult
 from llmbench.serving.analysis import peak_in_flight, summarize
+from llmbench.serving.cache_stats import point_metrics, scrape
 from llmbench.serving.client import Endpoint, connect_error, stream_request
 from llmbench.serving.load import LoadResult, Schedule, Session, open_session, run_async, run_load
 from llmbench.serving.records import RequestRecord, to_columns
@@ -95,8 +96,9 @@ def run_point(
     failure keeps what was learnt) gets the facts and every request's record. `limits`: the SLO the
     point is checked against (info `slo_check`; its per-request limits give goodput where `slo` is not
     given); `client_processes` > 1 drives the load from that many processes (procs.py); `window_s` > 0
-    ends a saturated point early (watch.py; info `saturated`). Raises ServerUnusable (the server is not
-    there or does not serve the model) or RuntimeError (every request failed)."""
+    ends a saturated point early (watch.py; info `saturated`). The server's prefix-cache counters are read
+    before and after the load, where it has them (cache_stats.py; info `prefix_cache`). Raises ServerUnusable
+    (the server is not there or does not serve the model) or RuntimeError (every request failed)."""
     from llmbench.serving.selfcheck import client_check
 
     info = {} if info is None else info
@@ -112,6 +114,7 @@ def run_point(
     checked, loop = run_async(check_server(ep, sessions[0]))
     info.update(checked)
     info["event_loop"] = loop
+    counters = scrape(ep.url, ep.model)  # the prefix cache's counters before the load (the test request's out)
     result: LoadResult
     if client_processes > 1:
         from llmbench.serving.procs import run_load_processes
@@ -123,6 +126,9 @@ def run_point(
     metrics, facts = summarize(result.records, slo=goodput_slo, n_gpus=n_gpus, asked_rate=asked_rate)
     info.update(facts)
     _count_failed_test_request(metrics, info)
+    cached, info["prefix_cache"] = point_metrics(counters, scrape(ep.url, ep.model) if counters else None,
+                                                 result.records)
+    metrics.update(cached)
     mine, check = client_check(result, asked_rate)
     metrics.update(mine)
     info["client_check"] = check

@@ -12,6 +12,9 @@ load and just after, and the hit rate of this run is the ratio of the deltas:
 Label sets are summed (data-parallel engines, SGLang's cache tiers); where a sample names its model, only
 the served model's count. A server with no /metrics, or none of these counters, gives nothing and no
 error. Other clients' requests to the same server in the window are counted too.
+
+Beside it, from the requests themselves: the prompt tokens each answer's usage says were cached
+(`cached_tokens`, client.py), summed over the point, of its prompt tokens.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
+
+from llmbench.results import MetricResult
+from llmbench.serving.records import NO_COUNT, RequestRecord
 
 SCRAPE_TIMEOUT_S = 5.0
 MAX_BYTES = 32 * 2**20  # a /metrics page larger than this is not read further
@@ -116,3 +122,30 @@ def hit_rate(before: dict[str, float] | None, after: dict[str, float] | None) ->
     if queries == 0:
         return None, {**got, "not_measured": "the server counted no prefix-cache lookup (is its prefix cache on?)"}
     return hits / queries, got
+
+
+def usage_cached(records: list[RequestRecord]) -> tuple[float | None, dict[str, Any]]:
+    """Cached of prompt tokens, summed over the successful requests whose usage gave both; None and {}
+    where none did."""
+    told = [r for r in records if r.ok and r.cached_tokens != NO_COUNT and r.input_tokens > 0]
+    if not told:
+        return None, {}
+    cached, prompt = sum(r.cached_tokens for r in told), sum(r.input_tokens for r in told)
+    return cached / prompt, {"requests": len(told), "cached_tokens": cached, "prompt_tokens": prompt}
+
+
+def point_metrics(before: dict[str, float] | None, after: dict[str, float] | None,
+                  records: list[RequestRecord]) -> tuple[dict[str, MetricResult], dict[str, Any]]:
+    """The point's `prefix_cache_hit_rate` (server counters) and `cached_prompt_fraction` (usage), each
+    where it could be measured, and the facts for info `prefix_cache`: `server_counters` (the counters
+    used and their deltas, or why there is no rate) and `usage` (the token sums)."""
+    metrics: dict[str, MetricResult] = {}
+    rate, counted = hit_rate(before, after)
+    if rate is not None:
+        metrics["prefix_cache_hit_rate"] = MetricResult.single("prefix_cache_hit_rate", rate)
+    facts: dict[str, Any] = {"server_counters": counted}
+    fraction, told = usage_cached(records)
+    if fraction is not None:
+        metrics["cached_prompt_fraction"] = MetricResult.single("cached_prompt_fraction", fraction)
+        facts["usage"] = told
+    return metrics, facts

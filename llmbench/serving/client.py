@@ -2,7 +2,9 @@
 
 Output length is made exact: `max_tokens` and `min_tokens` both equal the requested length and
 `ignore_eos` is true (vLLM and SGLang accept both), and the count the server reports in `usage`
-is what the figures use. A chunk counts as a token chunk only when it carries output text: the
+is what the figures use, as are the prompt tokens it found in its prefix cache where it reports them
+(`usage.prompt_tokens_details.cached_tokens`: vLLM with --enable-prompt-tokens-details, SGLang with
+--enable-cache-report). A chunk counts as a token chunk only when it carries output text: the
 role-only first delta of a chat stream and empty texts are not the first token.
 """
 
@@ -148,6 +150,9 @@ async def _stream(session: Any, ep: Endpoint, prompt: Prompt, rec: RequestRecord
                 if usage:
                     rec.output_tokens = _count(usage, "completion_tokens", rec.output_tokens)
                     rec.input_tokens = _count(usage, "prompt_tokens", rec.input_tokens)
+                    details = usage.get("prompt_tokens_details")
+                    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+                        rec.cached_tokens = _count(details, "cached_tokens", rec.cached_tokens)
         if not done:
             raise StreamError(f"the stream ended before [DONE], after {len(rec.chunks_s)} chunks")
         if rec.output_tokens != NO_COUNT and rec.output_tokens <= 0:
@@ -155,6 +160,10 @@ async def _stream(session: Any, ep: Endpoint, prompt: Prompt, rec: RequestRecord
                               f"{rec.requested_tokens}: a count of output tokens is at least 1")
         if rec.input_tokens != NO_COUNT and rec.input_tokens < 0:
             raise StreamError(f"the server reported {rec.input_tokens} prompt tokens: a count is at least 0")
+        over = rec.input_tokens != NO_COUNT and rec.cached_tokens > rec.input_tokens
+        if rec.cached_tokens != NO_COUNT and (rec.cached_tokens < 0 or over):
+            raise StreamError(f"the server reported {rec.cached_tokens} cached of {rec.input_tokens} prompt tokens: "
+                              "cached tokens are some of the prompt's")
     except StreamError as e:
         rec.error = str(e)
     except EventTooLong as e:

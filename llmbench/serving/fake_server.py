@@ -8,7 +8,10 @@ is missing, a slow loris that trickles one byte at a time and never finishes an 
 a gauge of requests in flight. Its prompt_tokens is a word count: it has no tokenizer. Two behave like
 servers of known capacity: `capacity` serves at most that many requests at once (the others queue, so a
 concurrency above it waits a whole request for its first token, and a rate above capacity / request time
-grows a queue without end), and `slowdown_ms` makes every request slower than the one before.
+grows a queue without end), and `slowdown_ms` makes every request slower than the one before. With
+`prefix_cache` it keeps a prefix cache of whole blocks of words, as vLLM's of tokens: the words of a prompt's
+leading blocks that an earlier prompt began with are hits, its counters (`vllm:prefix_cache_hits_total` and
+`..._queries_total`) are served on /metrics, and with `report_cached` each usage says `cached_tokens`.
 
     python -m llmbench.serving.fake_server --port 8000 [--itl-ms 0] [--ttft-ms 0] [--model fake]
 """
@@ -46,6 +49,9 @@ class FakeOptions:
     capacity: int | None = None  # serve at most this many requests at once; the rest wait their turn (a known
     # saturation point: above this concurrency TTFT includes a whole request's wait)
     slowdown_ms: float = 0.0  # each request's TTFT is this much longer than the one before (a server slowing down)
+    prefix_cache: bool = False  # count prefix-cache hits in blocks of words and serve the counters on /metrics
+    cache_block_words: int = 4
+    report_cached: bool = False  # usage.prompt_tokens_details.cached_tokens (needs prefix_cache)
 
 
 @dataclass
@@ -57,12 +63,32 @@ class Gauge:
     requests: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # hold_until was reached
+    cache_hits: int = 0  # prefix_cache: words found in the cache, of words looked up, since the start
+    cache_queries: int = 0
+    cache_log: list[tuple[int, int]] = field(default_factory=list)  # (cached, prompt) words of each request in turn
+    blocks: set[int] = field(default_factory=set)  # hashes of the cached prefixes, one per whole block
+
+
+def _prompt_words(body: dict[str, Any]) -> list[str]:
+    if "messages" in body:
+        return [w for m in body["messages"] for w in str(m.get("content", "")).split()]
+    return str(body.get("prompt", "")).split()
+
+
+def cache_lookup(g: Gauge, words: list[str], block: int) -> int:
+    """The words of `words` found in the cache (its leading whole blocks that an earlier prompt had), then
+    every whole block of it cached; the counters advance."""
+    hashes = [hash(tuple(words[:end])) for end in range(block, len(words) + 1, block)]
+    hit = next((k for k, h in enumerate(hashes) if h not in g.blocks), len(hashes)) * block
+    g.blocks.update(hashes)
+    g.cache_hits += hit
+    g.cache_queries += len(words)
+    g.cache_log.append((hit, len(words)))
+    return hit
 
 
 def _words(body: dict[str, Any]) -> int:
-    if "messages" in body:
-        return sum(len(str(m.get("content", "")).split()) for m in body["messages"])
-    return len(str(body.get("prompt", "")).split())
+    return len(_prompt_words(body))
 
 
 def _event(obj: Any) -> bytes:
@@ -81,6 +107,15 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": opts.model, "object": "model"}]})
+
+    async def metrics(request: web.Request) -> web.Response:
+        if not opts.prefix_cache:
+            return web.Response(status=404, text="404: Not Found")
+        labels = f'{{engine="0",model_name="{opts.model}"}}'
+        return web.Response(text=f"# TYPE vllm:prefix_cache_queries_total counter\n"
+                            f"vllm:prefix_cache_queries_total{labels} {float(g.cache_queries)}\n"
+                            f"# TYPE vllm:prefix_cache_hits_total counter\n"
+                            f"vllm:prefix_cache_hits_total{labels} {float(g.cache_hits)}\n")
 
     async def hold() -> None:
         if g.peak >= opts.hold_until:
@@ -101,17 +136,19 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
                                      status=opts.http_status)
         g.in_flight += 1
         g.peak = max(g.peak, g.in_flight)
+        cached = cache_lookup(g, _prompt_words(body), opts.cache_block_words) if opts.prefix_cache else 0
         try:
             if opts.hold_until:
                 await hold()
             async with seats if seats is not None else contextlib.nullcontext():
-                return await stream(request, body, chat, planted)
+                return await stream(request, body, chat, planted, cached)
         except ConnectionError:  # the client went away mid-stream (it ended its point early)
             return web.Response(status=499)
         finally:
             g.in_flight -= 1
 
-    async def stream(request: web.Request, body: dict[str, Any], chat: bool, planted: bool) -> web.StreamResponse:
+    async def stream(request: web.Request, body: dict[str, Any], chat: bool, planted: bool,
+                     cached: int = 0) -> web.StreamResponse:
         n = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
         if opts.eos_after is not None and not body.get("ignore_eos"):
             n = min(n, opts.eos_after)
@@ -151,8 +188,10 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
             if opts.itl_ms and sent < n:
                 await asyncio.sleep(opts.itl_ms / 1e3)
         await resp.write(chunk("", "length"))
-        usage = {"prompt_tokens": _words(body), "completion_tokens": n + opts.usage_offset,
-                 "total_tokens": _words(body) + n + opts.usage_offset}
+        usage: dict[str, Any] = {"prompt_tokens": _words(body), "completion_tokens": n + opts.usage_offset,
+                                 "total_tokens": _words(body) + n + opts.usage_offset}
+        if opts.report_cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
         await resp.write(_event({"object": "chunk", "model": opts.model, "choices": [], "usage": usage}))
         await resp.write(b"data: [DONE]\n\n")
         return resp
@@ -175,6 +214,7 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
     app = web.Application(client_max_size=64 * 2**20)
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
+    app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat)
     return app

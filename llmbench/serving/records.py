@@ -30,6 +30,7 @@ class RequestRecord:
     end_s: float = math.nan
     input_tokens: int = NO_COUNT
     output_tokens: int = NO_COUNT
+    cached_tokens: int = NO_COUNT  # prompt tokens the server found in its prefix cache (usage.prompt_tokens_details)
     error: str | None = None
     text: str = ""  # the output text, kept only for multi-turn histories; not stored
 
@@ -48,8 +49,9 @@ def _ms(x: float) -> float:
 
 def to_columns(records: list[RequestRecord]) -> dict[str, Any]:
     """Records as columns of numbers (one JSON line each in a result set): times in ms since the
-    start, chunk arrivals in ms since each request was sent; errors by request index."""
-    return {
+    start, chunk arrivals in ms since each request was sent; errors by request index; `cached_tokens` only
+    where the server reported any."""
+    cols = {
         "scheduled_ms": [_ms(r.scheduled_s) for r in records],
         "sent_ms": [_ms(r.sent_s) if not math.isnan(r.sent_s) else -1.0 for r in records],
         "end_ms": [_ms(r.end_s) if not math.isnan(r.end_s) else -1.0 for r in records],
@@ -63,12 +65,16 @@ def to_columns(records: list[RequestRecord]) -> dict[str, Any]:
         "legend": "times in ms since the run's start; chunk_ms since the request was sent (the first is "
         "TTFT); token counts from the server's usage, -1 where it reported none; -1 times: never sent/ended",
     }
+    if any(r.cached_tokens != NO_COUNT for r in records):
+        cols["cached_tokens"] = [r.cached_tokens for r in records]
+    return cols
 
 
 def from_columns(cols: dict[str, Any]) -> list[RequestRecord]:
     """The records back from `to_columns` (to recompute figures from a result set)."""
     out = []
     errors = cols.get("errors", {})
+    cached = cols.get("cached_tokens") or [NO_COUNT] * len(cols["scheduled_ms"])
     for i, sched in enumerate(cols["scheduled_ms"]):
         sent = cols["sent_ms"][i] / 1e3 if cols["sent_ms"][i] >= 0 else math.nan
         end = cols["end_ms"][i] / 1e3 if cols["end_ms"][i] >= 0 else math.nan
@@ -76,7 +82,7 @@ def from_columns(cols: dict[str, Any]) -> list[RequestRecord]:
             index=i, scheduled_s=sched / 1e3, requested_tokens=cols["requested_tokens"][i],
             session=cols["session"][i], turn=cols["turn"][i], sent_s=sent,
             chunks_s=[sent + c / 1e3 for c in cols["chunk_ms"][i]], end_s=end,
-            input_tokens=cols["input_tokens"][i], output_tokens=cols["output_tokens"][i],
+            input_tokens=cols["input_tokens"][i], output_tokens=cols["output_tokens"][i], cached_tokens=cached[i],
             error=errors.get(str(i)),
         ))
     return out
