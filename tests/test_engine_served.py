@@ -63,6 +63,7 @@ def test_vllm_options_reach_the_command() -> None:
                                gpu_memory_utilization=0.9, kv_cache_dtype="fp8", enforce_eager=True), SITE)
     text = " ".join(cmd)
     assert "--no-enable-prefix-caching" not in cmd and "--max-model-len" not in cmd
+    assert "--enable-prompt-tokens-details" in cmd  # usage says the cached prompt tokens
     for part in ("--tensor-parallel-size 2", "--max-num-seqs 64", "--gpu-memory-utilization 0.9",
                  "--kv-cache-dtype fp8", "--enforce-eager", "--load-format dummy"):
         assert part in text

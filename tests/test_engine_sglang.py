@@ -42,6 +42,7 @@ def test_the_command_is_sglangs_launch_server_with_its_own_flags(monkeypatch: py
                  "--mem-fraction-static 0.85", "--max-running-requests 64", "--kv-cache-dtype fp8_e4m3"):
         assert part in text
     assert "--disable-radix-cache" not in text
+    assert "--enable-metrics --enable-cache-report" in text  # the point's prefix-cache figures
     hub = server_command(options(), ServerSite("h", 1, "org/model", "/tok"))
     assert hub[hub.index("--model-path") + 1] == "org/model" and hub[hub.index("--load-format") + 1] == "auto"
 

@@ -50,7 +50,8 @@ def server_command(options: SGLangOptions, site: ServerSite) -> list[str]:
              "--max-running-requests": options.max_running_requests,
              "--kv-cache-dtype": None if options.kv_cache_dtype == "auto" else options.kv_cache_dtype}
     cmd += [part for flag, value in flags.items() if value is not None for part in (flag, str(value))]
-    cmd += [] if options.prefix_caching else ["--disable-radix-cache"]
+    # with the cache on, its counters on /metrics and each answer's cached_tokens (a point's prefix-cache figures)
+    cmd += ["--enable-metrics", "--enable-cache-report"] if options.prefix_caching else ["--disable-radix-cache"]
     return cmd + (MULTICAST_OFF_ARGS if multicast_off(options.tensor_parallel) else [])
 
 

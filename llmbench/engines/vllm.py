@@ -161,8 +161,9 @@ def server_command(options: VLLMServeOptions, site: ServerSite) -> list[str]:
            "--dtype", DTYPES[site.precision]]
     if options.max_model_len is not None:
         cmd += ["--max-model-len", str(options.max_model_len)]
-    if not options.prefix_caching:
-        cmd.append("--no-enable-prefix-caching")
+    # with the cache on, each answer's usage says its cached prompt tokens (the point's cached_prompt_fraction);
+    # its /metrics counts hits either way (prefix_cache_hit_rate)
+    cmd.append("--enable-prompt-tokens-details" if options.prefix_caching else "--no-enable-prefix-caching")
     if site.precision == "fp8":
         cmd += ["--quantization", "fp8"]
     if options.tensor_parallel > 1:
