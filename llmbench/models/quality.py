@@ -108,20 +108,34 @@ class Figures:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def evaluate(scorer: Scorer, inputs: QualityInputs, logits: Callable[[list[list[int]]], Any] | None = None) -> Figures:
-    """The figures of one model. `logits`: full logits of a batch of sequences, for KL and top-1."""
-    seqs = inputs.sequences()
-    lps = scorer.token_logprobs(seqs)
-    task_correct = []
+TaskScorer = Callable[["QualityInputs"], list[int]]  # per item, 1 where its answer scored highest
+
+
+def choice_loglikelihoods(scorer: Scorer, inputs: QualityInputs) -> list[list[float]]:
+    """llmbench's own task scorer: each item's choices' summed log-likelihood after its context."""
     flat = [(k, j, ctx + ch, len(ch)) for k, (ctx, chs) in enumerate(inputs.item_ids) for j, ch in enumerate(chs)]
-    scores: dict[tuple[int, int], float] = {}
+    scores: list[list[float]] = [[0.0] * len(chs) for _, chs in inputs.item_ids]
     for start in range(0, len(flat), TASK_BATCH):
         part = flat[start:start + TASK_BATCH]
         for (k, j, _, n), lp in zip(part, scorer.token_logprobs([s for _, _, s, _ in part]), strict=True):
-            scores[k, j] = float(sum(lp[-n:]))
-    for k, item in enumerate(inputs.items):
-        best = max(range(len(item.choices)), key=lambda j: scores[k, j])
-        task_correct.append(int(best == item.answer))
+            scores[k][j] = float(sum(lp[-n:]))
+    return scores
+
+
+def answered(items: Sequence[ClozeItem], loglikelihoods: Sequence[Sequence[float]]) -> list[int]:
+    """1 where an item's answer has the highest log-likelihood (the first of equal ones, as lm-eval's acc)."""
+    return [int(max(range(len(ll)), key=lambda j: ll[j]) == item.answer)
+            for item, ll in zip(items, loglikelihoods, strict=True)]
+
+
+def evaluate(scorer: Scorer, inputs: QualityInputs, logits: Callable[[list[list[int]]], Any] | None = None,
+             task: TaskScorer | None = None) -> Figures:
+    """The figures of one model. `logits`: full logits of a batch of sequences, for KL and top-1. `task`:
+    the task set's per-item scores by another scorer (lm-evaluation-harness); None: llmbench's own."""
+    seqs = inputs.sequences()
+    lps = scorer.token_logprobs(seqs)
+    task_correct = task(inputs) if task is not None else answered(inputs.items,
+                                                                  choice_loglikelihoods(scorer, inputs))
     return Figures(seq_nll=[-float(sum(lp)) for lp in lps], seq_tokens=[len(lp) for lp in lps],
                    greedy=scorer.greedy_tokens(inputs.prompts, GREEDY_TOKENS), task_correct=task_correct,
                    kl_logits=logits(inputs.kl_sequences()) if logits is not None else None)

@@ -13,6 +13,7 @@ from llmbench.metrics import metric
 from llmbench.results import MetricResult, Stats
 
 if TYPE_CHECKING:
+    from llmbench.models import quality as q
     from llmbench.models.quality import Figure, Figures, QualityInputs
     from llmbench.scenarios.base import CaseContext
 
@@ -29,6 +30,8 @@ class QualityRun:
     reference: Figures
     info: dict[str, Any]
     session_is_reference: bool = False  # the case's session computed the reference and stays bf16
+    lm_eval: str | None = None  # lm-eval's version where it scores the task set (transformers sessions)
+    source: str = ""  # where the weights (and the tokenizer lm-eval is handed) come from
 
 def _source(model: ModelRef) -> str:
     from llmbench.models.build import pretrained_source
@@ -76,18 +79,22 @@ def prepare(model: ModelRef, params: Any, ctx: CaseContext, session: GenerationS
         key["source"] = note["gguf_sha256"]
 
     from llmbench.engines.hf import HFSession
+    from llmbench.models import lm_eval_task
 
     own = isinstance(session, HFSession) and session.mode == "eager" and session.precision == REFERENCE_PRECISION
+    # lm-eval drives transformers models: the reference's task figures come from the case's own scorer
+    lm_eval = lm_eval_task.version() if isinstance(session, HFSession) else None
+    key["task_scorer"] = f"lm-eval {lm_eval}" if lm_eval else "llmbench"
 
     def compute() -> Figures:
         ctx.progress(0.0, "bf16 reference: perplexity, logits, greedy outputs, task set")
         if own:
-            return q.evaluate(session, inputs, _logits_of(session, dev.torch_device))
+            return q.evaluate(session, inputs, _logits_of(session, dev.torch_device), _task(session, source, lm_eval))
         from llmbench.models.build import build_model
 
         ref = HFSession(build_model(pretrained=source, weights="pretrained", device=dev.torch_device), "eager")
         try:
-            return q.evaluate(ref, inputs, _logits_of(ref, dev.torch_device))
+            return q.evaluate(ref, inputs, _logits_of(ref, dev.torch_device), _task(ref, source, lm_eval))
         finally:
             del ref
             if dev.is_cuda:
@@ -97,7 +104,34 @@ def prepare(model: ModelRef, params: Any, ctx: CaseContext, session: GenerationS
     note["figures"] = how
     return QualityRun(inputs, figs, {**inputs.record(), "reference": note, "python": platform.python_version()},
                       session_is_reference=own and how.startswith("computed")
-                      and params.precision == REFERENCE_PRECISION)
+                      and params.precision == REFERENCE_PRECISION, lm_eval=lm_eval, source=source)
+
+
+def _task(session: GenerationSession, source: str, lm_eval: str | None) -> q.TaskScorer | None:
+    """lm-eval's scorer of the task set on this session's model where lm-eval is installed; None: llmbench's."""
+    if lm_eval is None:
+        return None
+    from llmbench.models import lm_eval_task
+    from llmbench.models.quality import TASK_BATCH
+    from llmbench.models.smollm2 import load_tokenizer
+
+    def correct(inputs: QualityInputs) -> list[int]:
+        model = session.model  # type: ignore[attr-defined]  # an HFSession's, as converted
+        return lm_eval_task.score(model, load_tokenizer(source), inputs.items, TASK_BATCH).correct
+
+    return correct
+
+
+def scorer_note(run: QualityRun, session: GenerationSession) -> str:
+    """Which scorer gave the task set's figures, and why llmbench's own where it was not lm-eval."""
+    from llmbench.engines.hf import HFSession
+    from llmbench.models import lm_eval_task
+
+    if run.lm_eval:
+        return lm_eval_task.scorer_name(run.lm_eval)
+    why = (f"lm-eval is not installed ({lm_eval_task.INSTALL})" if isinstance(session, HFSession)
+           else "lm-eval scores transformers models, not this engine's")
+    return f"llmbench (llmbench.models.quality): log-likelihood of each choice, as lm-eval's acc; {why}"
 
 
 def _logits_of(session: GenerationSession, device: str) -> Any:
@@ -117,12 +151,13 @@ def record(run: QualityRun, params: Any, ctx: CaseContext, engine: InferenceEngi
     ctx.progress(0.0, "accuracy on the corpus window, prompts and task set")
     logits = _logits_of(session, ctx.device.torch_device) if Capability.LOGITS in engine.capabilities else None
     # the session that computed the reference and was never converted: its figures are the reference's
-    figs = run.reference if run.session_is_reference else q.evaluate(session, run.inputs, logits)
+    figs = run.reference if run.session_is_reference else q.evaluate(session, run.inputs, logits,
+                                                                      _task(session, run.source, run.lm_eval))
     figures = q.compare(figs, run.reference)
     for name, fig in figures.items():
         ctx.metrics[name] = metric_result(name, fig)
     info = dict(run.info)
-    info["scorer"] = "llmbench (llmbench.models.quality): log-likelihood of each choice, as lm-eval's acc"
+    info["scorer"] = scorer_note(run, session)
     if logits is None:
         info["not_measured"] = (f"kl_divergence, top1_agreement, logits_rel_error: engine {engine.name!r} gives no "
                                 "full logits")
