@@ -99,6 +99,19 @@ def test_tokens_per_gpu_at_the_capacity_with_its_interval_and_cost(tmp_path: Pat
     assert "your price: given on the command line" in text.notes[0]
 
 
+def test_servers_at_a_url_are_rows_of_their_own_by_who_their_model_card_says_serves(tmp_path: Path) -> None:
+    # the same load on two servers at URLs, one saying it is vLLM's, one SGLang's: two rows, never one
+    vllm, sglang = (capacity_case(INTERACTIVE, [19.0, 18.0, 19.0], [1900.0, 1800.0, 2000.0]),
+                    capacity_case(INTERACTIVE, [20.0, 20.0, 20.0], [2080.0, 2080.0, 2080.0]))
+    vllm.info["served_by"], sglang.info["served_by"] = "vllm", "sglang"
+    sglang.params["url"], sglang.id = "http://127.0.0.1:8001", "serving/on-port-8001"  # a case of its own
+    a, b = _sets(tmp_path, [], [vllm, sglang])
+    ans = slo_answer(_read(a, b), [H100, H200], {})
+    assert ans is not None
+    assert {row.key.engine: row.cells[1].capacity for row in ans.rows if row.cells[1]} == {"url vllm": 19.0,
+                                                                                          "url sglang": 20.0}
+
+
 def test_figures_are_per_gpu_and_one_refinement_is_the_highest_met_point_without_interval(tmp_path: Path) -> None:
     a, b = _sets(tmp_path, [capacity_case(INTERACTIVE, [10.0], [1000.0])],
                  [capacity_case(INTERACTIVE, [40.0, 38.0, 40.0], [8000.0, 7600.0, 8400.0], gpus=2)])

@@ -252,3 +252,32 @@ def test_other_processes_on_the_gpu_are_recorded_and_warned(
     assert rs.cases[0].info["other_gpu_processes"] == [{"gpu": 0, "pid": 4242, "used_gib": 1.5}]
     assert any("4242" in w and "falsify timings" in w for w in rs.warnings)
     assert warned and "4242" in warned[0]
+
+
+def test_the_server_a_case_measures_at_a_url_is_recorded_on_the_gpu_not_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML is simulated: the process on the GPU is the server the case was pointed at (serve-bench --url)."""
+    from llmbench.harness import runner, ui
+    from llmbench.models.tokenizer import build_offline_tokenizer
+    from llmbench.serving.fake_server import OWNER, FakeOptions, running
+
+    monkeypatch.setattr(runner.nvml, "handles", lambda: ["gpu0"])
+    monkeypatch.setattr(runner.nvml, "compute_processes", lambda h: [{"pid": 4242, "used_gib": 120.0}])
+    warned: list[str] = []
+
+    class UI(ui.UI):
+        def warn(self, text: str) -> None:
+            warned.append(text)
+
+    tok = build_offline_tokenizer(tmp_path / "tok", 512)
+    with running(FakeOptions(model="tiny")) as url:
+        suite = load_suite(str(write(tmp_path, f'[[case]]\nscenario = "serving"\nurl = "{url}"\nmodel = "tiny"\n'
+                                               f'tokenizer = "{tok}"\ninput_len = 16\noutput_len = 4\n'
+                                               'num_requests = 3\nconcurrency = 1\n')))
+        path = run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="auto", gpus="0"), UI())
+    (case,) = load(path).cases
+    assert case.status == "ok", case.reason
+    assert case.info["other_gpu_processes"] == [{"gpu": 0, "pid": 4242, "used_gib": 120.0}]
+    assert case.info["served_by"] == OWNER
+    assert not any("4242" in w for w in load(path).warnings) and not any("4242" in w for w in warned)

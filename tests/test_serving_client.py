@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from llmbench.serving.analysis import latency, summarize
-from llmbench.serving.bench import ServerUnusable, check_server, run_point
+from llmbench.serving.bench import ServerUnusable, check_server, run_point, served_by
 from llmbench.serving.client import Endpoint, stream_request
 from llmbench.serving.fake_server import FakeOptions, Gauge, running
 from llmbench.serving.load import Schedule, arrival_offsets, open_session
@@ -157,6 +157,14 @@ def test_a_failed_test_request_is_counted_as_a_failed_request_of_the_point() -> 
     assert info["first_errors"][0].startswith("test request: HTTP 500")
     assert info["test_request"]["error"].startswith("HTTP 500")
     assert metrics["ttft_ms"].stats.n == 3  # the load itself was measured
+
+
+def test_the_point_records_who_serves_the_model_as_its_card_says() -> None:
+    with running() as url:
+        info = asyncio.run(check_server(Endpoint(url, "completions", "fake"), sessions(1)[0]))
+    assert info["served_models"] == ["fake"] and info["served_by"] == "llmbench-fake-server"
+    cards = [{"id": "a", "owned_by": "vllm"}, {"id": "b", "owned_by": "sglang"}, {"id": "c"}]
+    assert [served_by(cards, m) for m in ("a", "b", "c", "d")] == ["vllm", "sglang", None, None]
 
 
 def test_a_model_the_server_does_not_serve_is_a_clear_error() -> None:

@@ -171,14 +171,17 @@ def row_key(case: CaseResult) -> SloKey:
 
 def engine_of(case: CaseResult) -> str:
     """The engine a case's params name (the scenario's own reading of them: a `url` param is the `url`
-    engine, a server already running); '-' where this llmbench cannot read them."""
+    engine, a server already running, named by what its model card said where it said it: `url vllm`);
+    '-' where this llmbench cannot read them."""
     from llmbench.scenarios.base import SCENARIOS
 
     try:
         table = SCENARIOS.get(case.scenario).split(dict(case.params))[1]
     except Exception:  # a plugin's scenario, another version's params: the engine named as recorded
         table = None
-    return str((table or {}).get("name") or case.params.get("engine") or "-")
+    name = str((table or {}).get("name") or case.params.get("engine") or "-")
+    owner = case.info.get("served_by")
+    return f"{name} {owner}" if name == "url" and owner else name
 
 
 def slo_cell(gpu: str, file: str, case: CaseResult, runs: int = 1) -> SloCell:

@@ -355,9 +355,10 @@ class _Run:
         return self.opts.parallel and len(self.slots.slots) > 1
 
     def others_on(self, case: CaseSpec, gpus: str | None) -> list[dict[str, Any]]:
-        """Foreign processes on these GPUs (none of ours runs there now), warned about and recorded."""
+        """Foreign processes on these GPUs (none of ours runs there now), recorded, and warned about unless
+        the case measures a server running there that it did not start."""
         others = foreign_gpu_processes(gpus, shared_server_groups(self.shared)) if self.opts.device != "cpu" else []
-        if others:
+        if others and not case.scenario_obj().serves_elsewhere(case.params_dict):  # that server is expected
             msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
                    f"({', '.join(str(p['pid']) for p in others)}): they share the GPU and falsify timings")
             self.rs.warnings.append(msg)

@@ -22,8 +22,8 @@ CAPTION = (
     "figure of the highest point that met the SLO, with no interval (the case records one refinement, or no "
     "curve). $/Mtok = USD per GPU-hour / (tok/s per GPU x 3600) x 1e6, at the price named above for that GPU, "
     "the interval mapped through it. {not_known}: that GPU has no capacity case of the row (`llmbench "
-    "serve-bench --slo ... --search concurrency` measures it). engine url: a server already running at a URL, "
-    "its engine not recorded by the case."
+    "serve-bench --slo ... --search concurrency` measures it). engine url: a server already running at a URL; "
+    "url vllm, url sglang: one whose model card named its owner (`info.served_by`)."
 )
 
 

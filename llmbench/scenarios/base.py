@@ -432,6 +432,11 @@ class Scenario(ABC):
         case searched no capacity."""
         return None
 
+    def serves_elsewhere(self, params: dict[str, Any]) -> bool:
+        """Whether a case with `params` measures a server it did not start (one already running at a URL):
+        the processes the runner finds on the GPU are then that server's, recorded but not warned about."""
+        return False
+
     def measures_host(self, params: dict[str, Any], metric: str) -> bool:
         """Whether `metric` of a case with `params` is set by the host's work, not the GPU's (a GPU's
         answer pools only cells that measure the GPU: analysis/hostbound.py)."""

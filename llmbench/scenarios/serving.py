@@ -156,6 +156,9 @@ class ServingScenario(Scenario):
     def server_scope(self, params: Any) -> Literal["case", "suite"]:
         return self.served.options.server_scope if self.served.starts else "case"
 
+    def serves_elsewhere(self, params: dict[str, Any]) -> bool:
+        return bool(params.get("url"))  # serve-bench --url: the server on the GPU is the one measured
+
     def capacity_load(self, params: dict[str, Any]) -> CapacityLoad | None:
         """A search's SLO (`limits`), axis and load: 'llama-3-8b, 1024 in / 128 out tokens' and what else
         shapes the requests where it is not the default (chat, a dataset, a trace, turns, burstiness)."""

@@ -25,7 +25,7 @@ class ServerUnusable(RuntimeError):
 
 
 async def served_models(ep: Endpoint, http: Any = None) -> list[Any]:
-    """GET /v1/models: the models the server serves (empty where it does not say). Raises ServerUnusable
+    """GET /v1/models: the model cards of what the server serves (empty where it does not say). Raises ServerUnusable
     with one line when the server is not there or does not serve `ep.model`."""
     import aiohttp
 
@@ -36,16 +36,24 @@ async def served_models(ep: Endpoint, http: Any = None) -> list[Any]:
         async with http.get(ep.url.rstrip("/") + "/v1/models", timeout=aiohttp.ClientTimeout(total=30)) as r:
             if r.status != 200:
                 return []
-            served = [m.get("id") for m in (await r.json()).get("data", [])]
+            cards = (await r.json()).get("data", [])
     except aiohttp.ClientConnectorError as e:
         raise ServerUnusable(f"cannot reach the server at {ep.url}: {connect_error(e)}") from None
     except (aiohttp.ClientError, asyncio.TimeoutError) as e:
         raise ServerUnusable(f"the server at {ep.url} did not answer GET /v1/models: {type(e).__name__} {e}") \
             from None
+    served = [m.get("id") for m in cards]
     if served and ep.model not in served:
         raise ServerUnusable(f"{ep.url} does not serve the model {ep.model!r}; it serves: "
                              + ", ".join(map(str, served)))
-    return served
+    return cards
+
+
+def served_by(cards: list[Any], model: str) -> str | None:
+    """Who serves `model`, as the server's own model card says (`owned_by`: "vllm" for vLLM's server,
+    "sglang" for SGLang's); None where it does not say."""
+    owner = next((c.get("owned_by") for c in cards if c.get("id") == model), None)
+    return str(owner) if owner else None
 
 
 async def check_server(ep: Endpoint, first: Session) -> dict[str, Any]:
@@ -55,9 +63,11 @@ async def check_server(ep: Endpoint, first: Session) -> dict[str, Any]:
     `test_request.error` (the point counts it among its failed requests)."""
     info: dict[str, Any] = {}
     async with open_session(ep, 1) as http:  # type: ignore[attr-defined]
-        served = await served_models(ep, http)
-        if served:
-            info["served_models"] = served
+        cards = await served_models(ep, http)
+        if cards:
+            info["served_models"] = [c.get("id") for c in cards]
+        if owner := served_by(cards, ep.model):
+            info["served_by"] = owner
         rec = RequestRecord(index=0, scheduled_s=0.0, requested_tokens=min(TEST_TOKENS, first.turns[0].output_len))
         await stream_request(http, ep, first.turns[0].text, rec, 0.0)
         info["test_request"] = {"tokens": rec.output_tokens, "chunks": len(rec.chunks_s),

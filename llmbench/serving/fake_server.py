@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+OWNER = "llmbench-fake-server"  # its model cards' owned_by (vLLM's say "vllm", SGLang's "sglang")
+
 
 @dataclass
 class FakeOptions:
@@ -106,7 +108,8 @@ def make_app(opts: FakeOptions, gauge: Gauge | None = None) -> Any:
         return web.Response(text="ok")
 
     async def models(request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": opts.model, "object": "model"}]})
+        return web.json_response({"object": "list", "data": [{"id": opts.model, "object": "model",
+                                                              "owned_by": OWNER}]})
 
     async def metrics(request: web.Request) -> web.Response:
         if not opts.prefix_cache:
