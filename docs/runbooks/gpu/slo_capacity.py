@@ -9,9 +9,9 @@ point at OVERLOAD_RATE requests/s, far above either capacity: the saturation sto
 
     python3 docs/runbooks/gpu/slo_capacity.py OUT_DIR [bf16] [fp8] [sglang]
 
-Run by slo_capacity.sh as a background job. Expected time (an estimate, not a measurement): a server's
-first start about 2.5 min, each search about 8-12 points of at most 6 s of sending plus the drain: about
-8 min a precision, 20 in all.
+Run by slo_capacity.sh as a background job. Time on one H200 (2026-12-02): fp8 9.3 min (the server ready
+in 187 s, the two searches 105 and 89 s, then the side-by-side and the overload point), SGLang 4.5 min
+(ready in 120 s); a bf16 search took 143-149 s. About 24 minutes for all three targets.
 """
 
 from __future__ import annotations
