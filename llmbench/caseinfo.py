@@ -144,6 +144,7 @@ class RequestRateInfo(CaseInfo):
     search's answer and curve (`capacity`)."""
 
     asked_request_rate_per_s: float | str | None = None
+    served_by: str | None = None  # who serves the model, as the server's model card says ("vllm", "sglang")
     capacity: CapacitySearch | None = None
 
 

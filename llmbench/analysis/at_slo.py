@@ -180,7 +180,7 @@ def engine_of(case: CaseResult) -> str:
     except Exception:  # a plugin's scenario, another version's params: the engine named as recorded
         table = None
     name = str((table or {}).get("name") or case.params.get("engine") or "-")
-    owner = case.info.get("served_by")
+    owner = RequestRateInfo.of(case.info).served_by
     return f"{name} {owner}" if name == "url" and owner else name
 
 
