@@ -16,7 +16,7 @@ from llmbench.results import load
 from llmbench.serving.fake_server import FakeOptions, running
 from llmbench.serving.load import Schedule, Session, Turn, arrival_offsets
 from llmbench.serving.procs import shares
-from llmbench.serving.search import PointOutcome, _mid, _resolved, search_capacity
+from llmbench.serving.search import PointOutcome, _mid, _resolved, client_late, search_capacity
 from llmbench.serving.slo import SLO_PRESETS, check, parse_limits
 from llmbench.serving.watch import WindowFigures, saturation
 from tests.test_serving_cli import cli
@@ -69,6 +69,24 @@ def test_a_saturated_point_is_never_the_capacity() -> None:
 
     cap = search_capacity(measure, "concurrency")
     assert cap.value == 10 and all(not p["met"] for p in cap.points if p["saturated"])
+
+
+def test_a_client_flagged_near_the_boundary_flags_the_capacity() -> None:
+    late = "the client used 98% of a core: it was short of CPU"
+
+    def measure(x: float, repeat: int, phase: str) -> PointOutcome:  # late (and so missing) above 20 users
+        return PointOutcome(x, met=x <= 20, facts={"client_flags": [late] if x > 20 else None})
+
+    cap = search_capacity(measure, "concurrency", repeats=3)
+    flag = client_late(cap.points)
+    assert flag is not None and late in flag and "near the boundary" in flag and "--client-procs" in flag
+    refine = [p for p in cap.points if p["phase"] == "refine"]
+    assert f"of {len(refine)} points" in flag
+    # flagged only where the client flagged itself at a refinement point: a coarse point far above is not it
+    quiet = search_capacity(lambda x, r, ph: PointOutcome(x, met=x <= 20, facts={
+        "client_flags": [late] if x >= 32 else None}), "concurrency", repeats=3)
+    assert any(p["client_flags"] for p in quiet.points if p["phase"] == "coarse")
+    assert client_late(quiet.points) is None
 
 
 def test_the_interval_covers_about_what_its_label_says() -> None:

@@ -26,6 +26,7 @@ from llmbench.analysis.runs import case_runs, placed_gpus
 from llmbench.caseinfo import CapacitySearch, RequestRateInfo
 from llmbench.measure.stats import median_ci
 from llmbench.results import CaseResult, ResultSet
+from llmbench.serving.search import client_late
 
 CAPACITY_METRICS = ("capacity_concurrency", "capacity_rate")
 TOKENS = "output_tokens_per_s"
@@ -85,13 +86,14 @@ class SloCell:
     usd_per_mtok: float | None = None
     usd_interval: tuple[float, float] | None = None  # the tokens' interval mapped through the price
     capacity_unit: str = ""  # the capacity metric's unit (requests, req/s)
+    client_late: str | None = None  # the client flagged itself near the boundary (serving.search.client_late)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "gpu": self.gpu, "file": self.file, "runs": self.runs,
             "capacity": self.capacity, "capacity_unit": self.capacity_unit,
             "capacity_interval": self.capacity_interval.to_dict() if self.capacity_interval else None,
-            "bound": self.bound,
+            "bound": self.bound, "client_late": self.client_late,
             "output_tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
             "interval": self.interval.to_dict() if self.interval else None,
             "basis": self.basis, "refinements": self.refinements,
@@ -191,8 +193,9 @@ def slo_cell(gpu: str, file: str, case: CaseResult, runs: int = 1) -> SloCell:
     ci = cap_metric.stats.ci if cap_metric.stats is not None else None
     cap_interval = Interval(ci.lo, ci.hi, ci.level, cap_metric.stats.ci_method or ci.method) \
         if ci is not None and cap_metric.stats is not None else None
-    bound = next((f for f in cap_metric.flags), None)
     cap = _capacity_info(case)
+    bound = cap.bound
+    late = client_late(cap.points)
     n = _gpus(case)
     met_load = cap.metrics_at
     per_gpu = case.metrics.get(TOKENS_PER_GPU)
@@ -201,16 +204,17 @@ def slo_cell(gpu: str, file: str, case: CaseResult, runs: int = 1) -> SloCell:
     highest_met = (float(met_load), highest) if met_load is not None and highest is not None else None
     if met_load is None and cap_metric.value <= 0:
         return SloCell(gpu, file, runs, cap_metric.value, cap_interval, bound, None, None, BASIS_NONE_MET, 0, None,
-                       capacity_unit=cap_metric.unit)
+                       capacity_unit=cap_metric.unit, client_late=late)
     boundary = refinement_figures(cap, n)
     if boundary is not None and len(boundary) >= 2:
         got = median_ci(boundary)
         interval = Interval(float(got["lo"]), float(got["hi"]), float(got["level"]),  # type: ignore[arg-type]
                             "order statistic over the refinements' boundary points")
         return SloCell(gpu, file, runs, cap_metric.value, cap_interval, bound, float(statistics.median(boundary)),
-                       interval, BASIS_REFINEMENTS, len(boundary), highest_met, capacity_unit=cap_metric.unit)
+                       interval, BASIS_REFINEMENTS, len(boundary), highest_met, capacity_unit=cap_metric.unit,
+                       client_late=late)
     return SloCell(gpu, file, runs, cap_metric.value, cap_interval, bound, highest, None, BASIS_HIGHEST, 0,
-                   highest_met, capacity_unit=cap_metric.unit)
+                   highest_met, capacity_unit=cap_metric.unit, client_late=late)
 
 
 def refinement_figures(cap: CapacitySearch, gpus: int) -> list[float] | None:

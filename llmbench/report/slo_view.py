@@ -13,6 +13,7 @@ from llmbench.report.tables import MISSING, Table, fmt_num
 
 TITLE = "At the SLO: output tokens/s per GPU and $ per 1M output tokens"
 NOT_KNOWN = "not known"
+CLIENT_LATE = "(client late)"
 KEY_COLUMNS = ["SLO", "precision", "engine", "workload"]
 CAPTION = (
     "capacity: the search's answer, the median of its refinements' highest loads that met every limit, "
@@ -23,7 +24,9 @@ CAPTION = (
     "curve). $/Mtok = USD per GPU-hour / (tok/s per GPU x 3600) x 1e6, at the price named above for that GPU, "
     "the interval mapped through it. {not_known}: that GPU has no capacity case of the row (`llmbench "
     "serve-bench --slo ... --search concurrency` measures it). engine url: a server already running at a URL; "
-    "url vllm, url sglang: one whose model card named its owner (`info.served_by`)."
+    "url vllm, url sglang: one whose model card named its owner (`info.served_by`). "
+    f"{CLIENT_LATE}: the client flagged itself (late sends, short of CPU) at points near the search's boundary, "
+    "so the capacity may be the client's (`llmbench show` names the points; `--client-procs` drives more)."
 )
 
 
@@ -44,7 +47,7 @@ def capacity_text(c: SloCell, axis: str) -> str:
     """'concurrency 76 [76, 78] 75%', 'rate 12.5 req/s [...]': the axis, and the unit where it is not a count."""
     unit = "" if c.capacity_unit == "requests" else f" {c.capacity_unit}"
     text = f"{axis} {_num(c.capacity)}{unit}{_interval(c.capacity_interval)}"
-    return text + (" (bound)" if c.bound else "")
+    return text + (" (bound)" if c.bound else "") + (f" {CLIENT_LATE}" if c.client_late else "")
 
 
 def tokens_text(c: SloCell) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmbench.results import MetricResult, Stats
-from llmbench.serving.search import PointOutcome, search_capacity
+from llmbench.serving.search import PointOutcome, client_late, search_capacity
 
 # per-point facts kept on the curve (the whole records only for the point the metrics are of)
 CURVE_KEYS = ("requests_sent", "requests_ok", "requests_failed", "good_requests", "duration_s", "saturated",
@@ -59,6 +59,8 @@ def run_search(params: Any, ep: Any, tok_dir: str, info: dict[str, Any], n_gpus:
                           resolution=params.search_resolution)
     name = f"capacity_{params.search}"
     metric = capacity_metric(name, cap.estimates, cap.bound)
+    if late := client_late(cap.points):
+        metric.flags.append(late)
     metrics: dict[str, MetricResult] = dict(best.get("metrics", {}))
     metrics[name] = metric
     point_info = best.get("info", {})

@@ -119,3 +119,17 @@ def search_capacity(measure: Callable[[float, int, str], PointOutcome], axis: Ax
                 b = m
         cap.estimates.append(a)
     return cap
+
+
+def client_late(points: list[dict[str, Any]]) -> str | None:
+    """A flag for the capacity where the client flagged itself at refinement points (those near the
+    boundary): a point it missed because it sent late, or was short of CPU, lowers the capacity found, so
+    the answer may be the client's rather than the server's. None where no refinement point was flagged."""
+    refine = [p for p in points if p.get("phase") == "refine"]
+    late = [p for p in refine if p.get("client_flags")]
+    if not late:
+        return None
+    missed = sum(1 for p in late if not p.get("met"))
+    return (f"the client flagged itself at {len(late)} of {len(refine)} points near the boundary ({missed} of "
+            f"them missed the SLO), e.g. at load {late[0]['load']:g}: {late[0]['client_flags'][0]} -- the capacity "
+            "may be the client's; more client processes (--client-procs) or a quieter machine tell")
