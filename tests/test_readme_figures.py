@@ -4,7 +4,7 @@ number in it (or, with `exprs`, every figure of the passage in order), the cases
 (an arithmetic expression over their metrics and info); each number must be what the JSON gives,
 rounded as written. Every figure in the documents' prose and tables (a number with a unit or a
 ratio's x, a table cell that is a number, an MFU) must be one of those, or lie in a passage listed under
-`not_a_figure` with its reason. The README's answer table must be what `llmbench.report.readme`
+`not_a_figure` with its reason. The README's answer table must be what `llmbench.publishing.readme`
 generates from the result sets now. A figure typed from memory, or left behind when a set was measured
 again, fails here (a diary's words: tests/test_words.py)."""
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from llmbench.report import readme
+from llmbench.publishing import readme
 from tests.conftest import ROOT, is_tracked
 
 if sys.version_info >= (3, 11):
@@ -30,8 +30,9 @@ else:
     import tomli as tomllib
 
 FIGURES = tomllib.loads((ROOT / "tests" / "readme_figures.toml").read_text(encoding="utf-8"))
-DOCUMENTS = ("README.md", "docs/usage.md", "docs/scenarios.md", "docs/measurements.md")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+DOCUMENTS = ("README.md", "docs/usage.md", "docs/scenarios.md", "docs/measurements.md", "docs/a100.md")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.Pow: operator.pow}  # a geometric mean: (r1 * ... * rn) ** (1 / n)
 _FUNCS = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max, "median": statistics.median}
 _UNIT = re.compile(r"(?:x|×|%|\s?(?:tok/s|tokens/s|TFLOP/s|TB/s|GB/s|samples/s|samples/J|GiB|GB|MB|ms|µs|s|min|J|W|°C))"
                    r"(?![\w/])")
@@ -191,7 +192,7 @@ def test_every_figure_in_the_docs_traces_to_a_result_set(doc: str) -> None:
 def test_the_readme_answer_table_is_generated_from_the_result_sets(committed_results: Path) -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert readme.rewrite(text, readme.answer_table(committed_results)) == text, (
-        "README.md's answer table differs from the result sets: python -m llmbench.report.readme README.md")
+        "README.md's answer table differs from the result sets: python -m llmbench.publishing.readme README.md")
 
 
 def test_every_not_a_figure_says_why() -> None:
