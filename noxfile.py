@@ -212,5 +212,5 @@ def publish(session: nox.Session) -> None:
     """Regenerate results/*.md, results/report.html and the README's answer table from the committed
     result sets."""
     _install(session, "report")
-    session.run("python", "-m", "llmbench.report.publish", "results")
-    session.run("python", "-m", "llmbench.report.readme", "README.md")
+    session.run("python", "-m", "llmbench.publishing.publish", "results")
+    session.run("python", "-m", "llmbench.publishing.readme", "README.md")

@@ -199,7 +199,7 @@ def _tree(tmp_path: Path) -> Path:
 
 
 def test_the_pages_answer_at_the_slo_with_not_known_for_the_gpu_without_capacity_cases(tmp_path: Path) -> None:
-    from llmbench.analysis.pages import tree_page
+    from llmbench.publishing.pages import tree_page
     from llmbench.report.firstscreen import answers_markdown
     from llmbench.report.slo_view import slo_block
 
@@ -212,7 +212,7 @@ def test_the_pages_answer_at_the_slo_with_not_known_for_the_gpu_without_capacity
 
 @pytest.mark.slow
 def test_publish_writes_the_slo_answer_on_the_pair_page(tmp_path: Path) -> None:
-    from llmbench.report.publish import publish
+    from llmbench.publishing.publish import publish
 
     tree = _tree(tmp_path)
     publish(tree, after=None, prices={H200: Price(3.6, provider="Z")})

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from llmbench.analysis.pages import tree_page
 from llmbench.analysis.runs import case_runs, tree_sets
 from llmbench.cli import app
-from llmbench.report import readme
-from llmbench.report.publish import publish
+from llmbench.publishing import readme
+from llmbench.publishing.pages import tree_page
+from llmbench.publishing.publish import publish
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet, save
 from llmbench.suite import SUITES_DIR, load_suite
@@ -196,8 +196,8 @@ def test_the_packaged_export_is_the_committed_trees_and_reads_back_to_its_figure
     """llmbench/references/data/measured/ is what `nox -s publish` writes from results/ (run it after a
     set is committed), under a megabyte, and the rule reads it back to the tree's figures. The tree is the
     committed one: a user's own runs in results/ (`nox -s scenario`'s quickstart sets) are not published."""
-    from llmbench.analysis.pages import export_floor, export_sets
     from llmbench.analysis.runs import FLOOR_FILE, MEASURED_DATA
+    from llmbench.publishing.pages import export_floor, export_sets
 
     files = sorted(p for p in MEASURED_DATA.rglob("*.json") if p.name != FLOOR_FILE)
     assert sorted(str(p.relative_to(MEASURED_DATA)) for p in files) == sorted(export_sets(committed_results)), (
@@ -225,7 +225,7 @@ def _figures(tree: Path) -> dict[tuple[str, str, str], float | None]:
 
 def test_the_packaged_export_reads_back_to_the_trees_figures(tmp_path: Path) -> None:
     from llmbench.analysis.runs import MEASURED_DATA, reference_dir, reference_sets
-    from llmbench.report.publish import write_export
+    from llmbench.publishing.publish import write_export
 
     tree = synthetic_tree(tmp_path / "results")
     out = tmp_path / "measured"

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 from llmbench import api
 from llmbench.analysis import runs
 from llmbench.analysis.compare import Comparison, Ratio
-from llmbench.analysis.pages import tree_page
 from llmbench.analysis.runs import tree_files, tree_sets
 from llmbench.bundle import write_bundle
 from llmbench.cli import app
-from llmbench.report.publish import write_export
+from llmbench.publishing.pages import tree_page
+from llmbench.publishing.publish import write_export
 
 H100, H200 = "h100-sxm-80gb", "h200-sxm-141gb"
 runner = CliRunner()

@@ -23,9 +23,9 @@ from llmbench.commands import compare, versus
 from llmbench.errors import UserError
 from llmbench.hardware.specs import lookup
 from llmbench.ids import case_id
+from llmbench.publishing.publish import publish
 from llmbench.references import DATA, GRADES, PUBLISHED, Claim, claims, informs, published_sets, workloads
 from llmbench.report.pair_view import answer_table, pair_markdown
-from llmbench.report.publish import publish
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, load, save
 
 if sys.version_info >= (3, 11):

@@ -13,8 +13,8 @@ import pytest
 from chromium_cdp import CHART_TEXT_JS, CHROMIUM, Browser
 from test_compare_support import H100_ENV, H200_ENV, generate_case, h100_set, h200_set, refs, result_set
 
-from llmbench.analysis.pages import Section, section
 from llmbench.analysis.project import project
+from llmbench.analysis.sections import Section, section
 from llmbench.report.firstscreen import AnswerBlock
 from llmbench.report.html import render_html
 from llmbench.report.tables import Table

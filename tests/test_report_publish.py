@@ -10,7 +10,7 @@ from test_compare_support import h100_set, h200_set
 
 from llmbench.analysis.prices import Price, first_list_prices
 from llmbench.ids import case_id
-from llmbench.report.publish import publish
+from llmbench.publishing.publish import publish
 from llmbench.results import CaseResult, ResultSet, save
 
 

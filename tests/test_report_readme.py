@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.report import readme
+from llmbench.publishing import readme
 from llmbench.results import CaseResult, MetricResult, ResultSet, save
 from llmbench.suite import SUITES_DIR, load_suite
 

@@ -14,7 +14,7 @@ from typing import Any
 from llmbench import __version__
 from llmbench.analysis.compare import headline_metric_names
 from llmbench.analysis.inputs import SetRef
-from llmbench.analysis.pages import section
+from llmbench.analysis.sections import section
 from llmbench.bundle import Bundle, read_members, write_new_bundle
 from llmbench.errors import UserError
 from llmbench.hardware.fingerprint import llmbench_info

@@ -19,10 +19,10 @@ from llmbench.analysis.inputs import SetRef, display_names, read_inputs, resolve
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_beside, floor_of, folder_runs, folder_sets, folders_for
-from llmbench.analysis.pages import Section, section
 from llmbench.analysis.prices import Price, first_list_prices, load_prices, parse_price, resolve_prices
 from llmbench.analysis.runs import ALL_CASES_OPTION as ALL_CASES_OPTION  # `compare --all-cases`
 from llmbench.analysis.runs import GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
+from llmbench.analysis.sections import Section, section
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.specs import slugs
@@ -185,7 +185,7 @@ def _joins(sets: list[SetRef]) -> bool:
 
 @dataclass(frozen=True)
 class SuitesCompared:
-    """`compare_by_suite`'s answer: a section per suite compared ("Suite NAME", pages.Section), the suites
+    """`compare_by_suite`'s answer: a section per suite compared ("Suite NAME", sections.Section), the suites
     measured on one GPU only, the prices given."""
 
     suites: list[Section]

@@ -1,1 +1,2 @@
-"""Turning result sets into comparisons, tables, plots, projections and the published pages."""
+"""Rendering what llmbench.analysis computed: tables, terminal output, Markdown, HTML and charts, for any
+user's result sets (llmbench's own published pages are built on these by llmbench.publishing)."""

@@ -1,7 +1,7 @@
 """What the published pages open with, before any detail: answer blocks, and the projection summary.
 
 An `AnswerBlock` is one answer (a title, a lead line, a short table per suite): the HTML report shows
-the blocks on its first screen, `publish.py` writes them at the top of the Markdown page, in the order
+the blocks on its first screen, `publishing/publish.py` writes them at the top of the Markdown page, in the order
 given. `pair_answers` makes the blocks of measured GPU pairs (per suite: the speed ratio with its
 interval, the headline metrics, the cases, the runs and machines per side, the noise floor); another
 answer (a GPU measured against published or projected figures) is one more block in the list.

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from llmbench import __version__
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, source_line
-from llmbench.analysis.pages import Section
 from llmbench.analysis.runs import RunLine
+from llmbench.analysis.sections import Section
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
 from llmbench.report.headline_view import headline_table, lead_sentence
 from llmbench.report.tables import Table
@@ -306,7 +306,7 @@ def render_html(sections: list[Section], title: str = "llmbench report", answers
                 runs: list[RunLine] | None = None) -> str:
     """The page: `lead` first, then `answers` (default: the answer of each measured GPU pair of the
     sections) with the runs read, used and left out (`runs`, folded), `after` (HTML: published and
-    projected evidence, such as the H100-vs-A100 answer of publish.py), the projection check, the
+    projected evidence, such as the GPU-pair answer of publishing/publish.py), the projection check, the
     contents and the sections (with `more` tables by section title); the sections of published reference
     sets alone come last, folded together. Without matplotlib (`charts_missing`): ModuleNotFoundError
     naming it, before anything is drawn."""

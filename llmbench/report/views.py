@@ -327,7 +327,7 @@ def corrections_table(sets: list[SetRef], *, every: bool = True) -> Table | None
 
 
 def engine_tables(diff: BaseDiff) -> list[Table]:
-    """A suite's cases on another engine beside the transformers engine's (analysis/pages.py)."""
+    """A suite's cases on another engine beside the transformers engine's (analysis/basediff.py)."""
     return [replace(t, title=f"engines side by side — {t.title}") for t in basediff_tables(diff)]
 
 

@@ -1,7 +1,7 @@
-"""`nox -s publish`: regenerate the published pages under results/ (the pair pages, report.html, the spread
-pages) and the packaged reference data from the committed result sets. Every figure is computed in
-analysis/pages.py by the one rule (analysis/runs.py); this module renders it. The pages and their order:
-docs/design.md, "Comparing, projecting, publishing"."""
+"""`nox -s publish`: regenerate llmbench's own published pages under results/ (the pair pages, report.html,
+the spread pages) and the packaged reference data from the committed result sets. Every figure is computed
+in publishing/pages.py by the one rule (analysis/runs.py); this module renders it with report's renderers.
+The pages and their order: docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from llmbench.analysis.inputs import SPREAD_DIR
-from llmbench.analysis.pages import FIRST_SUITE, Page, export_floor, export_sets, tree_page
 from llmbench.analysis.prices import Price, first_list_prices
 from llmbench.analysis.runs import FLOOR_FILE, MEASURED_DATA
 from llmbench.analysis.spread import spread_data, spread_rows
+from llmbench.publishing.pages import FIRST_SUITE, Page, export_floor, export_sets, tree_page
 from llmbench.redact import machine_paths, redact
 from llmbench.report.cost_view import cost_table
 from llmbench.report.firstscreen import answers_markdown, pair_answers
@@ -134,7 +134,7 @@ def publish(results_dir: Path, after: Evidence | None = pair_evidence, export: P
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m llmbench.report.publish [RESULTS]`: the pages, and the packaged reference data."""
+    """`python -m llmbench.publishing.publish [RESULTS]`: the pages, and the packaged reference data."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv

@@ -1,26 +1,27 @@
-"""What the published pages show, computed from a results tree by the one rule (analysis/runs.py), so
-that `report/` only renders: the sections (a comparison per suite measured on both GPUs of the pair,
-each GPU one side whose runs are chosen per case over the whole tree; a section per suite measured on
-one GPU; the published reference sets), each section's comparison and projection check, a suite's
-other engines beside the transformers engine, and every run read, used or left out with why; the README's
-headline figures; the reference data shipped with the package."""
+"""What llmbench's own published pages show (`nox -s publish`: results/h100-vs-h200.md, report.html,
+the README's table, the packaged reference data), computed from a results tree by the one rule
+(analysis/runs.py) with the analysis any user can call, so that publishing/publish.py only renders: the
+sections (a comparison per suite measured on both GPUs of the pair, each GPU one side whose runs are
+chosen per case over the whole tree; a section per suite measured on one GPU; the published reference
+sets), a suite's other engines beside the transformers engine, and every run read, used or left out with
+why; the README's headline figures; the reference data shipped with the package."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from llmbench.analysis.answer import ProjectionCheck, projection_checks
 from llmbench.analysis.at_slo import SloAnswer, slo_answer
 from llmbench.analysis.basediff import BaseDiff, base_diff
-from llmbench.analysis.compare import Comparison, compare, headline_metric_names, is_headline
-from llmbench.analysis.inputs import SetRef, display_names, load_checked, name_sets
+from llmbench.analysis.compare import headline_metric_names, is_headline
+from llmbench.analysis.inputs import SetRef, load_checked, name_sets
 from llmbench.analysis.labels import gpu_display_name, is_measured
 from llmbench.analysis.noisefloor import NoiseFloor, floor_of
 from llmbench.analysis.prices import Price, first_list_prices
 from llmbench.analysis.runs import HEADLINE_SUITE, GpuRuns, RunLine, case_runs, run_lines, suite_cases, tree_sets
+from llmbench.analysis.sections import Section, section
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.caseinfo import CaseInfo
 from llmbench.errors import UserError
@@ -34,31 +35,6 @@ H200_SLUG = "h200-sxm-141gb"
 FIRST_SUITE = HEADLINE_SUITE  # the suite made to answer: first, and compared wherever both GPUs ran its cases
 BASE_ENGINE = "hf"  # the transformers engine: what another engine's cases are set beside
 ENGINE_EXTRA_METRICS = frozenset({"device_memory_used_gib"})  # what an engine preallocates, beside the headline
-
-
-@dataclass
-class Section:
-    """Sides shown together, with what is computed of them: a comparison and its projection checks (two
-    sides or more), a suite's other engines against the transformers engine (`engines`)."""
-
-    title: str
-    sets: list[SetRef]
-    baseline: int = 0
-    cmp: Comparison | None = None
-    checks: list[ProjectionCheck] = field(default_factory=list)
-    no_check: list[str] = field(default_factory=list)  # why a side has no projection check
-    note: str = ""  # one line under the lead: how the sides were put together
-    engines: list[BaseDiff] = field(default_factory=list)
-
-
-def section(title: str, sets: list[SetRef], baseline: int = 0, metrics: Collection[str] | None = None,
-            floor: NoiseFloor | None = None, note: str = "", engines: list[BaseDiff] | None = None) -> Section:
-    """The section of `sets`, named by their GPUs, with its comparison and projection checks computed."""
-    named = display_names(sets)
-    if len(named) < 2:
-        return Section(title, named, baseline, note=note, engines=engines or [])
-    checks, why = projection_checks(named, baseline)
-    return Section(title, named, baseline, compare(named, baseline, metrics, floor), checks, why, note, engines or [])
 
 
 @dataclass
@@ -161,7 +137,7 @@ def published_sections(folder: Path) -> list[Section]:
 
 def headline_runs(results: Path, ids: Collection[str]) -> dict[str, GpuRuns]:
     """The README's table: per GPU slug of the tree that measured any of the cases `ids` ok, its chosen
-    runs of them (report/readme.py picks the cases and renders it)."""
+    runs of them (publishing/readme.py picks the cases and renders it)."""
     gpus = {slug: g.only(ids) for slug, g in case_runs(tree_sets(results)).items()}
     return {slug: g for slug, g in gpus.items() if g.cases}
 
