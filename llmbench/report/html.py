@@ -35,7 +35,6 @@ REPORT_EXTRA = "pip install 'llmbench[report]'"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 SHOWN_CHART_PX = 460  # a comparison shows its first chart at most this tall; every other chart is folded
 CSS = """
-.a100-answer td:nth-child(3), .a100-answer td:nth-child(7) { white-space: nowrap; }
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1rem auto;max-width:1100px;
 color:#1b1f24;padding:0 1rem}
 h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.3rem;margin:1.4rem 0 .4rem;border-bottom:1px solid #d0d7de}
