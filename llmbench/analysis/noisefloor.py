@@ -211,7 +211,7 @@ class _Level:
         num = den_a = den_b = 0.0
         pairs = {(a, b) for ks in by_unit.values() for a in ks for b in ks if a < b}
         for a, b in sorted(pairs):
-            common = self.deviations[a].keys() & self.deviations[b].keys()
+            common = sorted(self.deviations[a].keys() & self.deviations[b].keys())  # one order: one sum
             if len(common) < 2:
                 continue
             x = np.asarray([self.deviations[a][u] for u in common])
