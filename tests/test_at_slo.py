@@ -112,6 +112,20 @@ def test_servers_at_a_url_are_rows_of_their_own_by_who_their_model_card_says_ser
                                                                                           "url sglang": 20.0}
 
 
+def test_a_capacity_whose_client_was_late_near_the_boundary_says_so(tmp_path: Path) -> None:
+    late = capacity_case(INTERACTIVE, [19.0, 18.0, 19.0], [1900.0, 1800.0, 2000.0])
+    missed = next(p for p in late.info["capacity"]["points"] if p["phase"] == "refine" and not p["met"])
+    missed["client_flags"] = ["the client's event loop woke 256 ms late at the 99th percentile"]
+    a, b = _sets(tmp_path, [], [late])
+    ans = slo_answer(_read(a, b), [H100, H200], {})
+    assert ans is not None
+    cell = ans.rows[0].cells[1]
+    assert cell is not None and cell.client_late is not None and "256 ms late" in cell.client_late
+    assert cell.bound is None  # a flag of the client is no bound of the search
+    assert slo_table(ans).rows[0][7].endswith("(client late)")
+    assert slo_table(ans).rows[0][7].startswith("concurrency 19 [18, 19] 75%")
+
+
 def test_figures_are_per_gpu_and_one_refinement_is_the_highest_met_point_without_interval(tmp_path: Path) -> None:
     a, b = _sets(tmp_path, [capacity_case(INTERACTIVE, [10.0], [1000.0])],
                  [capacity_case(INTERACTIVE, [40.0, 38.0, 40.0], [8000.0, 7600.0, 8400.0], gpus=2)])
