@@ -30,7 +30,8 @@ else:
     import tomli as tomllib
 
 FIGURES = tomllib.loads((ROOT / "tests" / "readme_figures.toml").read_text(encoding="utf-8"))
-DOCUMENTS = ("README.md", "docs/usage.md", "docs/scenarios.md", "docs/measurements.md", "docs/a100.md")
+DOCUMENTS = ("README.md", "docs/usage.md", "docs/scenarios.md", "docs/measurements.md", "docs/a100.md",
+             "docs/design.md")
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.Pow: operator.pow}  # a geometric mean: (r1 * ... * rn) ** (1 / n)
 _FUNCS = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max, "median": statistics.median}
