@@ -144,3 +144,13 @@ def test_show_prints_the_bottleneck_table() -> None:
     out = CliRunner().invoke(app, ["show", str(ROOT / "results" / H100_SWEEP)], env={"COLUMNS": "250"})
     assert out.exit_code == 0, out.output
     assert "bounds training" in out.output and "smallest batch with gpu_busy_fraction >= 0.8" in out.output
+
+
+def test_compare_json_carries_each_sweeps_bottleneck_batch() -> None:
+    from llmbench.analysis.compare import sweep_answers
+
+    got = sweep_answers(_h100_ref())
+    assert got is not None and got["power"] == []
+    by = {s["sweep"]: s for s in got["bottleneck"]}
+    assert by["num_workers=0"]["bottleneck_batch"] == 1024 and by["num_workers=4"]["bottleneck_batch"] == 256
+    assert all({"batch", "speed", "gpu_busy_fraction"} == set(p) for s in got["bottleneck"] for p in s["points"])

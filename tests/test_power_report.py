@@ -93,3 +93,19 @@ def test_speed_against_power_chart_draws_a_line_per_workload() -> None:
     assert chart.svg.count("h100 · ") == 3
     assert "train_samples_per_s (samples/s)" in chart.svg and "infer_samples_per_s (samples/s)" in chart.svg
     assert any(c.title == chart.title for c in scenario_charts(sets, "vision"))
+
+
+def test_compare_json_carries_the_sweeps_answer_its_tables_print() -> None:
+    """`compare --format json` holds what its power table prints: per workload the watts for 80/90/95%."""
+    import json
+
+    from llmbench.analysis.compare import sweep_answers
+    from llmbench.analysis.inputs import SetRef
+
+    got = sweep_answers(SetRef("h100", _sweep()))
+    assert got is not None and got["bottleneck"] == []
+    train = next(r for r in got["power"] if "mode=train" in r["workload"] and "fp16" in r["workload"])
+    assert train["points_w"] == [[200.0, 50.0], [300.0, 80.0], [400.0, 100.0]]
+    assert train["watts_for"] == {"0.8": pytest.approx(300), "0.9": pytest.approx(350), "0.95": pytest.approx(375)}
+    json.dumps(got)  # plain JSON
+    assert sweep_answers(SetRef("h100", ResultSet(suite="x", cases=[_vision(1, 300, 10.0)]))) is None

@@ -215,7 +215,27 @@ class Comparison:
             "code_paths": [n.to_dict() for n in self.code_paths],
             "covers": self.coverage,
             "runs": [r.to_dict() for r in self.runs_listed()],
+            "sweep_answers": [a for a in (sweep_answers(s) for s in self.sets) if a is not None],
         }
+
+
+def sweep_answers(ref: SetRef) -> dict[str, Any] | None:
+    """What a set's sweeps were run for, as data (the tables `compare` prints beside its ratios): per
+    power-limit sweep the watts for 80/90/95% of its best speed, per batch sweep the batch from which
+    the GPU bounds training; None where the set holds neither (a projected set has no power curve)."""
+    from llmbench.analysis.bottleneck import sweeps
+    from llmbench.analysis.power import curves
+
+    power = [] if ref.kind == "projected" else [
+        {"workload": r["workload"], "metric": r["metric"], "unit": r["unit"],
+         "points_w": [list(p) for p in r["points"]],
+         "watts_for": {f"{f:g}": w for f, w in r["watts_for"].items()}} for r in curves(ref.cases())]
+    batch = [{"sweep": s.label, "scenario": s.scenario, "bottleneck_batch": s.batch, "rule": s.rule,
+              "points": [{"batch": b, "speed": v, "gpu_busy_fraction": busy} for b, v, busy in s.points]}
+             for s in sweeps(ref.cases())]
+    if not power and not batch:
+        return None
+    return {"set": ref.name, "power": power, "bottleneck": batch}
 
 
 def orient(this: Any, base: Any, better: Better) -> Any:
