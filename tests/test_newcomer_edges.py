@@ -226,9 +226,26 @@ def test_a_cpu_runs_case_lines_fit_80_columns_unwrapped(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), r.stdout
-    case_lines = lines[1:5]  # after the header: one line per case, none wrapped onto the next
-    assert all(line.startswith("  skipped  gemm precision=") for line in case_lines), r.stdout
-    assert all("shape=" in line and line.endswith("…") for line in case_lines), r.stdout  # the label kept whole
+    heads = [k for k, line in enumerate(lines) if line.startswith("  skipped  ")]
+    assert len(heads) == 4, r.stdout
+    for k in heads:  # the label whole on its line, the reason from its start on the next, indented
+        assert lines[k].startswith("  skipped  gemm precision=") and "shape=" in lines[k], r.stdout
+        assert lines[k + 1].lstrip().startswith(("tf32 needs", "fp8 needs")) and lines[k + 1].startswith(" " * 11)
+
+
+def test_a_case_line_keeps_its_label_whole_and_its_detail_under_it() -> None:
+    from llmbench.report.terminal import DETAIL_LINES, case_lines
+
+    assert case_lines("ok", "gemm shape=8x8x8", "tflops 1.0", 80) == ["  ok       gemm shape=8x8x8: tflops 1.0"]
+    label = "generate model=llama-3-8b precision=fp8 batch_size=32 input_len=2048 output_len=128 mode=compiled"
+    reason = "fp8 needs compute capability >= 8.9; this machine has none " + "and more words " * 30
+    got = case_lines("skipped", label, reason + "\nsecond line", 80)
+    assert all(len(line) <= 80 for line in got)
+    head = [line for line in got if not line.startswith(" " * 13)]
+    assert " ".join(line.strip() for line in head).removeprefix("skipped ").strip() == label + ":"
+    body = got[len(head):]
+    assert body[0].strip().startswith("fp8 needs compute capability >= 8.9; this machine has none")
+    assert len(body) == DETAIL_LINES and body[-1].endswith(" …") and "second line" not in " ".join(body)
 
 
 @pytest.mark.parametrize("command", ["run", "oneshot", "compare"])

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.cells import cell_len
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -37,6 +36,7 @@ from llmbench.report.terminal import (
     FLAG_LEGEND,
     FLAG_MARK,
     case_headline,
+    case_lines,
     flag_summary,
     fmt_metric,
     merge_numbers,
@@ -105,14 +105,16 @@ class RichUI(UI):
         self.p.advance(self.suite_task)
         style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
         label = with_searched_batch(case.label, result)
-        room = console.width - len(f"  {result.status:8} : ")  # the line fits the terminal: never wrapped
         if result.status == "ok":
             detail = ", ".join(f"{n} {fmt_metric(m)}" for n, m in case_headline(result))
-        else:  # one line, the only place a run prints it (the result set keeps the whole text)
-            detail = one_line(result.reason, max(room - cell_len(label), 20))
-        if cell_len(label) + cell_len(detail) > room:  # a long label gives way, cut at a word
-            label = one_line(label, max(room - cell_len(detail), 12))
-        console.print(f"  [{style}]{result.status:8}[/{style}] {escape(label)}: {escape(detail)}")
+        else:  # the only place a run prints it (the result set keeps the whole text)
+            detail = result.reason or ""
+        # the label whole, the figures or reason under it where one line is too short: nothing wrapped by rich
+        first, *rest = case_lines(result.status, label, detail, console.width)
+        status = f"{result.status:8}"
+        console.print(f"  [{style}]{status}[/{style}]{escape(first[len(status) + 2:])}", highlight=False)
+        for line in rest:
+            console.print(escape(line), highlight=False)
         if FLAG_MARK in detail and not self.legend_shown:
             self.legend_shown = True
             console.print(f"  {escape(FLAG_LEGEND).replace('below', 'at the end')}", highlight=False)

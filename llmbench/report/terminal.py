@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
@@ -263,6 +264,28 @@ def one_line(text: str | None, limit: int = REASON_CHARS) -> str:
         return max(fits, key=len) + "…"
     cut = first[: max(limit - 1, 1)]
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
+DETAIL_LINES = 3  # a finished case's figures or reason under its label: at most this many lines, then " …"
+
+
+def case_lines(status: str, label: str, detail: str, width: int) -> list[str]:
+    """A finished case at the terminal's `width`: '  ok       LABEL: DETAIL' where it fits; else the label
+    whole on its own line(s), wrapped at spaces, and the detail (its figures, or the reason's first line)
+    on the next lines, indented, at most DETAIL_LINES of them (the result set keeps the whole text)."""
+    prefix = f"  {status:8} "
+    detail = next((" ".join(line.split()) for line in detail.splitlines() if line.strip()), "")
+    one = f"{prefix}{label}: {detail}" if detail else f"{prefix}{label}"
+    width = max(width, 40)
+    if cell_len(one) <= width:
+        return [one]
+    pad = " " * len(prefix)
+    head = textwrap.wrap(label + (":" if detail else ""), width, initial_indent=prefix, subsequent_indent=pad,
+                         break_long_words=False, break_on_hyphens=False) or [prefix.rstrip()]
+    body = textwrap.wrap(detail, width, initial_indent=pad + "  ", subsequent_indent=pad + "  ",
+                         break_long_words=False, break_on_hyphens=False, max_lines=DETAIL_LINES,
+                         placeholder=" …") if detail else []
+    return head + body
 
 
 def result_table(rs: ResultSet, *, all_metrics: bool = False, title: str | None = None,
