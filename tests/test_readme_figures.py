@@ -2,7 +2,10 @@
 other figure is there. Each entry of tests/readme_figures.toml names a passage of a document, the
 number in it (or, with `exprs`, every figure of the passage in order), the cases they come from and how
 (an arithmetic expression over their metrics and info); each number must be what the JSON gives,
-rounded as written. Every figure in the documents' prose and tables (a number with a unit or a
+rounded as written. A figure llmbench's analysis computes and prints on a page `nox -s publish` writes
+(results/h100-vs-a100.md: the parts' bounds of a projection) is traced by `page`, `numbers` and `row`
+instead: each number, as written, is in the first line of that page holding `row`, the page generated here
+from the committed sets. Every figure in the documents' prose and tables (a number with a unit or a
 ratio's x, a table cell that is a number, an MFU) must be one of those, or lie in a passage listed under
 `not_a_figure` with its reason. The README's answer table must be what `llmbench.publishing.readme`
 generates from the result sets now. A figure typed from memory, or left behind when a set was measured
@@ -11,6 +14,7 @@ again, fails here (a diary's words: tests/test_words.py)."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import operator
 import re
@@ -22,6 +26,7 @@ from typing import Any
 import pytest
 
 from llmbench.publishing import readme
+from llmbench.report.pair_view import pair_page
 from tests.conftest import ROOT, is_tracked
 
 if sys.version_info >= (3, 11):
@@ -38,6 +43,7 @@ _FUNCS = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max, "median"
 _UNIT = re.compile(r"(?:x|×|%|\s?(?:tok/s|tokens/s|TFLOP/s|TB/s|GB/s|samples/s|samples/J|GiB|GB|MB|ms|µs|s|min|J|W|°C))"
                    r"(?![\w/])")
 _NUMBER = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)?k?(?![\d])")
+_RANGE = re.compile(r"(?<![\w.\-/])(\d[\d,]*(?:\.\d+)?)[-–](\d[\d,]*(?:\.\d+)?k?)(?![\d])")  # '1.49-2.52x'
 _MASK = re.compile(r"`[^`]*`|<!--.*?-->|\]\([^)]*\)|\{#[^}]*\}")
 
 
@@ -54,15 +60,19 @@ TEXTS = {name: _prose((ROOT / name).read_text(encoding="utf-8")) for name in DOC
 
 def figures_in(text: str) -> list[tuple[int, str]]:
     """(position, number as written) of each figure in `text`: a number followed by a unit or a ratio's
-    x, a number alone in a table cell, a number after "MFU". Code spans, comments and link targets are
-    not prose; params such as "batch 32" or "2048 input" are not figures."""
+    x, a number alone in a table cell, a number after "MFU", and both ends of a range with a unit
+    ("1.49-2.52x", "5-10%"). Code spans, comments and link targets are not prose; params such as
+    "batch 32" or "2048 input" are not figures."""
     masked = _MASK.sub(lambda m: " " * len(m.group()), text)
     out = []
     for m in _NUMBER.finditer(masked):
         before, rest = masked[: m.start()], masked[m.end():]
         if _UNIT.match(rest) or (before.endswith("| ") and rest.startswith(" |")) or before.endswith("MFU "):
             out.append((m.start(), m.group()))
-    return out
+    for m in _RANGE.finditer(masked):
+        if _UNIT.match(masked[m.end():]):
+            out += [(m.start(1), m.group(1)), (m.start(2), m.group(2))]
+    return sorted(set(out))
 
 
 def _occurrences(text: str) -> list[tuple[str, int]]:
@@ -152,7 +162,8 @@ def _check(number: str, expr: str, cases: dict[str, _Case], text: str) -> None:
     assert abs(got - want) <= half * (1 + 1e-9), f"the docs say {number} in {text!r}; the JSON gives {got:.6g}"
 
 
-@pytest.mark.parametrize("fig", FIGURES["figure"], ids=lambda f: f"{f['text'][:40]}|{f.get('number', 'row')}")
+@pytest.mark.parametrize("fig", [f for f in FIGURES["figure"] if "page" not in f],
+                         ids=lambda f: f"{f['text'][:40]}|{f.get('number', 'row')}")
 def test_figure_matches_its_result_set(fig: dict[str, Any]) -> None:
     text = " ".join(fig["text"].split())
     assert _occurrences(text), f"no document says {text!r} any more: update tests/readme_figures.toml with it"
@@ -167,10 +178,36 @@ def test_figure_matches_its_result_set(fig: dict[str, Any]) -> None:
     _check(fig["number"], fig["expr"], cases, text)
 
 
+_PAGE_FIGURES = [f for f in FIGURES["figure"] if "page" in f]
+
+
+@functools.cache
+def _pair_page(tree: Path) -> tuple[str, str]:
+    """The GPU-pair page's name and Markdown, built once from the committed tree: no test checks that the
+    copy under results/ is what `nox -s publish` writes now."""
+    page = pair_page(tree)
+    return page.name, page.markdown
+
+
+@pytest.mark.parametrize("fig", _PAGE_FIGURES, ids=lambda f: f"{f['page']}|{f['row'][:40]}|{'-'.join(f['numbers'])}")
+def test_a_figure_the_analysis_prints_is_on_its_page(fig: dict[str, Any], committed_results: Path) -> None:
+    """The page as `nox -s publish` writes it from the committed sets now, not the copy under results/."""
+    text = " ".join(fig["text"].split())
+    assert _occurrences(text), f"no document says {text!r} any more: update tests/readme_figures.toml with it"
+    name, markdown = _pair_page(committed_results)
+    assert fig["page"] == name, f"{fig['page']!r}: only the GPU-pair page ({name}) is generated here"
+    line = next((ln for ln in markdown.splitlines() if fig["row"] in ln), None)
+    assert line is not None, f"{name} has no line holding {fig['row']!r}"
+    for number in fig["numbers"]:
+        found = rf"(?<![\d.]){re.escape(number)}(?![\d])"
+        assert re.search(found, text), f"{number!r} is not in {text!r}"
+        assert re.search(found, line), f"the docs say {number} in {text!r}; {name} prints {line!r}"
+
+
 def _covered(doc: str) -> set[int]:
     """Positions in `doc` of the figures a passage of the toml accounts for."""
     out: set[int] = set()
-    passages = [(f["text"], [f["number"]] if "number" in f else None) for f in FIGURES["figure"]]
+    passages = [(f["text"], f.get("numbers") or ([f["number"]] if "number" in f else None)) for f in FIGURES["figure"]]
     passages += [(n["text"], None) for n in FIGURES.get("not_a_figure", [])]
     for text, numbers in passages:
         want = " ".join(text.split())
