@@ -24,6 +24,7 @@ from llmbench.publishing.publish import publish
 from llmbench.report.tables import fmt_num
 from llmbench.results import CaseResult, MetricResult, ResultSet, save
 from llmbench.suite import SUITES_DIR, load_suite
+from tests.conftest import RESULTS as ROOT_RESULTS
 from tests.conftest import tracked
 
 GPUS = ("h100-sxm-80gb", "h200-sxm-141gb")
@@ -234,3 +235,22 @@ def test_the_packaged_export_reads_back_to_the_trees_figures(tmp_path: Path) -> 
     assert _figures(out) == _figures(tree)
     assert reference_dir(tree) == tree and reference_dir(None) == MEASURED_DATA == reference_dir(tmp_path / "none")
     assert [name for name, _ in reference_sets(out)] == [name for name, _ in tree_sets(out)]
+
+
+@pytest.mark.slow
+def test_the_committed_pages_are_what_publish_writes_from_the_committed_sets(
+        committed_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """results/h100-vs-h200.md, h100-vs-a100.md, report.html and the spread pages, as committed, are what
+    `nox -s publish` writes from the committed sets now: a change to what a page prints lands with its
+    pages written again, and a page never shows figures its sets no longer give."""
+    shutil.copytree(committed_results, tmp_path / "results")
+    monkeypatch.chdir(tmp_path)  # `results` as nox -s publish names it: the pages say which folder they read
+    tree = Path("results")
+    written = [p for p in publish(tree) if p.is_relative_to(tree)]
+    committed = {str(p.relative_to(ROOT_RESULTS)): p for p in tracked("results")}
+    assert len(written) >= 3
+    for page in written:
+        rel = str(page.relative_to(tree))
+        assert rel in committed, f"results/{rel} is written by publish but not committed"
+        assert page.read_text(encoding="utf-8") == committed[rel].read_text(encoding="utf-8"), (
+            f"results/{rel} is stale: nox -s publish, then commit it")
