@@ -135,7 +135,8 @@ def test_the_slo_capacity_search_finds_the_batch_limit_of_vllm_on_the_cpu(vllm_s
     two requests, so that one stall does not loosen it): up to the server's two sequences at once a first
     token comes within a few decode steps, and from the third on a request waits a whole request for it.
     The search brackets the boundary below 8 and refines it; whatever the noise, it never reports a load
-    that missed, and never more than the server's two."""
+    that missed, and never more than the server's two. Where the client flagged itself late at load 1 and
+    that point missed (a busy machine starving the client, not the server), the search runs once more."""
     url, model_dir = vllm_server
     with _on_cpus(CLIENT_CPUS):  # the calibration's client, the CLI and its case process: off the worker's core
         _search(url, model_dir, tmp_path)
@@ -174,7 +175,8 @@ def _on_cpus(cpus: set[int]) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def _search(url: str, model_dir: Path, tmp_path: Path) -> None:
+def _search_once(url: str, model_dir: Path, out: Path) -> tuple[Any, str]:
+    """The calibration, then the search: the case and its SLO."""
     first = case_from("serving", {"engine": {"name": "url", "url": url}, "model": "tiny-llama",
                                   "tokenizer": str(model_dir), "input_len": 16, "output_len": SEARCH_OUTPUT_LEN,
                                   "concurrency": 1, "num_requests": 2})
@@ -184,10 +186,18 @@ def _search(url: str, model_dir: Path, tmp_path: Path) -> None:
     slo = f"ttft_p99={e2e.min / 2:.0f}ms,tpot_p99=1s"
     r = cli("serve-bench", "--url", url, "--model", "tiny-llama", "--tokenizer", str(model_dir), "--input-len", "16",
             "--output-len", str(SEARCH_OUTPUT_LEN), "-n", "3", "--slo", slo, "--search", "concurrency",
-            "--search-top", "8", "--repeats", "3", "--out", str(tmp_path / "out"))
+            "--search-top", "8", "--repeats", "3", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "search concurrency" in r.stdout
-    (case,) = load(next((tmp_path / "out").glob("*/serve-bench-*.json"))).cases
+    (case,) = load(next(out.glob("*/serve-bench-*.json"))).cases
+    return case, slo
+
+
+def _search(url: str, model_dir: Path, tmp_path: Path) -> None:
+    case, slo = _search_once(url, model_dir, tmp_path / "out")
+    one = case.info["capacity"]["points"][0]
+    if not one["met"] and one.get("client_flags"):  # the client says it was late at load 1: a busy machine,
+        case, slo = _search_once(url, model_dir, tmp_path / "again")  # not the server: measured once more
     cap, points = case.info["capacity"], case.info["capacity"]["points"]
     why = f"{slo}: {points}"
     m = case.metrics["capacity_concurrency"]
