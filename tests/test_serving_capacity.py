@@ -81,12 +81,15 @@ def test_a_client_flagged_near_the_boundary_flags_the_capacity() -> None:
     flag = client_late(cap.points)
     assert flag is not None and late in flag and "near the boundary" in flag and "--client-procs" in flag
     refine = [p for p in cap.points if p["phase"] == "refine"]
-    assert f"of {len(refine)} points" in flag
-    # flagged only where the client flagged itself at a refinement point: a coarse point far above is not it
+    assert f"of {len(refine) + 2} points" in flag  # the refinements and the coarse step's 16 (met) and 32 (missed)
+    # flagged only where the client flagged itself near the boundary: a coarse point far below it is not
     quiet = search_capacity(lambda x, r, ph: PointOutcome(x, met=x <= 20, facts={
-        "client_flags": [late] if x >= 32 else None}), "concurrency", repeats=3)
+        "client_flags": [late] if x <= 2 else None}), "concurrency", repeats=3)
     assert any(p["client_flags"] for p in quiet.points if p["phase"] == "coarse")
     assert client_late(quiet.points) is None
+    # a search that met nothing, its first point missed with the client late: the bound says it may be the client's
+    none = search_capacity(lambda x, r, ph: PointOutcome(x, met=False, facts={"client_flags": [late]}), "concurrency")
+    assert none.bound is not None and client_late(none.points) is not None
 
 
 def test_the_interval_covers_about_what_its_label_says() -> None:

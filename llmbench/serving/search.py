@@ -122,10 +122,14 @@ def search_capacity(measure: Callable[[float, int, str], PointOutcome], axis: Ax
 
 
 def client_late(points: list[dict[str, Any]]) -> str | None:
-    """A flag for the capacity where the client flagged itself at refinement points (those near the
-    boundary): a point it missed because it sent late, or was short of CPU, lowers the capacity found, so
-    the answer may be the client's rather than the server's. None where no refinement point was flagged."""
-    refine = [p for p in points if p.get("phase") == "refine"]
+    """A flag for the capacity where the client flagged itself at points near the boundary (the
+    refinements, and the coarse step's first miss and the met load below it): a point it missed because it
+    sent late, or was short of CPU, lowers the capacity found, so the answer may be the client's rather
+    than the server's. None where no such point was flagged."""
+    coarse = [p for p in points if p.get("phase") == "coarse"]
+    first_miss = next((k for k, p in enumerate(coarse) if not p.get("met")), None)
+    bracket = coarse[max(first_miss - 1, 0):first_miss + 1] if first_miss is not None else coarse[-1:]
+    refine = bracket + [p for p in points if p.get("phase") == "refine"]
     late = [p for p in refine if p.get("client_flags")]
     if not late:
         return None
