@@ -102,7 +102,9 @@ def test_a_point_records_the_hit_rate_of_its_own_window(kind: str) -> None:
     # the usage of each answer says the same tokens were cached
     assert metrics["cached_prompt_fraction"].value == pytest.approx(expected)
     records = from_columns(info["requests"])
-    assert [r.cached_tokens for r in records] == [c for c, _ in load]
+    # each answer's cached tokens are one of the server's: the same multiset (two requests in flight at once
+    # reach the server in either order, so records and the server's log need not be in one order)
+    assert sorted(r.cached_tokens for r in records) == sorted(c for c, _ in load)
     later = [r for r in records if r.turn > 0]
     assert all(r.cached_tokens > 0 for r in later)  # a later turn begins with the turns before it
 
