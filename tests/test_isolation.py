@@ -232,20 +232,26 @@ def test_bad_gpu_selections_are_refused(bad: str) -> None:
     assert check_gpus("GPU-8f2e-11aa") == "GPU-8f2e-11aa"
 
 
-def test_other_processes_on_the_gpu_are_recorded_and_warned(
-    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """NVML is simulated: a foreign process holds the GPU when the case starts."""
+def _gpu_held_by_pid_4242(monkeypatch: pytest.MonkeyPatch, used_gib: float) -> tuple[type, list[str]]:
+    """NVML simulated with one GPU that process 4242 holds; a UI class whose warnings land in the list."""
     from llmbench.harness import runner, ui
 
     monkeypatch.setattr(runner.nvml, "handles", lambda: ["gpu0"])
-    monkeypatch.setattr(runner.nvml, "compute_processes", lambda h: [{"pid": 4242, "used_gib": 1.5}])
+    monkeypatch.setattr(runner.nvml, "compute_processes", lambda h: [{"pid": 4242, "used_gib": used_gib}])
     warned: list[str] = []
 
     class UI(ui.UI):
         def warn(self, text: str) -> None:
             warned.append(text)
 
+    return UI, warned
+
+
+def test_other_processes_on_the_gpu_are_recorded_and_warned(
+    tmp_path: Path, fault_plugin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML is simulated: a foreign process holds the GPU when the case starts."""
+    UI, warned = _gpu_held_by_pid_4242(monkeypatch, 1.5)
     suite = load_suite(str(write(tmp_path, '[[case]]\nscenario = "fault"\nmin_iters = 1\nmin_seconds = 0.0\n')))
     path = run_suite(suite, suite.cases, RunOptions(out_dir=tmp_path / "out", device="auto", gpus="0"), UI())
     rs = load(path)
@@ -258,18 +264,10 @@ def test_the_server_a_case_measures_at_a_url_is_recorded_on_the_gpu_not_warned_a
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NVML is simulated: the process on the GPU is the server the case was pointed at (serve-bench --url)."""
-    from llmbench.harness import runner, ui
     from llmbench.models.tokenizer import build_offline_tokenizer
     from llmbench.serving.fake_server import OWNER, FakeOptions, running
 
-    monkeypatch.setattr(runner.nvml, "handles", lambda: ["gpu0"])
-    monkeypatch.setattr(runner.nvml, "compute_processes", lambda h: [{"pid": 4242, "used_gib": 120.0}])
-    warned: list[str] = []
-
-    class UI(ui.UI):
-        def warn(self, text: str) -> None:
-            warned.append(text)
-
+    UI, warned = _gpu_held_by_pid_4242(monkeypatch, 120.0)
     tok = build_offline_tokenizer(tmp_path / "tok", 512)
     with running(FakeOptions(model="tiny")) as url:
         suite = load_suite(str(write(tmp_path, f'[[case]]\nscenario = "serving"\nurl = "{url}"\nmodel = "tiny"\n'
