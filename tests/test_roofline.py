@@ -204,6 +204,9 @@ def test_diagnose_says_host_bound_with_cpu_and_gpu_times() -> None:
     flags = rf.diagnose(0.2, tpot_s=0.025, bound_s=0.005, cpu_step_s=0.024, gpu_step_s=0.006, batch=1)
     assert len(flags) == 1
     assert "host-bound: CPU time per step 24.00 ms vs GPU 6.00 ms" in flags[0]
+    assert "try mode=compiled" in flags[0]
+    compiled = rf.diagnose(0.2, tpot_s=0.025, bound_s=0.005, cpu_step_s=0.024, gpu_step_s=0.006, batch=1, eager=False)
+    assert "host-bound" in compiled[0] and "mode=compiled" not in compiled[0] and "larger batch" in compiled[0]
 
 
 def test_diagnose_kernel_bound_unknown_and_fine() -> None:

@@ -192,8 +192,10 @@ def diagnose(
     cpu_step_s: float | None,
     gpu_step_s: float | None,
     batch: int,
+    eager: bool = True,
 ) -> list[str]:
-    """Flags for a decode far below its bound, with the likely cause in words."""
+    """Flags for a decode far below its bound, with the likely cause in words and, for a host-bound
+    one, what to try: compiling where the loop runs eagerly, a larger batch where it is compiled."""
     if efficiency >= FAR_BELOW:
         return []
     head = (
@@ -201,10 +203,11 @@ def diagnose(
     )
     if gpu_step_s is not None and gpu_step_s < HOST_BOUND_GPU_SHARE * tpot_s:
         cpu = f"{cpu_step_s * 1e3:.2f} ms" if cpu_step_s is not None else "n/a"
+        try_next = "try mode=compiled" if eager else "a larger batch gives the GPU more work per step"
         return [
             f"{head}; host-bound: CPU time per step {cpu} vs GPU {gpu_step_s * 1e3:.2f} ms "
             f"(the GPU is busy {gpu_step_s / tpot_s:.0%} of each step; Python and kernel launches "
-            "set the pace, so this measures the CPU as much as the GPU; try mode=compiled)"
+            f"set the pace, so this measures the CPU as much as the GPU; {try_next})"
         ]
     if gpu_step_s is not None:
         return [

@@ -514,6 +514,7 @@ class GenerateScenario(Scenario):
             cpu_step_s=cpu_step,
             gpu_step_s=gpu_step,
             batch=params.batch_size,
+            eager=getattr(self.inference.options, "mode", None) == "eager",
         )
         ctx.record("roofline_efficiency", eff, flags)
         ctx.info.update(bound.as_info(), gpu_spec=spec.slug)
