@@ -12,7 +12,7 @@ from llmbench.api import compare
 from llmbench.report.base_view import base_answer_tables
 from llmbench.report.terminal import to_terminal_text
 from llmbench.results import MetricResult, save
-from tests.test_compare_support import H100_ENV, gemm_case, result_set
+from tests.test_compare_support import H100_ENV, gemm_case, generate_case, result_set
 
 
 def _runs(tmp_path: Path) -> list[Path]:
@@ -52,3 +52,31 @@ def test_compare_base_answers_per_gpu_without_comparing_the_sets(tmp_path: Path)
     assert result.groups == [] and result.base_answers is not None and len(result.base_answers) == 1
     data = result.to_dict()
     assert data["base_answers"][0]["values"]["fp8"]["speed"]["ci95"] is not None
+
+
+def test_base_over_a_suites_files_answers_for_its_cases_not_the_headline_beside_them(tmp_path: Path) -> None:
+    paths = _runs(tmp_path)  # ceilings sets: a gemm pair
+    head = result_set(H100_ENV, [generate_case("bf16", 1, 200.0, 60.0, seed=30),
+                                 generate_case("fp8", 1, 280.0, 80.0, seed=40)],
+                      suite="headline", created_at="2026-11-25T10:00:00Z")
+    save(head, tmp_path / "headline-20261125T100000Z.json")
+    (asked,) = compare(paths, base="precision=bf16").base_answers or []
+    assert {cid.split("/")[0] for cid in asked.speed("fp8")} == {"gemm"}
+    (declared,) = compare([tmp_path], base="precision=bf16").base_answers or []
+    assert {cid.split("/")[0] for cid in declared.speed("fp8")} == {"generate"}
+
+
+def test_a_cases_speed_is_the_summary_lines_with_one_case_host_bound_ttft_apart(tmp_path: Path) -> None:
+    paths = []
+    for k, (bf16, fp8) in enumerate([(200.0, 300.0), (201.0, 299.0), (199.0, 301.0)]):
+        # a short prompt's TTFT measures the host: fp8 slower there, faster at decode
+        cases = [generate_case("bf16", 1, bf16, 20.0, seed=k), generate_case("fp8", 1, fp8, 60.0, seed=10 + k)]
+        rs = result_set({**H100_ENV, "gpu": {**H100_ENV["gpu"], "id_hash": f"m{k}"}}, cases,
+                        suite="inference", created_at=f"2026-11-2{k}T10:00:00Z")
+        save(rs, tmp_path / f"inference-2026112{k}T100000Z.json")
+        paths.append(tmp_path / f"inference-2026112{k}T100000Z.json")
+    (ans,) = compare(paths, base="precision=bf16").base_answers or []
+    (case_ratio,) = ans.speed("fp8").values()
+    overall = ans.overall("fp8")
+    assert overall is not None and case_ratio.value > 1.3
+    assert abs(case_ratio.value - overall.value) < 1e-9

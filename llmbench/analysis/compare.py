@@ -570,11 +570,15 @@ def is_speed(r: MetricRow) -> bool:
 
 def case_speed_ratios(cmp: Comparison, i: int) -> dict[str, Ratio]:
     """Each joined case's speed ratio for side `i`: the geometric mean of its speed metrics, each metric
-    family once (as the scenario's speed geomean counts it)."""
-    by_case: dict[str, list[MetricRow]] = {}
+    family once (as the scenario's speed geomean counts it), over the metrics that time the GPU where the
+    case has any (as the overall mean takes them: a host-bound TTFT beside a decode rate would pull the
+    case's figure away from the summary line's), else over its host-bound ones."""
+    gpu: dict[str, list[MetricRow]] = {}
+    host: dict[str, list[MetricRow]] = {}
     for r in cmp.rows:
         if r.better != "neither" and is_speed(r):
-            by_case.setdefault(r.case_id, []).append(r)
+            (host if r.measures_host else gpu).setdefault(r.case_id, []).append(r)
+    by_case = {**{cid: rows for cid, rows in host.items() if cid not in gpu}, **gpu}
     return {cid: got for cid, members in by_case.items() if (got := _speed_geomean(members, i)[0]) is not None}
 
 

@@ -21,7 +21,7 @@ from llmbench.analysis.migslice import SliceRow, slice_rows
 from llmbench.analysis.noisefloor import floor_beside, floor_of, folder_runs, folder_sets, folders_for
 from llmbench.analysis.prices import Price, first_list_prices, load_prices, parse_price, resolve_prices
 from llmbench.analysis.runs import ALL_CASES_OPTION as ALL_CASES_OPTION  # `compare --all-cases`
-from llmbench.analysis.runs import GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
+from llmbench.analysis.runs import HEADLINE_SUITE, GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
 from llmbench.analysis.sections import Section, section
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
 from llmbench.errors import UserError, choices_hint
@@ -142,7 +142,9 @@ def compare(files: Sequence[Path], *, baseline: str | None = None, base: str | N
         by_gpu = load_sets(list(files), by_gpu=True, loaded=every)  # each GPU's sets together
         diffs = [base_diff(s, key, value) for s in by_gpu]
         whole = floor_of([*floor_runs, *(rs for _, _, rs in every)])
-        answers = [base_answer(_declared(s, all_cases), key, value, whole) for s in by_gpu if s.chosen is not None]
+        asked = _asked_cases(inputs)
+        answers = [base_answer(_declared(s, all_cases, asked), key, value, whole)
+                   for s in by_gpu if s.chosen is not None]
     return CompareResult(sets, groups, left_out, diffs, priced, run_tokens, answers,
                          at_slo_of(inputs, sets, priced))
 
@@ -155,11 +157,24 @@ def at_slo_of(inputs: list[tuple[str, str, ResultSet]], sets: list[SetRef],
     return slo_answer([(where, rs) for _, where, rs in inputs], gpus, priced, first_list_prices())
 
 
-def _declared(side: SetRef, all_cases: bool) -> SetRef:
-    """A GPU's side cut to the declared cases (`runs.declared_cases`: the headline suite's where it ran
-    them) unless `all_cases`."""
+def _asked_cases(inputs: list[tuple[str, str, ResultSet]]) -> set[str] | None:
+    """The cases the sets given hold where none of them is a headline set (`compare --base` over a
+    suite's files asks about that suite's cases); None: the declared cases decide."""
+    if any(rs.suite == HEADLINE_SUITE for _, _, rs in inputs):
+        return None
+    return {c.id for _, _, rs in inputs for c in rs.cases}
+
+
+def _declared(side: SetRef, all_cases: bool, asked: set[str] | None = None) -> SetRef:
+    """A GPU's side cut, unless `all_cases`, to the cases asked about (those of the sets given, when no
+    headline set is among them), else to the declared cases (`runs.declared_cases`: the headline
+    suite's where it ran them). Each case keeps every run of it on the GPU (the one rule)."""
     chosen = side.chosen
-    got = None if all_cases or not isinstance(chosen, GpuRuns) else declared_cases({chosen.gpu: chosen}, at_least=1)
+    if all_cases or not isinstance(chosen, GpuRuns):
+        return side
+    if asked is not None:
+        return side.only(asked & set(chosen.cases))
+    got = declared_cases({chosen.gpu: chosen}, at_least=1)
     return side if got is None else side.only(got[1])
 
 
