@@ -195,7 +195,7 @@ def test_the_committed_tree_reads_one_figure_per_case(tmp_path: Path, monkeypatc
 @pytest.mark.slow
 def test_the_packaged_export_is_the_committed_trees_and_reads_back_to_its_figures(committed_results: Path) -> None:
     """llmbench/references/data/measured/ is what `nox -s publish` writes from results/ (run it after a
-    set is committed), under a megabyte, and the rule reads it back to the tree's figures. The tree is the
+    set is committed), under 1.5 MB, and the rule reads it back to the tree's figures. The tree is the
     committed one: a user's own runs in results/ (`nox -s scenario`'s quickstart sets) are not published."""
     from llmbench.analysis.runs import FLOOR_FILE, MEASURED_DATA
     from llmbench.publishing.pages import export_floor, export_sets
@@ -203,7 +203,7 @@ def test_the_packaged_export_is_the_committed_trees_and_reads_back_to_its_figure
     files = sorted(p for p in MEASURED_DATA.rglob("*.json") if p.name != FLOOR_FILE)
     assert sorted(str(p.relative_to(MEASURED_DATA)) for p in files) == sorted(export_sets(committed_results)), (
         "the packaged export is stale: nox -s publish")
-    assert sum(p.stat().st_size for p in files) < 1_000_000
+    assert sum(p.stat().st_size for p in files) < 1_500_000  # grows with each committed run: a budget
     assert _figures(MEASURED_DATA) == _figures(committed_results)
     shipped = json.loads((MEASURED_DATA / FLOOR_FILE).read_text())  # its floor: the tree's, to rounding
     tree = export_floor(committed_results).to_list()

@@ -156,7 +156,7 @@ def speedup(base: float, other: float, name: str) -> float:
 def export_sets(results_dir: Path) -> dict[str, ResultSet]:
     """The reference data shipped with the package (llmbench/references/data/measured/, `nox -s publish`):
     the chosen runs of every GPU of a results tree, by their path in it, each set holding only the cases
-    it gave a chosen run of (`_light`): a results tree of its own, well under a megabyte, which the rule
+    it gave a chosen run of (`_light`): a results tree of its own, about a megabyte, which the rule
     reads back to the same figures."""
     sets = tree_sets(results_dir)
     used = {(r.file, r.case.id) for g in case_runs(sets).values() for c in g.cases.values() for r in c.used}
