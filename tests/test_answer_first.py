@@ -5,6 +5,7 @@ joined silently."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 from pathlib import Path
@@ -138,6 +139,29 @@ def test_the_answer_in_markdown_names_the_gpus_and_warns() -> None:
     warnings = md[md.index("## Warnings"):]
     assert warnings.index("code paths differ") < warnings.index("transformers version differs")
     assert "not in every result set" in warnings and "did not run ok on every side" in warnings
+
+
+def test_the_json_summary_is_the_answer_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-f json` holds what the answer prints, computed once: the overall ratio and its basis, the
+    headline rows, every case ranked as the highest-and-lowest table ranks them, the warnings."""
+    monkeypatch.chdir(Path.cwd())
+    given = alone(tmp_path, H100_INFERENCE, H200_INFERENCE)
+    code, text = cli("compare", *given)
+    assert code == 0, text
+    code, out = cli("compare", *given, "-f", "json")
+    assert code == 0, out
+    got = json.loads(out)["summary"]
+    assert got["sides"] == ["H100 SXM5 80GB", "H200 SXM 141GB"] and got["baseline"] == "H100 SXM5 80GB"
+    speed = got["speed"][1]
+    flat = " ".join(text.split())
+    assert f"runs at {speed['value']:.2f}x the speed" in flat and got["interval_basis"][1] == "noise floor"
+    assert f"[{speed['ci95'][0]:.2f}, {speed['ci95'][1]:.2f}]" in flat
+    cases = got["cases"]
+    values = [c["speed"][1]["value"] for c in cases]
+    assert len(cases) == 11 and values == sorted(values, reverse=True) and cases[0]["speed"][0] is None
+    assert f"{values[0]:.2f}x" in text and f"{values[-1]:.2f}x" in text  # the highest and the lowest, printed
+    assert {(g["scenario"], g["metric"]) for g in got["headline"]} >= {("generate", "speed")}
+    assert any("llmbench commit differs" in w for w in got["warnings"])
 
 
 def test_the_interval_basis_comes_from_the_ratio_where_it_has_one() -> None:

@@ -24,6 +24,7 @@ from llmbench.analysis.runs import ALL_CASES_OPTION as ALL_CASES_OPTION  # `comp
 from llmbench.analysis.runs import HEADLINE_SUITE, GpuRuns, declared_cases, load_sets, rule_inputs, suite_cases
 from llmbench.analysis.sections import Section, section
 from llmbench.analysis.suitejoin import JoinPlan, plan_joins
+from llmbench.analysis.summary import summary
 from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.specs import slugs
 from llmbench.report.cost_view import cost_table
@@ -44,7 +45,7 @@ class GroupComparison:
         """The JSON of `compare --format json` for this group."""
         from llmbench.analysis.cost_rows import cost_data
 
-        part: dict[str, Any] = {"comparison": self.comparison.to_dict()}
+        part: dict[str, Any] = {"summary": summary(self.comparison).to_dict(), "comparison": self.comparison.to_dict()}
         if self.mig_slices:
             part["mig_slices"] = [r.to_dict() for r in self.mig_slices]
         if prices is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from llmbench.analysis.baseratio import BaseAnswer, is_quality
 from llmbench.analysis.caselabels import fmt_param
 from llmbench.analysis.inputs import side_names
-from llmbench.report.answer_view import interval_basis
+from llmbench.analysis.summary import interval_basis
 from llmbench.report.tables import MISSING, Table, fmt_num, ratio_text
 
 MAX_CASES = 12  # case rows shown per GPU unless every one is asked for (--all), shared among the values
