@@ -38,7 +38,7 @@ class BandwidthParams(ScenarioParams):
 
 
 @SCENARIOS.register("bandwidth")
-class Bandwidth(Scenario):
+class Bandwidth(Scenario[BandwidthParams]):
     sweep_axes = ("size_mib",)
     Params = BandwidthParams
     headline = ("tb_per_s", "gb_per_s")
@@ -51,19 +51,19 @@ class Bandwidth(Scenario):
                     "does not describe")
         return None
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: BandwidthParams, device: DeviceInfo) -> str | None:
         if params.kind in GPU_KINDS and not device.is_cuda:
             return f"{params.kind} copies need a CUDA GPU; this machine has none (running on {device.name})"
         return None
 
-    def host_exclusive(self, params: Any) -> str | None:
+    def host_exclusive(self, params: BandwidthParams) -> str | None:
         """Host transfers and copies share PCIe and host memory with every case beside them."""
         return f"a {params.kind} copy loads PCIe and host memory" if params.kind in HOST_KINDS else None
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: BandwidthParams, rule: StopRule) -> float:
         return rule.min_seconds + 1.0 + params.size_mib / 1024
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: BandwidthParams, ctx: CaseContext) -> None:
         import torch
 
         n_bytes = params.size_mib * 2**20

@@ -7,7 +7,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import ConfigDict, model_validator
 
@@ -287,7 +287,10 @@ class BottleneckSweep:
     answer: Callable[[Sequence[SweepPoint]], dict[str, Any]]  # points -> {"batch": int | None, "rule": str}
 
 
-class Scenario(ABC):
+P = TypeVar("P", bound=ScenarioParams)  # a scenario's params: its hooks take them typed
+
+
+class Scenario(ABC, Generic[P]):
     """How to run one kind of benchmark. Subclasses set `Params`, and implement `run`.
 
     `skip_reason` says, before anything heavy happens, why a case cannot run on this device
@@ -380,37 +383,37 @@ class Scenario(ABC):
         placement = {"gpus": rest.pop(cls.gpus_param)} if cls.gpus_param in rest else None
         return params | rest, table, placement
 
-    def complete(self, params: Any) -> Any:
+    def complete(self, params: P) -> Any:
         """The params of a case as its engine completes them (serving: the precision a served engine
         runs); the params as they are by default."""
         return params
 
-    def share_key(self, params: Any, device: DeviceInfo) -> str | None:
+    def share_key(self, params: P, device: DeviceInfo) -> str | None:
         """What a case loads that the next cases of the same key could run on in the same process,
         as text (a suite's `share_engines`: the runner runs cases of one key as a group, and the
         scenario reuses ctx.shared); None, the default: nothing to share, the case runs alone."""
         return None
 
-    def worker_settings(self, params: Any) -> WorkerSettings:
+    def worker_settings(self, params: P) -> WorkerSettings:
         """What the case process sets around the case (and restores): nothing by default."""
         return WorkerSettings()
 
-    def server_scope(self, params: Any) -> Literal["case", "suite"]:
+    def server_scope(self, params: P) -> Literal["case", "suite"]:
         """"suite": the case keeps the server it starts for the suite's next cases (the runner gives
         serial runs a shared-server folder and warns that --parallel does not); "case": nothing kept."""
         return "case"
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: P, device: DeviceInfo) -> str | None:
         return None
 
-    def host_exclusive(self, params: Any) -> str | None:
+    def host_exclusive(self, params: P) -> str | None:
         """Why a case must run with nothing beside it on the host under --parallel: it loads what the
         slots share (PCIe, the host's memory bandwidth) or its figure is the host's own speed; None: it may
         share the host. CPU time is not shared: each slot's processes are bound to cores of their own
         (hardware/cpus.py), so a case that compiles runs beside others."""
         return None
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: P, rule: StopRule) -> float:
         return rule.min_seconds + 2.0
 
     def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
@@ -450,14 +453,14 @@ class Scenario(ABC):
         return {}
 
     @abstractmethod
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: P, ctx: CaseContext) -> None:
         """Run the case, recording metrics on ctx. Raise Skip for a case that cannot run here."""
 
 
-SCENARIOS: Registry[Scenario] = Registry("scenario", "llmbench.scenarios")
+SCENARIOS: Registry[Scenario[Any]] = Registry("scenario", "llmbench.scenarios")
 
 
-class RankScenario(Scenario):
+class RankScenario(Scenario[P]):
     """A scenario whose case runs its work as ranks (one process per GPU): it declares the function each
     rank calls (`rank_entry`), the launches a case makes (`rank_runs`) and how their outputs become
     metrics (`collect`); the case process starts each launch through the harness's torchrun launcher
@@ -469,13 +472,13 @@ class RankScenario(Scenario):
     spans_nodes = True
 
     @abstractmethod
-    def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
+    def rank_runs(self, params: P, ctx: CaseContext) -> list[RankRun]:
         """The case's launches, in order (e.g. N ranks, then one for a one-GPU baseline)."""
 
     @abstractmethod
-    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+    def collect(self, params: P, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
         """Record the case's metrics from its launches' outputs: RankRun.name -> the ranks' dicts, rank 0 first."""
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: P, ctx: CaseContext) -> None:
         raise RuntimeError(f"{type(self).__name__} runs as ranks: the case process launches its rank_runs "
                            "(harness/launchers/torchrun.run_rank_case), not run()")

@@ -33,7 +33,7 @@ class BurnParams(ScenarioParams):
 
 
 @SCENARIOS.register("burn")
-class Burn(Scenario):
+class Burn(Scenario[BurnParams]):
     Info = TimelineInfo
     Params = BurnParams
     headline = ("tflops", "last_vs_first_tflops")
@@ -41,13 +41,13 @@ class Burn(Scenario):
                    " throttling flag")
     bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: BurnParams, device: DeviceInfo) -> str | None:
         return device_reason(params.precision, device) if params.precision == "tf32" else None
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: BurnParams, rule: StopRule) -> float:
         return params.duration_s + 5.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: BurnParams, ctx: CaseContext) -> None:
         import torch
 
         dev, n = ctx.device.torch_device, params.size

@@ -44,7 +44,7 @@ class CollectivesParams(ScenarioParams):
 
 
 @SCENARIOS.register("collectives")
-class Collectives(RankScenario):
+class Collectives(RankScenario[CollectivesParams]):
     sweep_axes = ("size_mib",)
     Params = CollectivesParams
     description = ("torch.distributed collectives through torchrun: algorithm and bus bandwidth (nccl-tests), "
@@ -54,22 +54,22 @@ class Collectives(RankScenario):
     rank_entry = RankEntry("llmbench.scenarios.collectives_rank", "collective_rank")
     default_placement = Placement.model_validate({"gpus": 2})
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: CollectivesParams, device: DeviceInfo) -> str | None:
         return more_gpus_than_visible(self.placement.gpus, device)
 
     def projection_skip(self, params: dict[str, Any]) -> str | None:
         return "a collective is bound by the interconnect, which the GPU spec table does not hold"
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: CollectivesParams, rule: StopRule) -> float:
         return 20.0  # torchrun and NCCL start; the timed iterations are short
 
-    def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
+    def rank_runs(self, params: CollectivesParams, ctx: CaseContext) -> list[RankRun]:
         """One launch: the case's ranks (over its placement's nodes)."""
         spec = {"op": params.op, "size_bytes": params.size_mib * 2**20, "dtype": params.dtype,
                 "device": ctx.device.kind, "warmup": ctx.rule.warmup_iters, "iters": ctx.rule.min_iters}
         return [RankRun("ranks", self.placement.gpus, spec, nnodes=self.placement.nodes)]
 
-    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+    def collect(self, params: CollectivesParams, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
         """The case's metrics from its ranks' outputs (rank 0 first)."""
         ranks = outputs["ranks"]
         n, size = ranks[0]["world"], ranks[0]["bytes"]

@@ -39,7 +39,7 @@ class DDPParams(ScenarioParams):
 
 
 @SCENARIOS.register("ddp")
-class DDP(RankScenario):
+class DDP(RankScenario[DDPParams]):
     sweep_axes = ("batch_size", "seq_len")
     Params = DDPParams
     description = ("data-parallel training through torchrun (DDP, FSDP2): samples/s on N GPUs, scaling against the "
@@ -53,13 +53,13 @@ class DDP(RankScenario):
     default_placement = Placement.model_validate({"gpus": 2})  # one process per GPU (CPU processes on a CPU)
     gpus_param = "gpus"
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: DDPParams, device: DeviceInfo) -> str | None:
         return more_gpus_than_visible(self.placement.gpus, device)
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: DDPParams, rule: StopRule) -> float:
         return 90.0  # N ranks, the bare baseline, and the wrapped one-GPU run: three torchrun starts
 
-    def rank_runs(self, params: Any, ctx: CaseContext) -> list[RankRun]:
+    def rank_runs(self, params: DDPParams, ctx: CaseContext) -> list[RankRun]:
         """The case's launches: its N ranks under the wrapper, the bare model
         on one process (`wrapper` "none": the true one-GPU baseline), and (N > 1) the wrapped model on one."""
         gpus = self.placement.gpus
@@ -74,7 +74,7 @@ class DDP(RankScenario):
                 RankRun("bare", 1, spec("none")),
                 *([RankRun("one_gpu", 1, spec(params.parallel))] if gpus > 1 else [])]
 
-    def collect(self, params: Any, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
+    def collect(self, params: DDPParams, ctx: CaseContext, outputs: dict[str, list[dict[str, Any]]]) -> None:
         """The case's metrics from its launches' outputs (launch name -> the ranks' dicts, rank 0 first)."""
         gpus = self.placement.gpus
         ranks = outputs["ranks"]

@@ -53,7 +53,7 @@ class FP8TrainParams(ScenarioParams):
 
 
 @SCENARIOS.register("fp8_train")
-class FP8Train(Scenario):
+class FP8Train(Scenario[FP8TrainParams]):
     sweep_axes = ("batch_size", "seq_len")
     Params = FP8TrainParams
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
@@ -63,15 +63,15 @@ class FP8Train(Scenario):
     loss_curve_series = "recipe"
     Info = LossCurveInfo
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: FP8TrainParams, device: DeviceInfo) -> str | None:
         from llmbench.engines.hf_train import fp8_reason
 
         return fp8_reason(_fp8(params.recipe), device) or missing_reason(params.model, params.weights, params.dataset)
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: FP8TrainParams, rule: StopRule) -> float:
         return 2 * tr.total_steps(tr.fixed_rule(rule, params.steps)) * 0.5 + 30.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: FP8TrainParams, ctx: CaseContext) -> None:
         ctx.info["config"] = params.model_dump(mode="json")
         # Exactly the same steps per run (bf16 and fp8) on the same batches, so their loss curves align.
         rule = tr.fixed_rule(ctx.rule, params.steps)
@@ -118,7 +118,8 @@ class FP8Train(Scenario):
         ctx.info.update(bf16_final_loss=lc.final_loss(base.losses), bf16_loss_spike_steps=lc.spikes(base.losses),
                         **{f"bf16_{k}": v for k, v in base.heldout.items()})
 
-    def _train(self, params: Any, ctx: CaseContext, rule: StopRule, fp8: str, ref: ModelRef, data: TrainData) -> Run:
+    def _train(self, params: FP8TrainParams, ctx: CaseContext, rule: StopRule, fp8: str, ref: ModelRef,
+               data: TrainData) -> Run:
         opts = TrainOptions(method="full", dtype="bf16", fp8=fp8, layers=params.layers, lr=params.lr)
         session = ctx.engine(TrainingEngine).load_for_training(ref, opts, ctx.device)
         heldout = {}

@@ -65,14 +65,14 @@ class GemmParams(ScenarioParams):
 
 
 @SCENARIOS.register("gemm")
-class Gemm(Scenario):
+class Gemm(Scenario[GemmParams]):
     sweep_axes = ("shape",)
     Params = GemmParams
     headline = ("tflops",)
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     description = "Matmul TFLOP/s per precision and shape (random inputs; 2*M*N*K FLOPs per product)"
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: GemmParams, device: DeviceInfo) -> str | None:
         if params.precision in ("fp16", "bf16") and not device.is_cuda:
             return emulated_reason(params.precision, params.shape)
         if params.precision in ("fp32", "fp16", "bf16"):
@@ -103,10 +103,10 @@ class Gemm(Scenario):
         # latency-bound, not bandwidth-bound): only larger ones under the ridge scale with bandwidth
         return "memory" if intensity < ridge and bytes_moved > L2_SCALE_BYTES else "compute"
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: GemmParams, rule: StopRule) -> float:
         return rule.min_seconds + 1.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: GemmParams, ctx: CaseContext) -> None:
 
         m, n, k = params.shape
         fn, a, b, out = matmul(params.precision, m, n, k, ctx.device.torch_device)

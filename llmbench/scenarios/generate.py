@@ -204,7 +204,7 @@ SHORT_PROMPT = 512  # prompt tokens up to which a case's TTFT measures the host 
 
 
 @SCENARIOS.register("generate")
-class GenerateScenario(Scenario):
+class GenerateScenario(Scenario[GenerateParams]):
     sweep_axes = ("batch_size",)
     metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
     Params = GenerateParams

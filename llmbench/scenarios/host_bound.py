@@ -35,7 +35,7 @@ class HostBoundParams(ScenarioParams):
 
 
 @SCENARIOS.register("host_bound")
-class HostBound(Scenario):
+class HostBound(Scenario[HostBoundParams]):
     Params = HostBoundParams
     headline = ("train_samples_per_s", "gpu_busy_fraction", "cpu_ms_per_step")
     description = "A small MLP trained from a DataLoader per batch size: where the host stops being the bottleneck"
@@ -46,13 +46,13 @@ class HostBound(Scenario):
     def projection_skip(self, params: dict[str, Any]) -> str | None:
         return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"
 
-    def host_exclusive(self, params: Any) -> str | None:
+    def host_exclusive(self, params: HostBoundParams) -> str | None:
         return "it measures the host (CPU, data loading, PCIe): a case beside it would be measured with it"
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: HostBoundParams, rule: StopRule) -> float:
         return rule.min_seconds + 3.0 + 2.0 * params.num_workers + PROFILE_S
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: HostBoundParams, ctx: CaseContext) -> None:
         import torch
 
         torch.manual_seed(0)
@@ -143,7 +143,7 @@ def window_steps(step_s: float) -> int:
     return hi if step_s <= 0 else max(lo, min(hi, math.ceil(PROFILE_WINDOW_S / step_s)))
 
 
-def _mlp(params: Any) -> Any:
+def _mlp(params: HostBoundParams) -> Any:
     import torch
 
     dims = [params.features] + [params.hidden] * params.layers
@@ -153,7 +153,7 @@ def _mlp(params: Any) -> Any:
     return torch.nn.Sequential(*mods, torch.nn.Linear(dims[-1], params.classes))
 
 
-def _batches(params: Any, pin: bool) -> Iterator[Any]:
+def _batches(params: HostBoundParams, pin: bool) -> Iterator[Any]:
     """Batches from a DataLoader over a synthetic in-memory dataset, shuffled, epoch after epoch."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset

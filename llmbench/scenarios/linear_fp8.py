@@ -118,7 +118,7 @@ def impl_reason(impl: str, device: DeviceInfo, dims: tuple[int, int, int],
 
 
 @SCENARIOS.register("linear_fp8")
-class LinearFp8(Scenario):
+class LinearFp8(Scenario[LinearFp8Params]):
     sweep_axes = ("tokens", "shape")
     Params = LinearFp8Params
     headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32", "gemm_only_speedup_vs_bf16")
@@ -127,10 +127,10 @@ class LinearFp8(Scenario):
                    "with a roofline prediction")
     bounds: ClassVar[dict[str, Bound]] = {"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"}
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: LinearFp8Params, device: DeviceInfo) -> str | None:
         return fp8_impls.mode_reason(params.impl, params.run_mode) or impl_reason(params.impl, device, params.dims())
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: LinearFp8Params, rule: StopRule) -> float:
         return 2 * rule.min_seconds + 5.0
 
     def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
@@ -146,7 +146,7 @@ class LinearFp8(Scenario):
         memory = sum(k.bytes for k in ks) / (roof.bandwidth_tb_s * 1e12)
         return "compute" if compute >= memory else "memory"
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: LinearFp8Params, ctx: CaseContext) -> None:
         import torch
 
         dev = ctx.device.torch_device
@@ -212,7 +212,7 @@ class LinearFp8(Scenario):
             self._gemm_only(params, ctx, (m, n, k))
         self._roofline(params, ctx, launch_s, ks_impl, float(np.median(meas.samples_s)))
 
-    def _gemm_only(self, params: Any, ctx: CaseContext, dims: tuple[int, int, int]) -> None:
+    def _gemm_only(self, params: LinearFp8Params, ctx: CaseContext, dims: tuple[int, int, int]) -> None:
         """The pass's GEMMs alone, fp8 (torch._scaled_mm on operands already in e4m3) and bf16: the
         ceiling any implementation's casts and scaling eat into."""
         shapes = fp8_impls.gemm_shapes(params.is_mlp, dims, params.pass_)
@@ -227,7 +227,7 @@ class LinearFp8(Scenario):
         ctx.info["gemm_only"] = {"shapes": [list(s) for s in shapes], "bf16_ms_median": float(np.median(
             bf16.samples_s)) * 1e3, "kernel": "torch._scaled_mm, e4m3 x e4m3, unit scales, bf16 out"}
 
-    def _roofline(self, params: Any, ctx: CaseContext, launch_s: float, ks_impl: list[lr.Kernel],
+    def _roofline(self, params: LinearFp8Params, ctx: CaseContext, launch_s: float, ks_impl: list[lr.Kernel],
                   measured_s: float) -> None:
         spec = match_name(ctx.device.name, ctx.device.memory_gib) if ctx.device.is_cuda else None
         if spec is None:

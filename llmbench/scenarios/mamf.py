@@ -49,13 +49,13 @@ class MamfParams(ScenarioParams):
 
 
 @SCENARIOS.register("mamf")
-class Mamf(Scenario):
+class Mamf(Scenario[MamfParams]):
     Params = MamfParams
     headline = ("tflops",)
     description = "Maximum achievable matmul TFLOP/s per precision: the best of a shape search (MAMF)"
     bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: MamfParams, device: DeviceInfo) -> str | None:
         """The gemm gate of the precision, checked on the search's first shape and on every shape's
         alignment (fp8: multiples of 16; int8: M > 16, K and N multiples of 8)."""
         bad = [s for s in params.shapes() if _shape_reason(params.precision, s, device)]
@@ -63,10 +63,10 @@ class Mamf(Scenario):
             return f"{_shape_reason(params.precision, bad[0], device)} ({len(bad)} of {len(params.shapes())} shapes)"
         return None
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: MamfParams, rule: StopRule) -> float:
         return len(params.shapes()) * (POINT_MIN_S + 0.05) + SUSTAIN_TOP * (SUSTAIN_S + 0.2) + 2.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: MamfParams, ctx: CaseContext) -> None:
         shapes = params.shapes()
         pts: dict[str, list[Any]] = {"m": [], "n": [], "k": [], "tflops": []}
         quiet.timed(ctx.info, ctx.progress)  # every point is timed

@@ -74,7 +74,7 @@ def train_options(p: Any) -> TrainOptions:
 
 
 @SCENARIOS.register("qlora")
-class QLoRA(Scenario):
+class QLoRA(Scenario[QLoRAParams]):
     sweep_axes = ("batch_size", "seq_len")
     Params = QLoRAParams
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
@@ -85,7 +85,7 @@ class QLoRA(Scenario):
     loss_curve_series = "method"
     Info = LossCurveInfo
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: QLoRAParams, device: DeviceInfo) -> str | None:
         if params.method != "full" and importlib.util.find_spec("peft") is None:
             return f"method {params.method!r} needs peft, which is not installed: pip install peft"
         needs_bnb = [w for w, on in (("nf4 weights (method 'qlora')", params.method == "qlora"),
@@ -96,10 +96,10 @@ class QLoRA(Scenario):
             return f"{' and '.join(needs_bnb)} need bitsandbytes, which is not installed: {BNB_INSTALL}"
         return missing_reason(params.model, params.weights, params.dataset)
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: QLoRAParams, rule: StopRule) -> float:
         return rule.min_seconds + 30.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: QLoRAParams, ctx: CaseContext) -> None:
         ctx.info["config"] = params.model_dump(mode="json")
         ref = ModelRef(model=params.model, weights=params.weights)
         fixed = params.steps is not None or params.dataset != "progression"  # a finite order: exactly its steps

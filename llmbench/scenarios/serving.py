@@ -130,7 +130,7 @@ class ServingParams(ScenarioParams):
 
 
 @SCENARIOS.register("serving")
-class ServingScenario(Scenario):
+class ServingScenario(Scenario[ServingParams]):
     sweep_axes = ("concurrency", "request_rate", "rate")  # request_rate: published serving figures
     metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
     Info = RequestRateInfo
@@ -146,14 +146,14 @@ class ServingScenario(Scenario):
             raise RuntimeError("a serving case runs on a served engine: its [engine] table names one")
         return self.engine
 
-    def complete(self, params: Any) -> Any:
+    def complete(self, params: ServingParams) -> Any:
         """A served engine that builds its command runs the case's precision, so the label is what ran:
         bf16 unless given."""
         if params.precision is None and self.served.precisions:
             return params.model_copy(update={"precision": "bf16"})
         return params
 
-    def server_scope(self, params: Any) -> Literal["case", "suite"]:
+    def server_scope(self, params: ServingParams) -> Literal["case", "suite"]:
         return self.served.options.server_scope if self.served.starts else "case"
 
     def serves_elsewhere(self, params: dict[str, Any]) -> bool:
@@ -171,14 +171,14 @@ class ServingScenario(Scenario):
                  if params.get(k) is not None and params[k] != defaults.get(k)]
         return CapacityLoad(str(params.get("limits")), str(params["search"]), ", ".join([load, *extra]))
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: ServingParams, device: DeviceInfo) -> str | None:
         if importlib.util.find_spec("aiohttp") is None:
             return "the serving client needs aiohttp: pip install 'llmbench[serving]'"
         if importlib.util.find_spec("transformers") is None:
             return "exact-length prompts need transformers: pip install 'llmbench[hf]'"
         return self.served.serve_reason(params.precision, device)
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: ServingParams, rule: StopRule) -> float:
         # a suite-scoped server's start is paid once, by the first case that needs it: not quoted per case
         startup = 60.0 if self.served.starts and self.server_scope(params) == "case" else 5.0
         if params.search is not None:  # about 8 coarse points and 4 a refinement, each at most a point's time
@@ -190,7 +190,7 @@ class ServingScenario(Scenario):
             return startup + params.num_requests / params.rate + 10.0
         return startup + 30.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: ServingParams, ctx: CaseContext) -> None:
         engine = ctx.engine(ServedEngine)
         ctx.metrics.update(measure(params, ctx.info, engine, self.placement.gpus,
                                    lambda f: ctx.progress(f, "requests")))

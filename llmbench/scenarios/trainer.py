@@ -44,7 +44,7 @@ class TrainerParams(ScenarioParams):
 
 
 @SCENARIOS.register("trainer")
-class TrainerScenario(Scenario):
+class TrainerScenario(Scenario[TrainerParams]):
     sweep_axes = ("batch_size", "seq_len")
     Params = TrainerParams
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
@@ -52,7 +52,7 @@ class TrainerScenario(Scenario):
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     engine_slot = EngineSlot(TrainingEngine, default="hf")  # the transformers Trainer: hf's packages
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: TrainerParams, device: DeviceInfo) -> str | None:
         if not device.is_cuda and params.precision == "fp16":
             return "fp16 mixed precision (Trainer --fp16) needs a GPU; this is " + device.name
         if not device.is_cuda and params.tf32:
@@ -61,10 +61,10 @@ class TrainerScenario(Scenario):
             return f"{'bf16' if params.precision == 'bf16' else 'tf32'} needs compute capability >= 8.0"
         return None
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: TrainerParams, rule: StopRule) -> float:
         return 20.0 + (rule.warmup_iters + rule.min_iters) * 1.0
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: TrainerParams, ctx: CaseContext) -> None:
         import torch
 
         ctx.info["config"] = params.model_dump(mode="json")
@@ -128,7 +128,7 @@ def _checkpointing(model: Any) -> bool:
     return bool(getattr(model, name, False))
 
 
-def _build(params: Any, device: str) -> Any:
+def _build(params: TrainerParams, device: str) -> Any:
     """fp32 master weights (Trainer's amp casts inside autocast), random, on the device."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
@@ -207,7 +207,7 @@ class StepTimer:
         return [self._delta(a, b) for a, b in itertools.pairwise(starts)]
 
 
-def _trainer(model: Any, data: list[dict[str, Any]], params: Any, out: str, steps: int, cuda: bool,
+def _trainer(model: Any, data: list[dict[str, Any]], params: TrainerParams, out: str, steps: int, cuda: bool,
              timer: StepTimer) -> Any:
     from transformers import Trainer, TrainerCallback, TrainingArguments, default_data_collator
 

@@ -44,17 +44,17 @@ class VisionParams(ScenarioParams):
 
 
 @SCENARIOS.register("vision")
-class Vision(Scenario):
+class Vision(Scenario[VisionParams]):
     power_limit_param = "power_limit_w"
     Params = VisionParams
     headline = ("train_samples_per_s", "infer_samples_per_s", "samples_per_j")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
 
-    def worker_settings(self, params: Any) -> WorkerSettings:
+    def worker_settings(self, params: VisionParams) -> WorkerSettings:
         return WorkerSettings(power_limit_w=params.power_limit_w)  # opt-in axis: needs root
     description = "timm image model training/inference samples/s per precision (random weights, synthetic images)"
 
-    def skip_reason(self, params: Any, device: DeviceInfo) -> str | None:
+    def skip_reason(self, params: VisionParams, device: DeviceInfo) -> str | None:
         for mod in ("timm", "torchvision"):  # timm imports torchvision
             if importlib.util.find_spec(mod) is None:
                 return f"{mod} is not installed: {TIMM_INSTALL}"
@@ -76,10 +76,10 @@ class Vision(Scenario):
     def compute_precision(self, params: dict[str, Any]) -> str:
         return PEAK_KEY.get(str(params.get("precision", "fp32")), "fp32")
 
-    def estimate_s(self, params: Any, rule: StopRule) -> float:
+    def estimate_s(self, params: VisionParams, rule: StopRule) -> float:
         return rule.min_seconds + (60.0 if params.compile or params.precision == "trt-fp16" else 10.0)
 
-    def run(self, params: Any, ctx: CaseContext) -> None:
+    def run(self, params: VisionParams, ctx: CaseContext) -> None:
         import torch
 
         torch.backends.cuda.matmul.allow_tf32 = params.precision == "tf32"
@@ -111,7 +111,7 @@ class Vision(Scenario):
             ctx.record_value("samples_per_j", 1.0 / per.value, per.flags)
 
 
-def _build(params: Any, dev: str) -> tuple[Any, Any, Any]:
+def _build(params: VisionParams, dev: str) -> tuple[Any, Any, Any]:
     """The model (random weights) in the case's precision and memory format, and one batch of images."""
     import torch
 
@@ -139,7 +139,7 @@ def _build(params: Any, dev: str) -> tuple[Any, Any, Any]:
     return model, x, y
 
 
-def _autocast(params: Any, device: DeviceInfo) -> Any:
+def _autocast(params: VisionParams, device: DeviceInfo) -> Any:
     import contextlib
 
     import torch
@@ -150,7 +150,7 @@ def _autocast(params: Any, device: DeviceInfo) -> Any:
     return contextlib.nullcontext()
 
 
-def _train_step(model: Any, x: Any, y: Any, params: Any, device: DeviceInfo) -> Any:
+def _train_step(model: Any, x: Any, y: Any, params: VisionParams, device: DeviceInfo) -> Any:
     import torch
 
     model.train()
@@ -171,7 +171,7 @@ def _train_step(model: Any, x: Any, y: Any, params: Any, device: DeviceInfo) -> 
     return step
 
 
-def _infer_step(model: Any, x: Any, params: Any, device: DeviceInfo) -> Any:
+def _infer_step(model: Any, x: Any, params: VisionParams, device: DeviceInfo) -> Any:
     import torch
 
     model.eval()
