@@ -254,8 +254,8 @@ def test_the_split_check_sees_a_banned_import(tmp_path: Path, monkeypatch: pytes
         "llmbench/report/bad.py imports numpy.linalg", "llmbench/report/bad.py imports statistics"]
 
 
-# Report and analysis read params only through what scenarios declare (sweep_axes, metric_axes,
-# power_limit_param, bottleneck_sweep, engine_slot), with these exceptions: the axis every figure has,
+# Report and analysis read params only through what scenarios declare (their charts: sweep_axes,
+# metric_axes, power_limit_param; bottleneck_sweep, engine_slot), with these exceptions: the axis every figure has,
 # and words that are keys of llmbench's own records or tables, not the params of the same name.
 AXES_ALLOWED = {
     "precision": "the precision axis (llmbench.precision, layer 1): every figure's precision",

@@ -25,13 +25,13 @@ def headline_metric(case: CaseResult) -> str | None:
 def curves(cases: Sequence[CaseResult], metric: str | None = None,
            fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
     """One row per workload (a case's scenario and params less its power-limit param, which the scenario
-    declares: Scenario.power_limit_param) measured at two or
+    declares: Scenario.charts.power_limit_param) measured at two or
     more power limits: its (limit W, metric) points and the watts for each fraction of its best
     (interpolated between the measured limits: see watts_for_fraction). `metric` None: each case's
     `headline_metric`. Cases not `ok` are left out."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for case in cases:
-        param = SCENARIOS.get(case.scenario).power_limit_param if case.scenario in SCENARIOS else None
+        param = SCENARIOS.get(case.scenario).charts.power_limit_param if case.scenario in SCENARIOS else None
         watts = case.params.get(param) if param else None
         name = metric or headline_metric(case)
         if case.status != "ok" or watts is None or name is None or name not in case.metrics:

@@ -31,7 +31,7 @@ from llmbench.results import CaseResult
 from llmbench.scenarios.base import SCENARIOS
 from llmbench.serving.analysis import pareto_points
 
-# The x axes are what each scenario declares (Scenario.sweep_axes, metric_axes); other varying params
+# The x axes are what each scenario declares (Scenario.charts: sweep_axes, metric_axes); other varying params
 # split panels, and the precision axis (llmbench.precision, every scenario's) splits series.
 SERIES_PARAM = "precision"
 MAX_PANELS = 6
@@ -90,7 +90,7 @@ def _varying(cases: list[CaseResult]) -> list[str]:
 def x_param(cases: list[CaseResult], scenario: str) -> str | None:
     """The first of the scenario's sweep axes that varies and is numeric in every case that has it."""
     varying = _varying(cases)
-    for key in (SCENARIOS.get(scenario).sweep_axes if scenario in SCENARIOS else ()):
+    for key in (SCENARIOS.get(scenario).charts.sweep_axes if scenario in SCENARIOS else ()):
         if key in varying and all(_x(c.params[key]) is not None for c in cases if key in c.params):
             return key
     return None
@@ -273,9 +273,9 @@ def throughput_chart(sets: list[SetRef], scenario: str) -> Chart | None:
 
 
 def metric_axis_charts(sets: list[SetRef], scenario: str) -> list[Chart]:
-    """Each metric the scenario charts against a param of its own (`Scenario.metric_axes`, e.g. time to
+    """Each metric the scenario charts against a param of its own (`Scenario.charts.metric_axes`, e.g. time to
     first token against the input length), where that param varies."""
-    axes = SCENARIOS.get(scenario).metric_axes if scenario in SCENARIOS else {}
+    axes = SCENARIOS.get(scenario).charts.metric_axes if scenario in SCENARIOS else {}
     charts = []
     for name, axis in axes.items():
         cases = [c for _, c in _ok(sets, scenario) if name in c.metrics]
@@ -573,7 +573,7 @@ def loss_curve_charts(sets: list[SetRef]) -> list[Chart]:
     its baselines), spikes marked; for fp8, a second panel of each recipe's loss minus its own bf16 run's."""
     charts = []
     for scenario in dict.fromkeys(c.scenario for s in sets for c in s.rs.cases):
-        series = SCENARIOS.get(scenario).loss_curve_series if scenario in SCENARIOS else None
+        series = SCENARIOS.get(scenario).charts.loss_curve_series if scenario in SCENARIOS else None
         if series is None:
             continue
         for (i, rest), runs in list(_loss_groups(sets, scenario, series).items())[:MAX_PANELS]:

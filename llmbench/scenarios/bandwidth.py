@@ -12,7 +12,7 @@ from llmbench.hardware import roofline
 from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, Scenario, ScenarioParams
 
 Kind = Literal["d2d", "h2d", "d2h", "host"]
 GPU_KINDS = ("d2d", "h2d", "d2h")
@@ -39,7 +39,7 @@ class BandwidthParams(ScenarioParams):
 
 @SCENARIOS.register("bandwidth")
 class Bandwidth(Scenario[BandwidthParams]):
-    sweep_axes = ("size_mib",)
+    charts = Charts(sweep_axes=("size_mib",))
     Params = BandwidthParams
     headline = ("tb_per_s", "gb_per_s")
     bounds: ClassVar[dict[str, Bound]] = {"*": "memory"}

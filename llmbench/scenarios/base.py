@@ -277,6 +277,19 @@ class CapacityLoad:
 
 
 @dataclass(frozen=True)
+class Charts:
+    """What the report charts a scenario's cases against: params that make a numeric x axis, most telling
+    first; metrics charted against a param of their own (generate: ttft_ms against input_len); the param a
+    power-limit sweep varies (analysis/power.py); the param whose training runs the loss-curve chart sets
+    side by side (fp8 recipes, QLoRA methods)."""
+
+    sweep_axes: tuple[str, ...] = ()
+    metric_axes: dict[str, str] = field(default_factory=dict)
+    power_limit_param: str | None = None
+    loss_curve_series: str | None = None
+
+
+@dataclass(frozen=True)
 class BottleneckSweep:
     """A scenario whose cases form batch sweeps with a bottleneck answer (the batch from which the GPU,
     not the host, bounds the work): the report finds, tables and charts them from this alone."""
@@ -314,13 +327,7 @@ class Scenario(ABC, Generic[P]):
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
     engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
     Info: ClassVar[type[CaseInfo]] = CaseInfo  # the typed part of its cases' info (caseinfo.py), checked on write
-    # the charts' axes: params that make a numeric x axis, most telling first (report/charts.py), and
-    # metrics charted against a param of their own (generate: ttft_ms against input_len)
-    sweep_axes: ClassVar[tuple[str, ...]] = ()
-    metric_axes: ClassVar[dict[str, str]] = {}
-    power_limit_param: ClassVar[str | None] = None  # the param a power-limit sweep varies (analysis/power.py)
-    # the param whose training runs the report's loss-curve chart sets side by side (fp8 recipes, QLoRA methods)
-    loss_curve_series: ClassVar[str | None] = None
+    charts: ClassVar[Charts] = Charts()  # what the report charts its cases against (report/charts.py)
     default_placement: ClassVar[Placement] = Placement.model_validate({})  # the GPUs of a case that gives no placement
     # the param that held a case's GPU count before placement was a field of its own (ddp `gpus`, serving
     # `n_gpus`): the record (and so the id) keeps it under that name

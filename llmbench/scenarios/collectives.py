@@ -14,7 +14,7 @@ from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CaseContext, RankEntry, RankRun, RankScenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, RankEntry, RankRun, RankScenario, ScenarioParams
 from llmbench.scenarios.ranks import more_gpus_than_visible
 
 Op = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
@@ -45,7 +45,7 @@ class CollectivesParams(ScenarioParams):
 
 @SCENARIOS.register("collectives")
 class Collectives(RankScenario[CollectivesParams]):
-    sweep_axes = ("size_mib",)
+    charts = Charts(sweep_axes=("size_mib",))
     Params = CollectivesParams
     description = ("torch.distributed collectives through torchrun: algorithm and bus bandwidth (nccl-tests), "
                    "share of NVLink")

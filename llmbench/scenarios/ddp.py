@@ -19,6 +19,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import (
     SCENARIOS,
     CaseContext,
+    Charts,
     EngineSlot,
     RankEntry,
     RankRun,
@@ -40,7 +41,7 @@ class DDPParams(ScenarioParams):
 
 @SCENARIOS.register("ddp")
 class DDP(RankScenario[DDPParams]):
-    sweep_axes = ("batch_size", "seq_len")
+    charts = Charts(sweep_axes=("batch_size", "seq_len"))
     Params = DDPParams
     description = ("data-parallel training through torchrun (DDP, FSDP2): samples/s on N GPUs, scaling against the "
                    "bare one-GPU model")

@@ -23,7 +23,7 @@ from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.results import Stats
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
 from llmbench.scenarios.train_data import Data, TrainData, Weights, check_source, missing_reason, train_data
 
 
@@ -54,13 +54,12 @@ class FP8TrainParams(ScenarioParams):
 
 @SCENARIOS.register("fp8_train")
 class FP8Train(Scenario[FP8TrainParams]):
-    sweep_axes = ("batch_size", "seq_len")
+    charts = Charts(sweep_axes=("batch_size", "seq_len"), loss_curve_series="recipe")
     Params = FP8TrainParams
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16", "final_loss_diff_vs_bf16")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     engine_slot = EngineSlot(TrainingEngine, default="hf")
-    loss_curve_series = "recipe"
     Info = LossCurveInfo
 
     def skip_reason(self, params: FP8TrainParams, device: DeviceInfo) -> str | None:

@@ -14,7 +14,7 @@ from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, unsupported_reason
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, Scenario, ScenarioParams
 
 # The gemm precisions: the shared precision axis's float names, plus two that exist only as matmul
 # ceilings and are gated here: fp64 (Hopper runs DGEMM on FP64 tensor cores) and int8 (torch._int_mm,
@@ -66,7 +66,7 @@ class GemmParams(ScenarioParams):
 
 @SCENARIOS.register("gemm")
 class Gemm(Scenario[GemmParams]):
-    sweep_axes = ("shape",)
+    charts = Charts(sweep_axes=("shape",))
     Params = GemmParams
     headline = ("tflops",)
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}

@@ -41,7 +41,7 @@ from llmbench.models.shape import ModelShape
 from llmbench.precision import DeviceInfo
 from llmbench.results import MetricResult
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
-from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams, Skip
 
 REFERENCE = "bf16"
 PROBE_SHAPE = (2, 64)  # the fixed batch the accuracy metrics are computed on
@@ -205,8 +205,7 @@ SHORT_PROMPT = 512  # prompt tokens up to which a case's TTFT measures the host 
 
 @SCENARIOS.register("generate")
 class GenerateScenario(Scenario[GenerateParams]):
-    sweep_axes = ("batch_size",)
-    metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
+    charts = Charts(sweep_axes=("batch_size",), metric_axes={"ttft_ms": "input_len"})
     Params = GenerateParams
     # the accuracy metrics are recorded by quality cases only (a case shows the ones it has)
     headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency", "perplexity", "perplexity_increase",

@@ -25,7 +25,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.results import Stats
 from llmbench.scenarios import fp8_impls
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
-from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, Scenario, ScenarioParams, Skip
 from llmbench.scenarios.gemm import measured_peak_tflops
 
 Impl = Literal[
@@ -119,7 +119,7 @@ def impl_reason(impl: str, device: DeviceInfo, dims: tuple[int, int, int],
 
 @SCENARIOS.register("linear_fp8")
 class LinearFp8(Scenario[LinearFp8Params]):
-    sweep_axes = ("tokens", "shape")
+    charts = Charts(sweep_axes=("tokens", "shape"))
     Params = LinearFp8Params
     headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32", "gemm_only_speedup_vs_bf16")
     description = ("A linear layer or Llama MLP at real models' GEMM shapes: fp8 (Transformer Engine, torchao, "

@@ -25,7 +25,7 @@ from llmbench.models.corpus_order import HELD_OUT_TOKENS
 from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
 from llmbench.scenarios.train_data import Data, Weights, check_source, missing_reason, train_data
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -75,14 +75,13 @@ def train_options(p: Any) -> TrainOptions:
 
 @SCENARIOS.register("qlora")
 class QLoRA(Scenario[QLoRAParams]):
-    sweep_axes = ("batch_size", "seq_len")
+    charts = Charts(sweep_axes=("batch_size", "seq_len"), loss_curve_series="method")
     Params = QLoRAParams
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
     engine_slot = EngineSlot(TrainingEngine, default="hf")
-    loss_curve_series = "method"
     Info = LossCurveInfo
 
     def skip_reason(self, params: QLoRAParams, device: DeviceInfo) -> str | None:

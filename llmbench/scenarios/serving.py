@@ -29,7 +29,7 @@ from llmbench.ids import case_id
 from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CapacityLoad, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CapacityLoad, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
 from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 LOG_DIR_ENV = "LLMBENCH_SERVING_LOGS"  # where server logs go (default ./serving-logs)
@@ -131,8 +131,8 @@ class ServingParams(ScenarioParams):
 
 @SCENARIOS.register("serving")
 class ServingScenario(Scenario[ServingParams]):
-    sweep_axes = ("concurrency", "request_rate", "rate")  # request_rate: published serving figures
-    metric_axes: ClassVar[dict[str, str]] = {"ttft_ms": "input_len"}
+    # request_rate: published serving figures
+    charts = Charts(sweep_axes=("concurrency", "request_rate", "rate"), metric_axes={"ttft_ms": "input_len"})
     Info = RequestRateInfo
     Params = ServingParams
     headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")

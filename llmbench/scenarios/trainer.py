@@ -20,7 +20,7 @@ from llmbench.models.presets import PRESETS, known_preset
 from llmbench.models.synthetic import progression_batch
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
-from llmbench.scenarios.base import SCENARIOS, CaseContext, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
 
 
 class TrainerParams(ScenarioParams):
@@ -45,7 +45,7 @@ class TrainerParams(ScenarioParams):
 
 @SCENARIOS.register("trainer")
 class TrainerScenario(Scenario[TrainerParams]):
-    sweep_axes = ("batch_size", "seq_len")
+    charts = Charts(sweep_axes=("batch_size", "seq_len"))
     Params = TrainerParams
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
     headline = ("train_samples_per_s", "step_ms", "peak_memory_gib")

@@ -16,6 +16,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import (
     SCENARIOS,
     CaseContext,
+    Charts,
     Scenario,
     ScenarioParams,
     Skip,
@@ -45,7 +46,7 @@ class VisionParams(ScenarioParams):
 
 @SCENARIOS.register("vision")
 class Vision(Scenario[VisionParams]):
-    power_limit_param = "power_limit_w"
+    charts = Charts(power_limit_param="power_limit_w")
     Params = VisionParams
     headline = ("train_samples_per_s", "infer_samples_per_s", "samples_per_j")
     bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
