@@ -384,19 +384,24 @@ def _choices_from(err: Any) -> list[str] | None:
     return None
 
 
+PLACEMENT_KEYS = ("gpus", "nodes", "replicas")  # a filter reads these from the case's placement
+
+
 def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
-    """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value, or an id
-    whole (`gemm/3b7d3177710d`) or by its hash alone (`3b7d3177710d`); any other text is a
-    substring of the case label or id."""
+    """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value, the GPUs a case
+    is placed on (`gpus=2`, `nodes`, `replicas`: its placement, however its suite spells it), or an id
+    whole (`gemm/3b7d3177710d`) or by its hash alone (`3b7d3177710d`); any other text is a substring of
+    the case label or id."""
     out = cases
     for f in filters:
         if "=" in f:
             key, _, vals = f.partition("=")
             wanted = {v.strip() for v in vals.split(",")}
-            known = {"scenario", "id"} | {k for c in cases for k in c.params_dict}
+            every = ("scenario", "id", *PLACEMENT_KEYS)
+            known = set(every) | {k for c in cases for k in c.params_dict}
             if key not in known:
                 raise UserError(f"--filter {f!r}: unknown key {key!r}; {choices_hint(key, sorted(known))}")
-            having = [c for c in cases if key in ("scenario", "id") or key in c.params_dict]
+            having = [c for c in cases if key in every or key in c.params_dict]
             valid = set().union(set(), *(_names_of(c, key) for c in having))
             unknown = wanted - valid
             if key != "id" and unknown:  # an id names one case: listing every id would not help
@@ -414,6 +419,8 @@ def _names_of(c: CaseSpec, key: str) -> set[str]:
         return {c.scenario}
     if key == "id":
         return {c.id, c.id.partition("/")[2]}
+    if key in PLACEMENT_KEYS:
+        return {str(getattr(c.placement, key))}
     v = c.params_dict.get(key)
     if isinstance(v, (list, tuple)):
         return {"x".join(str(x) for x in v)}

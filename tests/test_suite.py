@@ -286,6 +286,19 @@ def test_an_old_suite_file_parses_to_the_same_cases_with_one_line_naming_the_new
     assert old.old_keys == ("gpus", "mode", "n_gpus", "server", "server_scope", "tensor_parallel")
 
 
+def test_a_gpus_filter_reads_the_placement_however_the_suite_spells_it(tmp_path: Path) -> None:
+    """`-k gpus=2` picks the cases placed on two GPUs: a TP engine's, a serving case's `n_gpus`, a
+    `placement` table's; `-k engine=vllm` the cases on that engine."""
+    for text in (OLD, NEW):
+        cases = load_suite(str(write(tmp_path, text, "s.toml"))).cases
+        two = filter_cases(cases, ["gpus=2"])
+        assert [(c.scenario, c.placement.gpus) for c in two] == [("generate", 2), ("serving", 2)]
+        assert [c.scenario for c in filter_cases(cases, ["gpus=1,4"])] == ["generate", "ddp"]
+        assert [c.scenario for c in filter_cases(cases, ["engine=vllm", "gpus=2"])] == ["generate"]
+        with pytest.raises(UserError, match="gpus=3 names no case"):
+            filter_cases(cases, ["gpus=3"])
+
+
 def test_tensor_parallel_and_placement_that_disagree_are_one_error_naming_both(tmp_path: Path) -> None:
     text = ('[[case]]\nscenario = "generate"\nmodel = "tiny-llama"\n'
             'engine = {name = "vllm", tensor_parallel = 2}\nplacement = {gpus = 4}\n')

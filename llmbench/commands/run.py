@@ -234,8 +234,8 @@ def run(
     suite: str = typer.Argument(..., help="A suite name (e.g. quickstart; `llmbench list suites` lists them) or a "
                                 "path to a .toml file."),
     filter: Optional[list[str]] = typer.Option(
-        None, "--filter", "-k", help="Keep matching cases: key=v1,v2 (scenario, id or any param) or text "
-        "in the case label. Repeat to combine."),
+        None, "--filter", "-k", help="Keep matching cases: key=v1,v2 (scenario, id, any param, or gpus, nodes and "
+        "replicas of the placement) or text in the case label. Repeat to combine."),
     resume: bool = typer.Option(False, "--resume", metavar="", help="Continue the newest result set of this "
                                 "suite on this GPU: cases already ok or skipped are not run again."),
     force: bool = typer.Option(False, "--force", metavar="", help="With --resume: measure the selected cases "
