@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmbench.analysis.compare import HEADLINE_EXTRAS, Comparison, Geomean, MetricRow, is_headline
+from llmbench.analysis.compare import Comparison, Geomean, MetricRow
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.project import Validation, project, validate
@@ -53,18 +53,6 @@ def projection_checks(sets: list[SetRef], baseline: int) -> tuple[list[Projectio
         checks.append(ProjectionCheck(SetRef(name=other.name, rs=projected), other,
                                       validate(projected, other.rs)))
     return checks, why
-
-
-def headline_geomeans(cmp: Comparison) -> list[Geomean]:
-    """The geometric means the headline table shows: per scenario its speed and headline metrics."""
-    scenarios = {g.scenario for g in cmp.geomeans if g.scenario != "overall"}
-    return [
-        g for g in cmp.geomeans
-        if g.metric not in ANSWER_METRICS_SKIP
-        and ((g.metric == "speed" and (g.scenario != "overall" or len(scenarios) > 1))
-             or (g.scenario != "overall" and g.metric != "speed"
-             and (g.metric in HEADLINE_EXTRAS or is_headline(g.scenario, g.metric))))
-    ]
 
 
 def noise_cv(rows: list[MetricRow], i: int, baseline: int) -> float | None:

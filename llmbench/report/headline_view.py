@@ -3,9 +3,11 @@ intervals and the noise floor they should be read against (the figures: analysis
 
 from __future__ import annotations
 
-from llmbench.analysis.answer import geomean_noise_cv, headline_geomeans
-from llmbench.analysis.compare import Comparison, Geomean
-from llmbench.report.tables import Table, fmt_ratio, ratio_text
+from llmbench.analysis.answer import geomean_noise_cv
+from llmbench.analysis.compare import HOST_BOUND, Comparison, Geomean
+from llmbench.analysis.summary import summary
+from llmbench.report.answer_view import ratio_sentence
+from llmbench.report.tables import Table, ratio_text
 
 NOT_MEASURED_NOISE = "not measured for this pair"
 def _noise_text(cmp: Comparison, g: Geomean, i: int) -> str | None:
@@ -19,7 +21,9 @@ def headline_table(cmp: Comparison, title: str) -> Table:
     line under the table saying it was not measured)."""
     b = cmp.baseline
     others = [i for i in range(len(cmp.sets)) if i != b]
-    geomeans = headline_geomeans(cmp)
+    s = summary(cmp)  # the rows `compare` prints, and the overall speed where several scenarios join
+    several = len({g.scenario for g in s.headline} - {HOST_BOUND}) > 1
+    geomeans = ([s.overall] if s.overall and several else []) + s.headline
     noise = {(id(g), i): _noise_text(cmp, g, i) for g in geomeans for i in others}
     with_noise = any(v is not None for v in noise.values())
     cols = ["scenario", "metric", "cells"]
@@ -39,20 +43,16 @@ def headline_table(cmp: Comparison, title: str) -> Table:
     return Table(
         title, cols, rows,
         caption=noise_line + "Geometric mean over the cases both sides ran ('cells': cases x metric families); "
-        "> 1: better than the baseline; [95% interval] from the within-run samples. A ratio means more than "
-        "the noise only where it is further from 1 than the noise floor (the spread between separate runs).",
+        "> 1: better than the baseline; [interval]: what the lead line says it rests on (a 95% interval where "
+        "the runs or a measured noise floor give one; one run per side: the within-run samples only). A ratio "
+        "means more than the noise only where it is further from 1 than the noise floor.",
     )
 
 
 def lead_sentence(cmp: Comparison) -> str:
-    """The comparison in one line: each other set's overall speed ratio against the baseline."""
-    overall = next((g for g in cmp.geomeans if g.scenario == "overall" and g.metric == "speed"), None)
-    b = cmp.sets[cmp.baseline]
-    parts = []
-    for i, s in enumerate(cmp.sets):
-        r = overall.ratios[i] if overall else None
-        if i != cmp.baseline and r is not None:
-            parts.append(f"{s.label} runs at {fmt_ratio(r.value, r.ci)} the speed of {b.label}")
-    if not parts or overall is None:
-        return f"No speed metric was measured by both {b.label} and the other sets."
-    return "; ".join(parts) + f" (geometric mean of {overall.n} speed cells, 95% interval)."
+    """The comparison in one line per other side, as `compare`'s answer says it: its overall speed ratio
+    against the baseline and what the interval rests on."""
+    s = summary(cmp)
+    cells = s.overall.n if s.overall else 0
+    return " ".join(ratio_sentence(s.overall.ratios[i] if s.overall else None, s.names[i], s.names[s.baseline],
+                                   cells, s.covers, s.basis(i)) for i in s.others)
