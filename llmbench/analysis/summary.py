@@ -30,9 +30,9 @@ def interval_basis(r: Ratio, runs: list[int]) -> str:
 def side_noise(cmp: Comparison, i: int) -> float | None:
     """The largest between-run CV of side `i` over its speed metrics (None: no speed metric of it was
     measured in two runs or more)."""
-    cvs = [v[i] for r in cmp.rows if r.unit in SPEED_UNITS
-           and i < len(v := r.between_run_cv) and v[i] is not None]
-    return max(cvs) if cvs else None  # type: ignore[type-var]
+    cvs = [cv for r in cmp.rows if r.unit in SPEED_UNITS and i < len(r.between_run_cv)
+           and (cv := r.between_run_cv[i]) is not None]
+    return max(cvs) if cvs else None
 
 
 def _same(a: Geomean, b: Geomean) -> bool:

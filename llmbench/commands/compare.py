@@ -111,7 +111,7 @@ def compare_cmd(
     tables += [t for a in result.base_answers or [] for t in base_answer_tables(a, every_case)]
     tables += [t for d in result.base_diffs or [] if every_case or d.set.rs.gpu_slug not in measured
                for t in basediff_tables(d)]  # each run's own diff: the details
-    emit(tables, fmt, out, result.to_dict())
+    emit(tables, fmt, out, result.to_dict() if fmt is Fmt.json else None)  # only JSON prints the data
     failed = result.failed_gates
     for verdict in failed:
         lost = [c for c in verdict.failures if c.problem]

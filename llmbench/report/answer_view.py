@@ -149,4 +149,3 @@ def answer_tables(cmp: Comparison, warnings: list[str] | None = None, notes: lis
     if lines:
         tables.append(Table("Warnings", [], [], lead=[f"- {w}" for w in lines]))
     return tables
-

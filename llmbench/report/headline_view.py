@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llmbench.analysis.answer import geomean_noise_cv
 from llmbench.analysis.compare import HOST_BOUND, Comparison, Geomean
-from llmbench.analysis.summary import summary
+from llmbench.analysis.summary import Summary
 from llmbench.report.answer_view import ratio_sentence
 from llmbench.report.tables import Table, ratio_text
 
@@ -15,13 +15,13 @@ def _noise_text(cmp: Comparison, g: Geomean, i: int) -> str | None:
     return None if cv is None else f"±{cv:.1%} between runs"
 
 
-def headline_table(cmp: Comparison, title: str) -> Table:
+def headline_table(cmp: Comparison, s: Summary, title: str) -> Table:
     """Per scenario, the geometric-mean ratio of its speed metrics and of each headline metric, with
     its interval, the cells it rests on and the noise floor (a column where any row has one, else one
     line under the table saying it was not measured)."""
     b = cmp.baseline
     others = [i for i in range(len(cmp.sets)) if i != b]
-    s = summary(cmp)  # the rows `compare` prints, and the overall speed where several scenarios join
+    # the rows `compare` prints (`s`, the comparison's summary), and the overall speed where several scenarios join
     several = len({g.scenario for g in s.headline} - {HOST_BOUND}) > 1
     geomeans = ([s.overall] if s.overall and several else []) + s.headline
     noise = {(id(g), i): _noise_text(cmp, g, i) for g in geomeans for i in others}
@@ -49,10 +49,9 @@ def headline_table(cmp: Comparison, title: str) -> Table:
     )
 
 
-def lead_sentence(cmp: Comparison) -> str:
-    """The comparison in one line per other side, as `compare`'s answer says it: its overall speed ratio
-    against the baseline and what the interval rests on."""
-    s = summary(cmp)
+def lead_sentence(s: Summary) -> str:
+    """A comparison (its summary) in one line per other side, as `compare`'s answer says it: its overall
+    speed ratio against the baseline and what the interval rests on."""
     cells = s.overall.n if s.overall else 0
     return " ".join(ratio_sentence(s.overall.ratios[i] if s.overall else None, s.names[i], s.names[s.baseline],
                                    cells, s.covers, s.basis(i)) for i in s.others)

@@ -3,6 +3,7 @@ forbids any load), its answer on the first screen, the rest folded (docs/design.
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib.util
 import re
@@ -14,6 +15,7 @@ from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.labels import is_measured, source_line
 from llmbench.analysis.runs import RunLine
 from llmbench.analysis.sections import Section
+from llmbench.analysis.summary import Summary, summary
 from llmbench.report.firstscreen import AnswerBlock, pair_answers, projection_answers, projection_title
 from llmbench.report.headline_view import headline_table, lead_sentence
 from llmbench.report.tables import Table
@@ -63,6 +65,11 @@ class _Built:
     sec: Section
     anchor: str
     more: list[Table] = field(default_factory=list)
+
+    @functools.cached_property
+    def summary(self) -> Summary | None:
+        """The answer of the section's comparison, once for its lead line, the contents and its first table."""
+        return summary(self.sec.cmp) if self.sec.cmp else None
 
 
 def _cell(text: str) -> str:
@@ -168,8 +175,8 @@ def _files_line(b: _Built) -> str:
 
 def _lead(b: _Built) -> str:
     """The comparison's overall speed ratio; where no case joins, each set's count of cases ok."""
-    if b.sec.cmp and b.sec.cmp.rows:
-        return lead_sentence(b.sec.cmp)
+    if b.summary is not None and b.sec.cmp and b.sec.cmp.rows:
+        return lead_sentence(b.summary)
     counts = [(ref.label, sum(c.status == "ok" for c in ref.cases()), len(ref.cases())) for ref in b.sec.sets]
     return "; ".join(f"{name}: {ok} of {n} cases ok" for name, ok, n in counts) + "."
 
@@ -179,8 +186,8 @@ def section_html(b: _Built) -> str:
     and the tables folded."""
     sec = b.sec
     tables = comparison_tables(b.sec.cmp, runs=False) if b.sec.cmp else set_tables(b.sec.sets[0])
-    if b.sec.cmp:
-        tables.insert(0, headline_table(b.sec.cmp, "Headline ratios per workload and metric"))
+    if b.sec.cmp and b.summary is not None:
+        tables.insert(0, headline_table(b.sec.cmp, b.summary, "Headline ratios per workload and metric"))
     engines = [t for d in sec.engines for t in engine_tables(d)]
     tables = _once(engines + tables + b.more, b.sec.sets)
     for c in b.sec.checks:
