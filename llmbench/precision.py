@@ -76,6 +76,12 @@ _P = [
 PRECISIONS: dict[str, Precision] = {p.name: p for p in _P}
 
 
+def peak_of(name: str) -> str:
+    """The dense peak (GpuSpec.tflops key) the matmuls of precision `name` run at: weight-only formats
+    multiply in bf16; a name llmbench has no precision of is its own key."""
+    return PRECISIONS[name].peak_key if name in PRECISIONS else name
+
+
 def get(name: str) -> Precision:
     try:
         return PRECISIONS[name]

@@ -120,13 +120,13 @@ def test_validate_reports_error_per_scenario_and_metric() -> None:
 
 def test_skinny_gemms_project_as_memory_bound_and_square_ones_as_compute_bound() -> None:
     from llmbench.hardware.specs import lookup
-    from llmbench.scenarios.gemm import Gemm
+    from llmbench.scenarios.gemm import Gemm, GemmParams
 
     h100 = lookup("h100-sxm-80gb")
     assert h100 is not None
 
     def bound(shape: list[int], precision: str = "bf16") -> str | None:
-        return Gemm().bound({"precision": precision, "shape": shape}, "tflops", h100)
+        return Gemm().bound(GemmParams.model_validate({"precision": precision, "shape": shape}), "tflops", h100)
 
     assert bound([16, 14336, 4096]) == "memory"  # intensity ~16 FLOP/B, ridge ~295
     assert bound([8192, 8192, 8192]) == "compute"

@@ -13,7 +13,6 @@ figure of the highest point that met the SLO, with no interval. $/Mtok = USD per
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -21,8 +20,8 @@ from typing import Any
 
 from llmbench.analysis.cost import cost_per
 from llmbench.analysis.prices import Price
-from llmbench.analysis.project import scenario_of
-from llmbench.analysis.runs import case_runs, placed_gpus
+from llmbench.analysis.recorded import recorded
+from llmbench.analysis.runs import case_runs
 from llmbench.caseinfo import CapacitySearch, RequestRateInfo
 from llmbench.measure.stats import median_ci
 from llmbench.results import CaseResult, ResultSet
@@ -163,8 +162,7 @@ def row_key(case: CaseResult) -> SloKey:
     """The row of a capacity case: what its scenario declares it searched under and with
     (`Scenario.capacity_load`), else what its search recorded (a scenario this llmbench does not know)."""
     cap = _capacity_info(case)
-    scenario = scenario_of(case)
-    load = scenario.capacity_load(case.params) if scenario is not None else None
+    load = recorded(case).capacity_load()
     axis = load.axis if load else cap.axis or next(m for m in CAPACITY_METRICS if m in case.metrics)[9:]
     return SloKey(load.slo if load else cap.slo or "-", tuple(cap.limits.items()),
                   str(case.params.get("precision") or "not recorded"), engine_of(case),
@@ -172,16 +170,9 @@ def row_key(case: CaseResult) -> SloKey:
 
 
 def engine_of(case: CaseResult) -> str:
-    """The engine a case's params name (the scenario's own reading of them: a `url` param is the `url`
-    engine, a server already running, named by what its model card said where it said it: `url vllm`);
-    '-' where this llmbench cannot read them."""
-    from llmbench.scenarios.base import SCENARIOS
-
-    try:
-        table = SCENARIOS.get(case.scenario).split(dict(case.params))[1]
-    except Exception:  # a plugin's scenario, another version's params: the engine named as recorded
-        table = None
-    name = str((table or {}).get("name") or case.params.get("engine") or "-")
+    """The engine a case ran on (`Recorded.engine`: a `url` param is the `url` engine, a server already
+    running, named by what its model card said where it said it: `url vllm`); '-' where none is recorded."""
+    name = recorded(case).engine or "-"
     owner = RequestRateInfo.of(case.info).served_by
     return f"{name} {owner}" if name == "url" and owner else name
 
@@ -257,4 +248,4 @@ def _gpus(case: CaseResult) -> int:
     whole, per = case.metrics.get(TOKENS), case.metrics.get(TOKENS_PER_GPU)
     if whole is not None and per is not None and per.value > 0:
         return max(1, round(whole.value / per.value))
-    return placed_gpus(case.scenario, json.dumps(case.params, sort_keys=True)) or 1
+    return recorded(case).gpus or 1

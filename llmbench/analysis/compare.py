@@ -26,6 +26,7 @@ from llmbench.analysis.pooled import (
     pool_metric,
     runs_seed,
 )
+from llmbench.analysis.recorded import recorded
 from llmbench.analysis.runs import GpuRuns, RunLine, run_lines
 from llmbench.errors import UserError
 from llmbench.measure.stats import BOOTSTRAP_RESAMPLES, bootstrap_distribution
@@ -175,7 +176,7 @@ class Comparison:
         parts = []
         for sc in dict.fromkeys(ids.values()):
             mine = [cid for cid, s in ids.items() if s == sc]
-            engines = [str(c.params["engine"]) for cid in mine if (c := base.case(cid)) and "engine" in c.params]
+            engines = [e for cid in mine if (c := base.case(cid)) and (e := recorded(c).engine) is not None]
             split = ", ".join(f"{e} {engines.count(e)}" for e in dict.fromkeys(engines))
             parts.append(f"{sc} {len(mine)}" + (f" ({split})" if split else ""))
         return f"{len(ids)} case{'s' if len(ids) != 1 else ''}" + (f": {', '.join(parts)}" if parts else "")

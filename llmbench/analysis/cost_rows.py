@@ -5,7 +5,6 @@ asks for; a break-even price is per GPU-hour."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +12,7 @@ from llmbench.analysis.compare import Comparison, metric_rows
 from llmbench.analysis.cost import DEFAULT_RUN_TOKENS, break_even_price, cost_per, cost_units
 from llmbench.analysis.inputs import SetRef
 from llmbench.analysis.prices import Price
-from llmbench.analysis.runs import placed_gpus
+from llmbench.analysis.recorded import recorded
 
 
 @dataclass
@@ -80,7 +79,7 @@ def cost_rows(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEF
 def _gpus(s: SetRef, case_id: str) -> int:
     """The GPUs a case of a set held: its placement's (one where this llmbench cannot read it)."""
     case = s.case(case_id)
-    return (placed_gpus(case.scenario, json.dumps(case.params, sort_keys=True)) or 1) if case else 1
+    return (recorded(case).gpus or 1) if case else 1
 
 
 def cost_data(cmp: Comparison, prices: dict[str, Price], run_tokens: float = DEFAULT_RUN_TOKENS) -> dict[str, Any]:

@@ -3,7 +3,7 @@ that a GPU's answer pools only cells that measure the GPU and host-bound ones ar
 
 from __future__ import annotations
 
-from llmbench.analysis.project import scenario_of
+from llmbench.analysis.recorded import recorded
 from llmbench.caseinfo import StepInfo
 from llmbench.hardware.roofline import HOST_BOUND_GPU_SHARE
 from llmbench.metrics import DECODE_RATE, E2E_RATE, METRICS
@@ -14,8 +14,7 @@ def measures_host(case: CaseResult, metric: str) -> bool:
     """Whether `metric` of `case` is host-bound: what its scenario declares so (a short prompt's time to
     first token), and a decode (and so the whole request) whose GPU was busy for less than
     HOST_BOUND_GPU_SHARE of each step (the roofline diagnosis's host-bound)."""
-    scenario = scenario_of(case)
-    if scenario is not None and scenario.measures_host(case.params, metric):
+    if recorded(case).measures_host(metric):
         return True
     mdef = METRICS.get(metric)
     if mdef is None or mdef.family not in (DECODE_RATE, E2E_RATE):

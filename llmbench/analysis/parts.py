@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from llmbench.analysis.project import scenario_of
+from llmbench.analysis.recorded import recorded
 from llmbench.analysis.runs import GpuRuns
 from llmbench.caseinfo import StepInfo
 from llmbench.hardware.specs import GpuSpec, lookup
@@ -48,8 +48,8 @@ def split(case: CaseResult, metric: str, src: GpuSpec) -> Split | None:
     that splits it."""
     info, m = StepInfo.of(case.info), case.metrics
     family, unit = METRICS[metric].family, METRICS[metric].unit
-    scenario = scenario_of(case)
-    bound = "memory" if scenario and scenario.bound(case.params, metric, src) == "memory" else "compute"
+    read = recorded(case)
+    bound = "memory" if read.bound(metric, src) == "memory" else "compute"
     if family == DECODE_RATE and "tpot_ms" in m and info.decode_step_bound_ms:
         step = m["tpot_ms"].value
         kind = "compute" if info.decode_bound_by == "compute" else "memory"
@@ -65,8 +65,7 @@ def split(case: CaseResult, metric: str, src: GpuSpec) -> Split | None:
         mfu = min(max(m["mfu"].value, 0.0), 1.0) if "mfu" in m else 0.0
         return _of({"compute": mfu, "rest": 1.0 - mfu}, "compute")
     if ROOF_UNITS.get(unit) == bound:
-        peak = src.peak(scenario.compute_precision(case.params)) if bound == "compute" and scenario else \
-            src.bandwidth_tb_s
+        peak = src.peak(read.compute_precision()) if bound == "compute" and read.scenario else src.bandwidth_tb_s
         share = min(m[metric].value / peak, 1.0) if peak else 1.0
         return _of({bound: share, "gpu": 1.0 - share}, bound)
     return None
@@ -102,8 +101,7 @@ class Scales:
 
 
 def scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> Scales:
-    scenario = scenario_of(case)
-    prec = scenario.compute_precision(case.params) if scenario else str(case.params.get("precision", "bf16"))
+    prec = recorded(case).compute_precision()
     p_src, p_dst = src.peak(prec), dst.peak(prec)
     compute = p_src / p_dst if p_src and p_dst else None
     return Scales(src.slug, dst.slug, src.bandwidth_tb_s / dst.bandwidth_tb_s, compute, dst.bandwidth_tb_s)

@@ -6,17 +6,16 @@ it was. docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from statistics import mean, median
 from typing import Any
 
 from llmbench.analysis.labels import is_measured
+from llmbench.analysis.recorded import recorded
 from llmbench.errors import UserError, choices_hint
 from llmbench.hardware.roofline import Bound
 from llmbench.hardware.specs import GpuSpec, lookup, match_name, slugs
 from llmbench.results import CaseResult, MetricResult, ResultSet, Source, utc_now
-from llmbench.scenarios.base import SCENARIOS, Scenario
 
 PROJECTED_FLAG = "projected"
 
@@ -74,23 +73,8 @@ class Scales:
         return e * s + (1.0 - e)
 
 
-def scenario_of(case: CaseResult) -> Scenario | None:
-    """The scenario that measured the case; None for one this llmbench does not know (nothing of it
-    is projected then)."""
-    return _scenario(case.scenario)
-
-
-@functools.cache
-def _scenario(name: str) -> Scenario | None:
-    """One instance per scenario name: what analysis asks of it (bounds, precision, what measures the
-    host) is declared, not state, and a results tree asks it of every cell."""
-    return SCENARIOS.get(name)() if name in SCENARIOS else None
-
-
 def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
-    scenario = scenario_of(case)
-    compute_prec = (scenario.compute_precision(case.params) if scenario
-                    else str(case.params.get("precision", "bf16")))
+    compute_prec = recorded(case).compute_precision()
     p_src, p_dst = src.peak(compute_prec), dst.peak(compute_prec)
     eff_metric = case.metrics.get("roofline_efficiency")
     eff = min(max(eff_metric.value, 0.0), 1.0) if eff_metric else 1.0
@@ -100,8 +84,7 @@ def _scales(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> tuple[Scales, str]:
 
 
 def _bound(case: CaseResult, metric: str, src: GpuSpec) -> Bound | None:
-    scenario = scenario_of(case)
-    return scenario.bound(case.params, metric, src) if scenario else None
+    return recorded(case).bound(metric, src)
 
 
 def _project_metric(name: str, m: MetricResult, bound: Bound, sc: Scales) -> float | None:
@@ -139,8 +122,8 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
     if case.status != "ok":
         reason = f"not projected: {case.status} on {src.slug}" + (f" ({case.reason})" if case.reason else "")
         return CaseResult(**base, status="skipped", reason=reason)
-    scenario = scenario_of(case)
-    why = (scenario.projection_skip(case.params) if scenario else None) or memory_reason(case, src, dst)
+    read = recorded(case)
+    why = read.projection_skip() or memory_reason(case, src, dst)
     if why:
         return CaseResult(**base, status="skipped", reason=f"projection: {why}")
     sc, prec = _scales(case, src, dst)
@@ -149,8 +132,8 @@ def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
             **base, status="skipped", reason=f"projection: {dst.slug} has no {prec} math in the spec table"
         )
     metrics: dict[str, MetricResult] = {}
-    if scenario is not None and sc.compute is not None:
-        for name, composite in scenario.projected_composites(case.metrics, sc.time_factor).items():
+    if sc.compute is not None:
+        for name, composite in read.projected_composites(case.metrics, sc.time_factor).items():
             metrics[name] = _projected(composite, case.metrics[name])
     skipped: list[str] = []
     for name, m in case.metrics.items():
@@ -193,8 +176,8 @@ def achieved_share(slug: str, case: CaseResult) -> float | None:
         return None
     if "tb_per_s" in case.metrics:
         return case.metrics["tb_per_s"].value / spec.bandwidth_tb_s
-    if "tflops" in case.metrics and case.scenario in SCENARIOS:
-        peak = spec.peak(SCENARIOS.get(case.scenario)().compute_precision(case.params))
+    if "tflops" in case.metrics and (read := recorded(case)).scenario is not None:
+        peak = spec.peak(read.compute_precision())
         return case.metrics["tflops"].value / peak if peak else None
     return None
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
@@ -16,10 +15,9 @@ from llmbench.analysis.inputs import PUBLISHED_DIR, SPREAD_DIR, SetRef, load_che
 from llmbench.analysis.labels import is_measured
 from llmbench.analysis.noisefloor import NoiseFloor, floor_of, run_key
 from llmbench.analysis.pooled import PooledMetric, pool_metric
+from llmbench.analysis.recorded import recorded
 from llmbench.analysis.suitejoin import measurement_settings
 from llmbench.caseinfo import CaseInfo
-from llmbench.errors import UserError
-from llmbench.registry import PluginError
 from llmbench.results import CaseResult, MetricResult, ResultSet
 
 NOT_GPU_DIRS = (SPREAD_DIR, PUBLISHED_DIR)  # folders of a results tree that are no GPU's own runs
@@ -51,22 +49,10 @@ def identity_of(rs: ResultSet, case: CaseResult) -> Identity:
     serial run once showed every case all of --gpus), and their topology only where they are several."""
     info = CaseInfo.of(case.info)
     seen = len([g for g in (info.gpus or "").split(",") if g.strip()])
-    placed = placed_gpus(case.scenario, json.dumps(case.params, sort_keys=True))
+    placed = recorded(case).gpus
     gpus = (min(seen, placed) if seen else placed) if placed else (seen or 1)
     topology = str((rs.env.get("gpu") or {}).get("topology") or "") if gpus > 1 else ""
     return Identity(gpus, topology, info.launcher or "local", not info.ran_beside_cases)
-
-
-@functools.cache
-def placed_gpus(scenario: str, params_json: str) -> int | None:
-    """The GPUs a case's placement asks for, read from its recorded params as a suite would; None where
-    this llmbench cannot read them (a plugin's scenario, another version's params)."""
-    from llmbench.suite import case_from
-
-    try:
-        return case_from(scenario, json.loads(params_json)).placement.gpus
-    except (UserError, PluginError, ValueError, LookupError, TypeError):
-        return None
 
 
 @dataclass(frozen=True)

@@ -358,7 +358,7 @@ class _Run:
         """Foreign processes on these GPUs (none of ours runs there now), recorded, and warned about unless
         the case measures a server running there that it did not start."""
         others = foreign_gpu_processes(gpus, shared_server_groups(self.shared)) if self.opts.device != "cpu" else []
-        if others and not case.scenario_obj().serves_elsewhere(case.params_dict):  # that server is expected
+        if others and not case.scenario_obj().serves_elsewhere():  # that server is expected
             msg = (f"{len(others)} other process(es) on the GPU before case {case.id} "
                    f"({', '.join(str(p['pid']) for p in others)}): they share the GPU and falsify timings")
             self.rs.warnings.append(msg)

@@ -45,8 +45,8 @@ class Bandwidth(Scenario[BandwidthParams]):
     bounds: ClassVar[dict[str, Bound]] = {"*": "memory"}
     description = "Copy bandwidth: d2d (TB/s, read+write), h2d/d2h pinned or pageable (GB/s), host copy"
 
-    def projection_skip(self, params: dict[str, Any]) -> str | None:
-        if params.get("kind") in HOST_KINDS:
+    def projection_skip(self, params: BandwidthParams) -> str | None:
+        if params.kind in HOST_KINDS:
             return ("host transfers and host memory copies depend on PCIe and the host, which the spec table "
                     "does not describe")
         return None

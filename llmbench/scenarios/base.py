@@ -423,31 +423,30 @@ class Scenario(ABC, Generic[P]):
     def estimate_s(self, params: P, rule: StopRule) -> float:
         return rule.min_seconds + 2.0
 
-    def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
+    def bound(self, params: P, metric: str, spec: GpuSpec) -> Bound | None:
         """The ceiling that binds `metric` of a case with `params` on `spec`; None: not projected."""
         return self.bounds.get(metric) or self.bounds.get("*")
 
-    def compute_precision(self, params: dict[str, Any]) -> str:
+    def compute_precision(self, params: P) -> str:
         """The dense peak (spec-table key) a case's matrix math runs at: its precision's, from
         llmbench.precision (weight-only formats multiply in bf16)."""
-        name = str(params.get("precision", "bf16"))
-        return prec.PRECISIONS[name].peak_key if name in prec.PRECISIONS else name
+        return prec.peak_of(str(getattr(params, "precision", None) or "bf16"))
 
-    def projection_skip(self, params: dict[str, Any]) -> str | None:
+    def projection_skip(self, params: P) -> str | None:
         """Why a case cannot be projected to another GPU at all (e.g. it measures the host); None if it can."""
         return None
 
-    def capacity_load(self, params: dict[str, Any]) -> CapacityLoad | None:
+    def capacity_load(self, params: P) -> CapacityLoad | None:
         """What a case with `params` searched its capacity under and with (analysis/at_slo.py); None: the
         case searched no capacity."""
         return None
 
-    def serves_elsewhere(self, params: dict[str, Any]) -> bool:
-        """Whether a case with `params` measures a server it did not start (one already running at a URL):
-        the processes the runner finds on the GPU are then that server's, recorded but not warned about."""
+    def serves_elsewhere(self) -> bool:
+        """Whether the case measures a server it did not start (one already running at a URL): the
+        processes the runner finds on the GPU are then that server's, recorded but not warned about."""
         return False
 
-    def measures_host(self, params: dict[str, Any], metric: str) -> bool:
+    def measures_host(self, params: P, metric: str) -> bool:
         """Whether `metric` of a case with `params` is set by the host's work, not the GPU's (a GPU's
         answer pools only cells that measure the GPU: analysis/hostbound.py)."""
         return False

@@ -57,7 +57,7 @@ class Collectives(RankScenario[CollectivesParams]):
     def skip_reason(self, params: CollectivesParams, device: DeviceInfo) -> str | None:
         return more_gpus_than_visible(self.placement.gpus, device)
 
-    def projection_skip(self, params: dict[str, Any]) -> str | None:
+    def projection_skip(self, params: CollectivesParams) -> str | None:
         return "a collective is bound by the interconnect, which the GPU spec table does not hold"
 
     def estimate_s(self, params: CollectivesParams, rule: StopRule) -> float:

@@ -81,15 +81,14 @@ class Gemm(Scenario[GemmParams]):
             return gemm_only_reason(params.precision, params.shape, device)
         return unsupported_reason(params.precision, device)
 
-    def compute_precision(self, params: dict[str, Any]) -> str:
-        return str(params.get("precision", "bf16"))  # a gemm multiplies in its own precision
+    def compute_precision(self, params: GemmParams) -> str:
+        return str(params.precision)  # a gemm multiplies in its own precision
 
-    def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
+    def bound(self, params: GemmParams, metric: str, spec: GpuSpec) -> Bound | None:
         """A GEMM is memory-bound when its arithmetic intensity (2MNK FLOPs over the bytes of A, B and C)
         is under the GPU's ridge point (peak FLOP/s over bandwidth) and its operands do not fit in L2:
         decode-shaped skinny products against a weight matrix are."""
-        shape = params.get("shape")
-        precision = str(params.get("precision", "bf16"))
+        shape, precision = params.shape, str(params.precision)
         peak = spec.peak(precision)
         if metric != "tflops" or not shape or len(shape) != 3 or not peak:
             return super().bound(params, metric, spec)

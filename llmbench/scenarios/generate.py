@@ -249,13 +249,13 @@ class GenerateScenario(Scenario[GenerateParams]):
             return f"engine {engine.name!r} in mode eager: its decode runs at the host's launch speed"
         return None
 
-    def measures_host(self, params: dict[str, Any], metric: str) -> bool:
+    def measures_host(self, params: GenerateParams, metric: str) -> bool:
         """Time to first token of a short prompt: a few ms of an 8B model's prefill on a Hopper GPU against
         TTFT of tens of ms, set by the request's host work (a compiled model's Python and launches, an
         engine's scheduler); it follows the host core's speed (35-54% between runs on one machine)."""
-        prompt = params.get("input_len")
-        return (metric in ("ttft_ms", "prefill_tokens_per_s") and isinstance(prompt, int)
-                and not isinstance(prompt, bool) and prompt <= SHORT_PROMPT)
+        said = "input_len" in params.model_fields_set  # a published figure may not say its prompt's length
+        prompt = params.input_len if said else None
+        return metric in ("ttft_ms", "prefill_tokens_per_s") and isinstance(prompt, int) and prompt <= SHORT_PROMPT
 
     def projected_composites(
         self, metrics: dict[str, MetricResult], time_factor: Callable[[Bound], float]

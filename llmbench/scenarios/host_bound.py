@@ -43,7 +43,7 @@ class HostBound(Scenario[HostBoundParams]):
     bottleneck_sweep = BottleneckSweep(axis="batch", speed="train_samples_per_s", busy_threshold=BUSY_THRESHOLD,
                                        answer=lambda points: bottleneck_batch(points))
 
-    def projection_skip(self, params: dict[str, Any]) -> str | None:
+    def projection_skip(self, params: HostBoundParams) -> str | None:
         return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"
 
     def host_exclusive(self, params: HostBoundParams) -> str | None:

@@ -133,14 +133,13 @@ class LinearFp8(Scenario[LinearFp8Params]):
     def estimate_s(self, params: LinearFp8Params, rule: StopRule) -> float:
         return 2 * rule.min_seconds + 5.0
 
-    def bound(self, params: dict[str, Any], metric: str, spec: GpuSpec) -> Bound | None:
+    def bound(self, params: LinearFp8Params, metric: str, spec: GpuSpec) -> Bound | None:
         """Small token counts are memory-bound (weights and casts), large ones compute-bound: which,
         from the roofline's kernels on `spec`."""
         if metric not in self.bounds:
             return None
-        p = LinearFp8Params.model_validate(params)
         roof = lr.Roof(dict(spec.tflops), spec.bandwidth_tb_s)
-        ks = kernels(p, p.impl)
+        ks = kernels(params, params.impl)
         compute = sum(k.flops / ((roof.peak_tflops.get(k.peak_key) or roof.peak_tflops["bf16"]) * 1e12)
                       for k in ks if k.peak_key != "memory")
         memory = sum(k.bytes for k in ks) / (roof.bandwidth_tb_s * 1e12)

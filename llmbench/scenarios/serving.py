@@ -156,20 +156,19 @@ class ServingScenario(Scenario[ServingParams]):
     def server_scope(self, params: ServingParams) -> Literal["case", "suite"]:
         return self.served.options.server_scope if self.served.starts else "case"
 
-    def serves_elsewhere(self, params: dict[str, Any]) -> bool:
-        return bool(params.get("url"))  # serve-bench --url: the server on the GPU is the one measured
+    def serves_elsewhere(self) -> bool:
+        return self.engine is not None and not self.served.starts  # serve-bench --url: the one measured
 
-    def capacity_load(self, params: dict[str, Any]) -> CapacityLoad | None:
+    def capacity_load(self, params: ServingParams) -> CapacityLoad | None:
         """A search's SLO (`limits`), axis and load: 'llama-3-8b, 1024 in / 128 out tokens' and what else
         shapes the requests where it is not the default (chat, a dataset, a trace, turns, burstiness)."""
-        if not params.get("search"):
+        if not params.search:
             return None
-        load = f"{params.get('model') or params.get('preset')}, {params.get('input_len')} in / " \
-               f"{params.get('output_len')} out tokens"
+        load = f"{params.model or params.preset}, {params.input_len} in / {params.output_len} out tokens"
         defaults = {"endpoint": "completions", "multi_turn": 1, "burstiness": 1.0}
-        extra = [f"{k} {params[k]}" for k in ("endpoint", "dataset", "trace", "multi_turn", "burstiness")
-                 if params.get(k) is not None and params[k] != defaults.get(k)]
-        return CapacityLoad(str(params.get("limits")), str(params["search"]), ", ".join([load, *extra]))
+        given = {k: getattr(params, k) for k in ("endpoint", "dataset", "trace", "multi_turn", "burstiness")}
+        extra = [f"{k} {v}" for k, v in given.items() if v is not None and v != defaults.get(k)]
+        return CapacityLoad(str(params.limits), params.search, ", ".join([load, *extra]))
 
     def skip_reason(self, params: ServingParams, device: DeviceInfo) -> str | None:
         if importlib.util.find_spec("aiohttp") is None:

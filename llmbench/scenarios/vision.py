@@ -74,8 +74,8 @@ class Vision(Scenario[VisionParams]):
             return f"bf16 needs compute capability >= 8.0 (Ampere); this GPU is {device.cc[0]}.{device.cc[1]}"
         return None
 
-    def compute_precision(self, params: dict[str, Any]) -> str:
-        return PEAK_KEY.get(str(params.get("precision", "fp32")), "fp32")
+    def compute_precision(self, params: VisionParams) -> str:
+        return PEAK_KEY.get(str(params.precision), "fp32")
 
     def estimate_s(self, params: VisionParams, rule: StopRule) -> float:
         return rule.min_seconds + (60.0 if params.compile or params.precision == "trt-fp16" else 10.0)

@@ -1,0 +1,50 @@
+"""A recorded case read back as its parts (analysis/recorded.py): the engine and GPUs it ran on however
+its params spell them, and what its scenario reads of it, also for records no case of this llmbench
+would make (a published figure, a plugin's scenario)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmbench.analysis.recorded import recorded
+from llmbench.hardware.specs import lookup
+from llmbench.results import CaseResult
+
+
+def rec(scenario: str, params: dict[str, Any]) -> CaseResult:
+    return CaseResult(id=f"{scenario}/0", scenario=scenario, params=params, status="ok")
+
+
+def test_the_engine_and_gpus_are_read_however_the_params_spell_them() -> None:
+    tp = recorded(rec("generate", {"model": "llama-3-8b", "engine": "vllm", "tensor_parallel": 2}))
+    assert (tp.engine, tp.gpus) == ("vllm", 2)
+    ddp = recorded(rec("ddp", {"model": "tiny-llama", "gpus": 4}))
+    assert (ddp.engine, ddp.gpus) == ("hf", 4)
+    served = recorded(rec("serving", {"preset": "llama-3-8b", "concurrency": 4, "url": "http://127.0.0.1:8000",
+                                      "n_gpus": 2}))
+    assert served.engine == "url" and served.scenario is not None and served.scenario.serves_elsewhere()
+    plain = recorded(rec("gemm", {"precision": "bf16", "shape": [64, 64, 64]}))
+    assert (plain.engine, plain.gpus) == (None, 1)
+
+
+def test_a_published_figure_is_read_as_recorded_without_a_placement() -> None:
+    # an engine and a model llmbench has not, a key its scenario does not take
+    fig = recorded(rec("generate", {"model": "gpt-j-6b", "engine": "trtllm-0.5", "engine_version": "0.5.0",
+                                    "precision": "fp16", "input_len": 128}))
+    assert fig.placement is None and fig.gpus is None and fig.engine == "trtllm-0.5"
+    assert fig.params is not None and fig.params.model == "gpt-j-6b"  # type: ignore[attr-defined]
+    assert fig.measures_host("ttft_ms") and not fig.measures_host("decode_tokens_per_s")
+    assert fig.compute_precision() == "fp16"
+    unsaid = recorded(rec("generate", {"model": "gpt-j-6b", "engine": "trtllm-0.5", "precision": "fp16"}))
+    assert not unsaid.measures_host("ttft_ms")  # a figure that does not say its prompt is not called host-bound
+    # a precision its scenario's params do not hold (a published fp8 training run): its precision's peak
+    fp8 = recorded(rec("ddp", {"engine": "llm-foundry", "model": "mpt-1b", "gpus": 8, "precision": "fp8"}))
+    assert fp8.compute_precision() == "fp8" and fp8.bound("train_tokens_per_s", lookup("h100-sxm-80gb")) == "compute"
+
+
+def test_a_scenario_this_llmbench_does_not_know_answers_as_nothing_is_known() -> None:
+    other = recorded(rec("not-a-scenario", {"precision": "int4", "engine": "x"}))
+    assert (other.scenario, other.params, other.engine, other.gpus) == (None, None, "x", None)
+    assert other.compute_precision() == "int4"
+    assert other.bound("tflops", lookup("h100-sxm-80gb")) is None and not other.measures_host("ttft_ms")
+    assert other.projection_skip() is None and other.capacity_load() is None
