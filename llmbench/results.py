@@ -27,7 +27,10 @@ from llmbench.measure.stats import DRIFT_THRESHOLD, drift, summarize
 from llmbench.metrics import metric
 from llmbench.redact import machine_paths, redact
 
-SCHEMA_VERSION = 2  # 1: `repeat`, `history` and the stats keys were undeclared extras (read by `_from_v1`)
+# 1: `repeat`, `history` and the stats keys were undeclared extras (read by `_from_v1`); 2: a case's engine
+# and placement only in its params, under the names they had as params (read by analysis/recorded.py)
+SCHEMA_VERSION = 3
+READS = (1, 2, SCHEMA_VERSION)
 STAMP = "%Y%m%dT%H%M%SZ"  # the UTC stamp in names of result sets and bundles
 Status = Literal["ok", "skipped", "oom", "failed", "timeout", "killed"]  # killed: a SIGKILL not the OOM killer's
 
@@ -171,10 +174,34 @@ class HistoryEntry(Closed):
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}  # how Closed writes them
 
 
+class EngineRecord(Closed):
+    """The engine a case ran on: its name and its options as its options model writes them (the case's
+    `[engine]` table with its defaults, an option added later left out at its default as in the params;
+    a credential hidden)."""
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlacementRecord(Closed):
+    """The GPUs a case held (its `placement`): on all its nodes together, over how many nodes its ranks
+    ran, and in how many independent copies."""
+
+    gpus: int = Field(1, ge=1)
+    nodes: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1)
+
+
 class CaseResult(Closed):
     id: str
     scenario: str
+    # the record the id hashes: the scenario's params and, under the names they had as params, its
+    # engine's options and GPU count (Scenario.record); `engine` and `placement` say them typed
     params: dict[str, Any]
+    # absent from sets before schema 3 and from a case of no engine (gemm); analysis/recorded.py reads
+    # a case's engine and GPUs from these where a set has them, else from its params
+    engine: EngineRecord | None = UNSET
+    placement: PlacementRecord | None = UNSET
     status: Status
     reason: str | None = None
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
@@ -550,11 +577,14 @@ def from_json(text: str, where: str) -> ResultSet:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a result set is a JSON object; this file holds a JSON {type(data).__name__}")
     version = data.get("schema_version")
-    if version not in (1, SCHEMA_VERSION):
-        raise ValueError(f"{where}: schema_version {version!r} is not supported (this llmbench reads 1 and "
-                         f"{SCHEMA_VERSION})")
+    if version not in READS:
+        newer = " (a newer llmbench's set: upgrade llmbench to read it)" if isinstance(version, int) and \
+            not isinstance(version, bool) and version > SCHEMA_VERSION else ""
+        raise ValueError(f"{where}: schema_version {version!r} is not supported{newer}; this llmbench reads "
+                         f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}")
     if version == 1:
         data = _from_v1(data)
+    data = {**data, "schema_version": SCHEMA_VERSION}  # 2 reads as it is: its cases lack the typed fields
     try:
         rs = ResultSet.model_validate(data)
     except ValidationError as e:
@@ -581,7 +611,7 @@ def _parse_json(text: str) -> Any:
 
 
 def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 set as version 2. Version 1 wrote a NaN or infinite number as null (pydantic's
+    """A version-1 set as version 2 (and so 3). Version 1 wrote a NaN or infinite number as null (pydantic's
     default): a metric's null value or sample reads as NaN, a null `timeout_s` as the `--timeout inf` it
     was; `repeat` and `history` it kept as undeclared keys of the shapes version 2 declares."""
     for case in data.get("cases") or []:

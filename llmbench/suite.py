@@ -21,6 +21,8 @@ from llmbench.errors import SuiteError, UserError, choices_hint, did_you_mean
 from llmbench.ids import NAME_MAX, case_id, name_problem, params_text
 from llmbench.measure.timing import StopRule
 from llmbench.placement import Placement
+from llmbench.redact import redact_value
+from llmbench.results import EngineRecord, PlacementRecord
 from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
 
 if sys.version_info >= (3, 11):
@@ -75,6 +77,17 @@ class CaseSpec:
     @property
     def label(self) -> str:
         return f"{self.scenario} {params_text(self.params_dict)}"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What a result of this case records of the case: its id, scenario, params, and its engine and
+        placement typed (a credential in an engine's options hidden, as in its params)."""
+        engine = None if self.engine is None else EngineRecord(
+            name=self.engine.name, options=redact_value(self.engine.model_dump(mode="json", exclude={"name"})))
+        placement = PlacementRecord(gpus=self.placement.gpus, nodes=self.placement.nodes,
+                                    replicas=self.placement.replicas)
+        return {"id": self.id, "scenario": self.scenario, "params": self.params_dict, "engine": engine,
+                "placement": placement}
 
     def with_settings(self, **changes: Any) -> CaseSpec:
         """The same case (same id) with other harness settings."""
@@ -389,7 +402,8 @@ PLACEMENT_KEYS = ("gpus", "nodes", "replicas")  # a filter reads these from the 
 
 def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
     """Keep cases matching every filter. `key=v1,v2` matches a scenario or param value, the GPUs a case
-    is placed on (`gpus=2`, `nodes`, `replicas`: its placement, however its suite spells it), or an id
+    is placed on (`gpus=2`, `nodes`, `replicas`: its placement, however its suite spells it), the engine it
+    runs on (`engine=vllm`, however its suite names it: a serving `url` is the url engine), or an id
     whole (`gemm/3b7d3177710d`) or by its hash alone (`3b7d3177710d`); any other text is a substring of
     the case label or id."""
     out = cases
@@ -398,10 +412,10 @@ def filter_cases(cases: list[CaseSpec], filters: list[str]) -> list[CaseSpec]:
             key, _, vals = f.partition("=")
             wanted = {v.strip() for v in vals.split(",")}
             every = ("scenario", "id", *PLACEMENT_KEYS)
-            known = set(every) | {k for c in cases for k in c.params_dict}
+            known = set(every) | {k for c in cases for k in c.params_dict} | {"engine" for c in cases if c.engine}
             if key not in known:
                 raise UserError(f"--filter {f!r}: unknown key {key!r}; {choices_hint(key, sorted(known))}")
-            having = [c for c in cases if key in every or key in c.params_dict]
+            having = [c for c in cases if key in every or key in c.params_dict or (key == "engine" and c.engine)]
             valid = set().union(set(), *(_names_of(c, key) for c in having))
             unknown = wanted - valid
             if key != "id" and unknown:  # an id names one case: listing every id would not help
@@ -421,6 +435,8 @@ def _names_of(c: CaseSpec, key: str) -> set[str]:
         return {c.id, c.id.partition("/")[2]}
     if key in PLACEMENT_KEYS:
         return {str(getattr(c.placement, key))}
+    if key == "engine" and c.engine is not None:
+        return {c.engine.name}
     v = c.params_dict.get(key)
     if isinstance(v, (list, tuple)):
         return {"x".join(str(x) for x in v)}

@@ -59,7 +59,7 @@ def test_nan_and_infinities_round_trip_through_a_valid_json_file(tmp_path: Path)
     path = tmp_path / "set.json"
     save(rs, path)
     data = strict_json(path.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION == 2
+    assert data["schema_version"] == SCHEMA_VERSION == 3
     assert data["cases"][0]["metrics"]["tflops"]["value"] == "Infinity"
     assert data["cases"][0]["settings"]["timeout_s"] == "Infinity"  # --timeout inf, not null
     back = load(path).cases[0]
@@ -123,8 +123,8 @@ def test_a_version_1_set_is_read_upgraded_and_not_rewritten(tmp_path: Path) -> N
     assert math.isnan(c.metrics["tflops"].value) and math.isnan((c.metrics["tflops"].samples or [0])[1])
     assert c.settings["timeout_s"] == math.inf and c.history[0].reason == "planted"
     assert rs.repeat_info == {"group": "g", "index": 1, "of": 2}
-    save(rs, tmp_path / "v2.json")
-    assert json.loads((tmp_path / "v2.json").read_text())["schema_version"] == 2
+    save(rs, tmp_path / "v3.json")
+    assert json.loads((tmp_path / "v3.json").read_text())["schema_version"] == 3
 
 
 def test_an_unknown_key_is_refused_naming_it_and_the_keys_there(tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_every_committed_set_loads_and_an_old_and_a_new_set_still_join(tmp_path:
     old = next(p for p in SETS if p.name.startswith("ceilings-") and p.parent.name == "h100-sxm-80gb")
     new = tmp_path / old.name.replace("ceilings-", "ceilings-new-")
     save(load(old), new)
-    assert json.loads(new.read_text())["schema_version"] == 2
+    assert json.loads(new.read_text())["schema_version"] == 3
     got = api.compare([old, new])
     assert got.groups and got.groups[0].comparison.joined_cases == len(load(old).cases)
 

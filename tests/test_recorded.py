@@ -1,14 +1,18 @@
-"""A recorded case read back as its parts (analysis/recorded.py): the engine and GPUs it ran on however
-its params spell them, and what its scenario reads of it, also for records no case of this llmbench
-would make (a published figure, a plugin's scenario)."""
+"""A recorded case read back as its parts (analysis/recorded.py): the engine and GPUs it ran on, typed
+where its set records them (schema 3) and however its params spell them otherwise, and what its
+scenario reads of it, also for records no case of this llmbench would make (a published figure, a
+plugin's scenario)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from llmbench.analysis.recorded import recorded
 from llmbench.hardware.specs import lookup
-from llmbench.results import CaseResult
+from llmbench.results import CaseResult, EngineRecord, PlacementRecord, ResultSet, load, save
+from llmbench.suite import case_from
 
 
 def rec(scenario: str, params: dict[str, Any]) -> CaseResult:
@@ -48,3 +52,26 @@ def test_a_scenario_this_llmbench_does_not_know_answers_as_nothing_is_known() ->
     assert other.compute_precision() == "int4"
     assert other.bound("tflops", lookup("h100-sxm-80gb")) is None and not other.measures_host("ttft_ms")
     assert other.projection_skip() is None and other.capacity_load() is None
+
+
+def test_a_case_result_records_its_engine_and_placement_typed_and_they_are_read_back(tmp_path: Path) -> None:
+    spec = case_from("serving", {"preset": "tiny-llama", "concurrency": 2, "engine": {
+        "name": "command", "command": ["serve", "--api-key", "s3cret"]}, "placement": {"gpus": 2}})
+    result = CaseResult(**spec.identity, status="ok")
+    assert result.id == spec.id and result.params == spec.params_dict  # the id and its record: as before
+    assert result.engine is not None and result.engine.name == "command"
+    assert "s3cret" not in json.dumps(result.engine.options) and result.engine.options["command"][0] == "serve"
+    assert result.placement is not None and (result.placement.gpus, result.placement.nodes) == (2, 1)
+    path = tmp_path / "s-20300101T000000Z.json"
+    save(ResultSet(suite="s", cases=[result]), path)
+    back = load(path).cases[0]
+    assert json.loads(path.read_text())["schema_version"] == 3 and back.engine == result.engine
+    assert (recorded(back).engine, recorded(back).gpus) == ("command", 2)
+
+
+def test_a_case_of_a_scenario_not_installed_here_still_says_its_engine_and_gpus() -> None:
+    other = CaseResult(id="plugin/0", scenario="not-installed", params={"x": 1}, status="ok",
+                       engine=EngineRecord(name="my-engine"), placement=PlacementRecord(gpus=8, nodes=2))
+    read = recorded(other)
+    assert read.scenario is None and (read.engine, read.gpus) == ("my-engine", 8)
+    assert read.placement is not None and read.placement.gpus_per_node == 4

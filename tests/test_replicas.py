@@ -125,5 +125,6 @@ def test_replicas_that_both_run_combine_through_the_runner(fault_plugin: str, tm
     (case,) = res.passes[0].result_set.cases
     assert case.status == "ok", case.reason
     assert case.info["launcher"] == "replicas" and case.params["placement"] == {"gpus": 2, "replicas": 2}
+    assert case.placement is not None and (case.placement.gpus, case.placement.replicas) == (2, 2)
     assert case.metrics["compile_s"].value == 1.5  # the worse copy's
     assert len(case.metrics["time_ms"].samples or []) >= 6

@@ -61,10 +61,13 @@ def test_upsert_replaces_a_rerun_case() -> None:
 def test_other_schema_versions_are_refused(tmp_path: Path) -> None:
     p = tmp_path / "b.json"
     data = json.loads(_rs().model_dump_json())
-    data["schema_version"] = 3
-    p.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="schema_version 3 is not supported"):
-        load(p)
+    for version, why in ((4, r"schema_version 4 is not supported \(a newer llmbench's set: upgrade llmbench to "
+                             r"read it\); this llmbench reads 1, 2 and 3"),
+                         ("3", "schema_version '3' is not supported; this llmbench reads 1, 2 and 3")):
+        data["schema_version"] = version
+        p.write_text(json.dumps(data))
+        with pytest.raises(ValueError, match=why):
+            load(p)
 
 
 def test_atomic_write_leaves_the_old_file_on_failure(tmp_path: Path) -> None:

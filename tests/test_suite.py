@@ -297,6 +297,12 @@ def test_a_gpus_filter_reads_the_placement_however_the_suite_spells_it(tmp_path:
         assert [c.scenario for c in filter_cases(cases, ["engine=vllm", "gpus=2"])] == ["generate"]
         with pytest.raises(UserError, match="gpus=3 names no case"):
             filter_cases(cases, ["gpus=3"])
+    served = 'name = "s"\n[[case]]\nscenario = "serving"\npreset = "tiny-llama"\nconcurrency = 1\n' \
+             'url = "http://127.0.0.1:8000"\n'  # the old spelling of the url engine: no `engine` key at all
+    (case,) = load_suite(str(write(tmp_path, served, "u.toml"))).cases
+    assert filter_cases([case], ["engine=url"]) == [case]
+    with pytest.raises(UserError, match="engine=vllm names no case; .*valid engine values: url"):
+        filter_cases([case], ["engine=vllm"])
 
 
 def test_tensor_parallel_and_placement_that_disagree_are_one_error_naming_both(tmp_path: Path) -> None:

@@ -118,7 +118,8 @@ def _projected(value: float, m: MetricResult) -> MetricResult:
 
 def project_case(case: CaseResult, src: GpuSpec, dst: GpuSpec) -> CaseResult:
     """The case as it would run on `dst`; metrics the model cannot scale are dropped and listed."""
-    base: dict[str, Any] = {"id": case.id, "scenario": case.scenario, "params": case.params}
+    base: dict[str, Any] = {"id": case.id, "scenario": case.scenario, "params": case.params, "engine": case.engine,
+                            "placement": case.placement}
     if case.status != "ok":
         reason = f"not projected: {case.status} on {src.slug}" + (f" ({case.reason})" if case.reason else "")
         return CaseResult(**base, status="skipped", reason=reason)

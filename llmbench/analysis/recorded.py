@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -71,8 +71,21 @@ class Recorded:
 
 
 def recorded(case: CaseResult) -> Recorded:
-    """`case` read back as its parts (cached: a results tree asks it of every cell)."""
-    return _read(case.scenario, json.dumps(case.params, sort_keys=True))
+    """`case` read back as its parts (cached: a results tree asks it of every cell). Its engine and GPUs
+    are the typed `engine` and `placement` a set of schema 3 records, else what its params say of them."""
+    placed = case.placement
+    return _typed(case.scenario, json.dumps(case.params, sort_keys=True), case.engine.name if case.engine else None,
+                  (placed.gpus, placed.nodes, placed.replicas) if placed else None)
+
+
+@functools.cache
+def _typed(scenario: str, params_json: str, engine: str | None, counts: tuple[int, int, int] | None) -> Recorded:
+    """The case read from its params, with the engine and placement its set records typed, where it does."""
+    read = _read(scenario, params_json)
+    if counts is not None:
+        gpus, nodes, replicas = counts
+        read = replace(read, placement=Placement.model_validate({"gpus": gpus, "nodes": nodes, "replicas": replicas}))
+    return replace(read, engine=engine) if engine is not None else read
 
 
 def _engine_named(cls: type[Scenario[Any]], flat: dict[str, Any]) -> str | None:
