@@ -301,7 +301,7 @@ def test_a_gpus_filter_reads_the_placement_however_the_suite_spells_it(tmp_path:
              'url = "http://127.0.0.1:8000"\n'  # the old spelling of the url engine: no `engine` key at all
     (case,) = load_suite(str(write(tmp_path, served, "u.toml"))).cases
     assert filter_cases([case], ["engine=url"]) == [case]
-    with pytest.raises(UserError, match="engine=vllm names no case; .*valid engine values: url"):
+    with pytest.raises(UserError, match=r"engine=vllm names no case; .*valid engine values: url"):
         filter_cases([case], ["engine=vllm"])
 
 
