@@ -52,8 +52,10 @@ def _pytest(session: nox.Session, *args: str) -> None:
     # pytest-xdist: a worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N sets another count; `nox -s
     # tests -- -n 0` runs in one process). "logical", not "auto": auto counts physical cores, one on a
     # two-vCPU machine whose vCPUs are one core's two threads. loadgroup: tests marked xdist_group
-    # (ones that share a cached fixture) stay in one worker, the others go wherever one is free.
-    session.run("pytest", "-q", "-n", "logical", "--dist", "loadgroup", *args, *session.posargs)
+    # (ones that share a cached fixture) stay in one worker, the others go wherever one is free. The
+    # slowest tests are named at the end: where a run's time goes, on the machine that ran it.
+    session.run("pytest", "-q", "-n", "logical", "--dist", "loadgroup", "--durations", "12", *args,
+                *session.posargs)
 
 
 @nox.session(python=PYTHON)
