@@ -79,7 +79,7 @@ class CaseSpec:
         return f"{self.scenario} {params_text(self.params_dict)}"
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def result_fields(self) -> dict[str, Any]:
         """What a result of this case records of the case: its id, scenario, params, and its engine and
         placement typed (a credential in an engine's options hidden, as in its params)."""
         engine = None if self.engine is None else EngineRecord(

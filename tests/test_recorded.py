@@ -57,7 +57,7 @@ def test_a_scenario_this_llmbench_does_not_know_answers_as_nothing_is_known() ->
 def test_a_case_result_records_its_engine_and_placement_typed_and_they_are_read_back(tmp_path: Path) -> None:
     spec = case_from("serving", {"preset": "tiny-llama", "concurrency": 2, "engine": {
         "name": "command", "command": ["serve", "--api-key", "s3cret"]}, "placement": {"gpus": 2}})
-    result = CaseResult(**spec.identity, status="ok")
+    result = CaseResult(**spec.result_fields, status="ok")
     assert result.id == spec.id and result.params == spec.params_dict  # the id and its record: as before
     assert result.engine is not None and result.engine.name == "command"
     assert "s3cret" not in json.dumps(result.engine.options) and result.engine.options["command"][0] == "serve"

@@ -737,7 +737,7 @@ def _next(events: queue.Queue[_Event]) -> _Event:
 
 def skipped_result(case: CaseSpec, reason: str) -> CaseResult:
     """A case the parent knows cannot run here: recorded `skipped` without starting a process."""
-    return CaseResult(**case.identity, status="skipped",
+    return CaseResult(**case.result_fields, status="skipped",
                       reason=redact(reason), started_at=utc_now(), duration_s=0.0, settings=case.settings.model_dump(),
                       info=CaseInfo(skipped_by=RUNNER_SKIP).model_dump(exclude_none=True, exclude_defaults=True))
 
@@ -825,7 +825,7 @@ def _result_of(case: CaseSpec, out: ChildOutcome, started: str, seconds: float) 
     credentials hidden (llmbench.redact), as its params have."""
     payload = out.payload
     return check_finite(CaseResult(
-        **case.identity, status=out.status,  # type: ignore[arg-type]
+        **case.result_fields, status=out.status,  # type: ignore[arg-type]
         reason=out.reason and redact(out.reason), metrics=payload.get("metrics", {}), timer=payload.get("timer"),
         started_at=started, duration_s=round(seconds, 3), settings=case.settings.model_dump(),
         info=redact_value(payload.get("info", {})), code_path=payload.get("code_path", {}),
