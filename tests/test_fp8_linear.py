@@ -115,7 +115,7 @@ def test_linear_bound_switches_with_tokens() -> None:
 
     spec = lookup("h200-sxm-141gb")
     assert spec is not None
-    sc = LinearFp8()
+    sc = LinearFp8.reading
     small = LinearFp8Params(model="llama-3-8b", proj="down", tokens=16, impl="te-delayed")
     assert sc.bound(small, "fwd_ms", spec) == "memory"
     assert sc.bound(small.model_copy(update={"tokens": 16384}), "fwd_ms", spec) == "compute"

@@ -126,7 +126,7 @@ def test_skinny_gemms_project_as_memory_bound_and_square_ones_as_compute_bound()
     assert h100 is not None
 
     def bound(shape: list[int], precision: str = "bf16") -> str | None:
-        return Gemm().bound(GemmParams.model_validate({"precision": precision, "shape": shape}), "tflops", h100)
+        return Gemm.reading.bound(GemmParams.model_validate({"precision": precision, "shape": shape}), "tflops", h100)
 
     assert bound([16, 14336, 4096]) == "memory"  # intensity ~16 FLOP/B, ridge ~295
     assert bound([8192, 8192, 8192]) == "compute"

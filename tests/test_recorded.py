@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import pytest
 
 from llmbench.analysis.recorded import recorded
 from llmbench.hardware.specs import lookup
@@ -75,3 +77,18 @@ def test_a_case_of_a_scenario_not_installed_here_still_says_its_engine_and_gpus(
     read = recorded(other)
     assert read.scenario is None and (read.engine, read.gpus) == ("my-engine", 8)
     assert read.placement is not None and read.placement.gpus_per_node == 4
+
+
+def test_a_plugin_scenario_declaring_bounds_reads_them() -> None:
+    from llmbench.scenarios.base import Scenario, ScenarioParams
+    from llmbench.scenarios.reading import Reading
+
+    with pytest.warns(DeprecationWarning, match="reading = Reading"):
+        class Old(Scenario[ScenarioParams]):
+            bounds: ClassVar[dict[str, str]] = {"tflops": "compute"}
+
+            def run(self, params: ScenarioParams, ctx: Any) -> None:
+                pass
+
+    assert isinstance(Old.reading, Reading) and Old.reading.bounds == {"tflops": "compute"}
+    assert Scenario.reading.bounds == {}  # the base's reading is not the plugin's

@@ -160,7 +160,7 @@ def slo_answer(sets: Iterable[tuple[str, ResultSet]], gpus: Sequence[str] = (),
 
 def row_key(case: CaseResult) -> SloKey:
     """The row of a capacity case: what its scenario declares it searched under and with
-    (`Scenario.capacity_load`), else what its search recorded (a scenario this llmbench does not know)."""
+    (`Reading.capacity_load`), else what its search recorded (a scenario this llmbench does not know)."""
     cap = _capacity_info(case)
     load = recorded(case).capacity_load()
     axis = load.axis if load else cap.axis or next(m for m in CAPACITY_METRICS if m in case.metrics)[9:]

@@ -1,8 +1,8 @@
 """Projecting a measured result set to another GPU of the spec table, by roofline decomposition: the bound
 share of a case's time (its `roofline_efficiency` e, else all of it) scales with the spec ratio, the
-rest stays: time' = time * (e * ratio + 1 - e). The bound is the scenario's to say (`Scenario.bounds`);
-a projection is never a measurement (`source.kind = "projected"`), and `validate` measures how wrong
-it was. docs/design.md, "Comparing, projecting, publishing"."""
+rest stays: time' = time * (e * ratio + 1 - e). The bound is the scenario's to say (its `reading`:
+scenarios/reading.py); a projection is never a measurement (`source.kind = "projected"`), and `validate`
+measures how wrong it was. docs/design.md, "Comparing, projecting, publishing"."""
 
 from __future__ import annotations
 

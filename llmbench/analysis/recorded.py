@@ -20,7 +20,8 @@ from llmbench.placement import Placement
 from llmbench.precision import peak_of
 from llmbench.registry import PluginError
 from llmbench.results import CaseResult, MetricResult
-from llmbench.scenarios.base import SCENARIOS, CapacityLoad, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, Scenario, ScenarioParams
+from llmbench.scenarios.reading import CapacityLoad
 
 
 @dataclass(frozen=True)
@@ -43,31 +44,31 @@ class Recorded:
         return self.placement.gpus if self.placement is not None else None
 
     def bound(self, metric: str, spec: GpuSpec) -> Bound | None:
-        """The ceiling that binds `metric` on `spec` (Scenario.bound); None: not projected."""
-        return self.scenario.bound(self.params, metric, spec) if self.scenario and self.params else None
+        """The ceiling that binds `metric` on `spec` (its scenario's reading); None: not projected."""
+        return self.scenario.reading.bound(self.params, metric, spec) if self.scenario and self.params else None
 
     def compute_precision(self) -> str:
-        """The dense peak its matrix math runs at (Scenario.compute_precision); a recorded precision its
+        """The dense peak its matrix math runs at (Reading.compute_precision); a recorded precision its
         scenario's params do not hold (a published figure's) is its precision's, and a case of no known
         scenario runs at its recorded precision."""
         if self.scenario is None or self.params is None:
             return self.precision or "bf16"
         if self.precision is not None and "precision" not in type(self.params).model_fields:
             return peak_of(self.precision)
-        return self.scenario.compute_precision(self.params)
+        return self.scenario.reading.compute_precision(self.params)
 
     def projection_skip(self) -> str | None:
-        return self.scenario.projection_skip(self.params) if self.scenario and self.params else None
+        return self.scenario.reading.projection_skip(self.params) if self.scenario and self.params else None
 
     def capacity_load(self) -> CapacityLoad | None:
-        return self.scenario.capacity_load(self.params) if self.scenario and self.params else None
+        return self.scenario.reading.capacity_load(self.params) if self.scenario and self.params else None
 
     def measures_host(self, metric: str) -> bool:
-        return bool(self.scenario and self.params and self.scenario.measures_host(self.params, metric))
+        return bool(self.scenario and self.params and self.scenario.reading.measures_host(self.params, metric))
 
     def projected_composites(self, metrics: dict[str, MetricResult],
                              time_factor: Callable[[Bound], float]) -> dict[str, float]:
-        return self.scenario.projected_composites(metrics, time_factor) if self.scenario else {}
+        return self.scenario.reading.projected_composites(metrics, time_factor) if self.scenario else {}
 
 
 def recorded(case: CaseResult) -> Recorded:

@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from llmbench.hardware import roofline
-from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 
 Kind = Literal["d2d", "h2d", "d2h", "host"]
 GPU_KINDS = ("d2d", "h2d", "d2h")
@@ -37,19 +37,23 @@ class BandwidthParams(ScenarioParams):
         return data
 
 
-@SCENARIOS.register("bandwidth")
-class Bandwidth(Scenario[BandwidthParams]):
-    charts = Charts(sweep_axes=("size_mib",))
-    Params = BandwidthParams
-    headline = ("tb_per_s", "gb_per_s")
-    bounds: ClassVar[dict[str, Bound]] = {"*": "memory"}
-    description = "Copy bandwidth: d2d (TB/s, read+write), h2d/d2h pinned or pageable (GB/s), host copy"
+class BandwidthReading(Reading[BandwidthParams]):
+    """Device copies scale with memory bandwidth; host transfers depend on PCIe and are not projected."""
 
     def projection_skip(self, params: BandwidthParams) -> str | None:
         if params.kind in HOST_KINDS:
             return ("host transfers and host memory copies depend on PCIe and the host, which the spec table "
                     "does not describe")
         return None
+
+
+@SCENARIOS.register("bandwidth")
+class Bandwidth(Scenario[BandwidthParams]):
+    charts = Charts(sweep_axes=("size_mib",))
+    Params = BandwidthParams
+    headline = ("tb_per_s", "gb_per_s")
+    reading = BandwidthReading({"*": "memory"})
+    description = "Copy bandwidth: d2d (TB/s, read+write), h2d/d2h pinned or pageable (GB/s), host copy"
 
     def skip_reason(self, params: BandwidthParams, device: DeviceInfo) -> str | None:
         if params.kind in GPU_KINDS and not device.is_cuda:

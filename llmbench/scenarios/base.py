@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,12 +12,9 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import ConfigDict, model_validator
 
-from llmbench import precision as prec
 from llmbench.caseinfo import CaseInfo
 from llmbench.engines.base import Engine, EngineOptions, engine_class
 from llmbench.errors import UserError
-from llmbench.hardware.roofline import Bound
-from llmbench.hardware.specs import GpuSpec
 from llmbench.ids import AddedLater
 from llmbench.measure import host_speed, progress, quiet
 from llmbench.measure.monitors import open_sampler
@@ -27,6 +25,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.redact import redact_value
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
+from llmbench.scenarios.reading import Reading
 
 
 class ScenarioParams(AddedLater):
@@ -266,17 +265,6 @@ SweepPoint = tuple[int, float, float | None]  # (batch, speed, GPU busy fraction
 
 
 @dataclass(frozen=True)
-class CapacityLoad:
-    """What a case that searched its capacity under an SLO put on its server, as "At the SLO" names its
-    row (analysis/at_slo.py): the SLO as the case names it (a preset, or its limits), the searched axis,
-    and the load (the model, its token lengths, what else shapes the requests)."""
-
-    slo: str
-    axis: str
-    workload: str
-
-
-@dataclass(frozen=True)
 class Charts:
     """What the report charts a scenario's cases against: params that make a numeric x axis, most telling
     first; metrics charted against a param of their own (generate: ttft_ms against input_len); the param a
@@ -320,9 +308,9 @@ class Scenario(ABC, Generic[P]):
     Params: ClassVar[type[ScenarioParams]]
     description: ClassVar[str] = ""
     headline: ClassVar[tuple[str, ...]] = ()  # metrics shown in summaries, most important first
-    # Which ceiling binds each metric ("memory" bandwidth or "compute" peak; "*" for every metric), so
-    # `llmbench project` scales it to another GPU without knowing the scenario (see bound()).
-    bounds: ClassVar[dict[str, Bound]] = {}
+    # how analysis reads its recorded cases (scenarios/reading.py): which ceiling binds each metric, so
+    # `llmbench project` scales it to another GPU without knowing the scenario, what measures the host, ...
+    reading: ClassVar[Reading[Any]] = Reading()
     max_batch_search: ClassVar[BatchSearch | None] = None  # the runner's largest-batch search, where offered
     bottleneck_sweep: ClassVar[BottleneckSweep | None] = None  # batch sweeps the report answers, where any
     engine_slot: ClassVar[EngineSlot | None] = None  # the engine a case runs on, where it runs on one
@@ -338,6 +326,13 @@ class Scenario(ABC, Generic[P]):
     # its ranks may span `placement.nodes` nodes (a RankScenario); another scenario's case refuses nodes > 1,
     # which would enter its id and mean nothing
     spans_nodes: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "bounds" in cls.__dict__:  # a plugin's bounds, declared before they were the reading's
+            warnings.warn(f"{cls.__name__}.bounds: declare reading = Reading({{...}}) (llmbench.scenarios.reading)",
+                          DeprecationWarning, stacklevel=2)
+            cls.reading = Reading(cls.__dict__["bounds"])
 
     def __init__(self, engine: Engine | None = None, placement: Placement | None = None) -> None:
         self.engine = engine  # the case's engine (built from its [engine] table), None for a scenario of none
@@ -423,40 +418,10 @@ class Scenario(ABC, Generic[P]):
     def estimate_s(self, params: P, rule: StopRule) -> float:
         return rule.min_seconds + 2.0
 
-    def bound(self, params: P, metric: str, spec: GpuSpec) -> Bound | None:
-        """The ceiling that binds `metric` of a case with `params` on `spec`; None: not projected."""
-        return self.bounds.get(metric) or self.bounds.get("*")
-
-    def compute_precision(self, params: P) -> str:
-        """The dense peak (spec-table key) a case's matrix math runs at: its precision's, from
-        llmbench.precision (weight-only formats multiply in bf16)."""
-        return prec.peak_of(str(getattr(params, "precision", None) or "bf16"))
-
-    def projection_skip(self, params: P) -> str | None:
-        """Why a case cannot be projected to another GPU at all (e.g. it measures the host); None if it can."""
-        return None
-
-    def capacity_load(self, params: P) -> CapacityLoad | None:
-        """What a case with `params` searched its capacity under and with (analysis/at_slo.py); None: the
-        case searched no capacity."""
-        return None
-
     def serves_elsewhere(self) -> bool:
         """Whether the case measures a server it did not start (one already running at a URL): the
         processes the runner finds on the GPU are then that server's, recorded but not warned about."""
         return False
-
-    def measures_host(self, params: P, metric: str) -> bool:
-        """Whether `metric` of a case with `params` is set by the host's work, not the GPU's (a GPU's
-        answer pools only cells that measure the GPU: analysis/hostbound.py)."""
-        return False
-
-    def projected_composites(
-        self, metrics: dict[str, MetricResult], time_factor: Callable[[Bound], float]
-    ) -> dict[str, float]:
-        """Metrics made of parts bound by different ceilings (E2E = prefill + decode), projected from
-        their parts: `time_factor(bound)` is the time multiplier of a part with that bound."""
-        return {}
 
     @abstractmethod
     def run(self, params: P, ctx: CaseContext) -> None:

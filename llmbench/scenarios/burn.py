@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from llmbench.caseinfo import TimelineInfo
 from llmbench.hardware import nvml
-from llmbench.hardware.roofline import Bound
 from llmbench.measure import quiet
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.sustained import THROTTLE_DROP, drop, sustained_level, throttle_flags
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, device_reason
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 
 
 class BurnParams(ScenarioParams):
@@ -39,7 +39,7 @@ class Burn(Scenario[BurnParams]):
     headline = ("tflops", "last_vs_first_tflops")
     description = ("Sustained matmul load (gpu-burn style): TFLOP/s, clock, power, temperature over time;"
                    " throttling flag")
-    bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
+    reading = Reading({"tflops": "compute"})
 
     def skip_reason(self, params: BurnParams, device: DeviceInfo) -> str | None:
         return device_reason(params.precision, device) if params.precision == "tf32" else None

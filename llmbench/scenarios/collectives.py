@@ -5,17 +5,17 @@ Metrics and definitions: docs/scenarios.md, "Collectives"."""
 from __future__ import annotations
 
 import statistics
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from llmbench.errors import choices_hint
-from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, RankEntry, RankRun, RankScenario, ScenarioParams
 from llmbench.scenarios.ranks import more_gpus_than_visible
+from llmbench.scenarios.reading import Reading
 
 Op = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
@@ -43,6 +43,13 @@ class CollectivesParams(ScenarioParams):
     dtype: Literal["bf16", "fp32"] = "bf16"
 
 
+class CollectivesReading(Reading[CollectivesParams]):
+    """A collective is bound by the interconnect, which no GPU spec ratio projects."""
+
+    def projection_skip(self, params: CollectivesParams) -> str | None:
+        return "a collective is bound by the interconnect, which the GPU spec table does not hold"
+
+
 @SCENARIOS.register("collectives")
 class Collectives(RankScenario[CollectivesParams]):
     charts = Charts(sweep_axes=("size_mib",))
@@ -50,15 +57,12 @@ class Collectives(RankScenario[CollectivesParams]):
     description = ("torch.distributed collectives through torchrun: algorithm and bus bandwidth (nccl-tests), "
                    "share of NVLink")
     headline = ("busbw_gbps", "algbw_gbps", "time_ms")
-    bounds: ClassVar[dict[str, Bound]] = {}  # bound by the interconnect: no GPU spec ratio projects it
+    reading = CollectivesReading({})  # bound by the interconnect: no GPU spec ratio projects it
     rank_entry = RankEntry("llmbench.scenarios.collectives_rank", "collective_rank")
     default_placement = Placement.model_validate({"gpus": 2})
 
     def skip_reason(self, params: CollectivesParams, device: DeviceInfo) -> str | None:
         return more_gpus_than_visible(self.placement.gpus, device)
-
-    def projection_skip(self, params: CollectivesParams) -> str | None:
-        return "a collective is bound by the interconnect, which the GPU spec table does not hold"
 
     def estimate_s(self, params: CollectivesParams, rule: StopRule) -> float:
         return 20.0  # torchrun and NCCL start; the timed iterations are short

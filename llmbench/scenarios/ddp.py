@@ -6,12 +6,11 @@ metrics. Metrics and definitions: docs/scenarios.md (`ddp`)."""
 from __future__ import annotations
 
 import statistics
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from llmbench.engines.base import TrainingEngine
-from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.models.presets import known_preset
 from llmbench.placement import Placement
@@ -27,6 +26,7 @@ from llmbench.scenarios.base import (
     ScenarioParams,
 )
 from llmbench.scenarios.ranks import more_gpus_than_visible
+from llmbench.scenarios.reading import Reading
 
 
 class DDPParams(ScenarioParams):
@@ -47,8 +47,8 @@ class DDP(RankScenario[DDPParams]):
                    "bare one-GPU model")
     headline = ("train_samples_per_s", "scaling_efficiency", "step_ms")
     # the step's time scales with compute on another GPU; the communication it exposes does not
-    bounds: ClassVar[dict[str, Bound]] = {
-        m: "compute" for m in ("step_ms", "train_samples_per_s", "train_tokens_per_s")}
+    reading = Reading({
+        m: "compute" for m in ("step_ms", "train_samples_per_s", "train_tokens_per_s")})
     rank_entry = RankEntry("llmbench.scenarios.ddp_rank", "train_rank")
     engine_slot = EngineSlot(TrainingEngine, default="hf")
     default_placement = Placement.model_validate({"gpus": 2})  # one process per GPU (CPU processes on a CPU)

@@ -14,7 +14,6 @@ from pydantic import Field, field_validator, model_validator
 
 from llmbench.caseinfo import LossCurveInfo
 from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
-from llmbench.hardware.roofline import Bound
 from llmbench.measure import loss_curve as lc
 from llmbench.measure.timing import Measurement, StopRule
 from llmbench.models.build import make_config
@@ -24,6 +23,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.results import Stats
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 from llmbench.scenarios.train_data import Data, TrainData, Weights, check_source, missing_reason, train_data
 
 
@@ -58,7 +58,7 @@ class FP8Train(Scenario[FP8TrainParams]):
     Params = FP8TrainParams
     description = "fp8 training (torchao float8, Transformer Engine) against bf16 at the same seed and data"
     headline = ("speedup_vs_bf16", "train_tokens_per_s", "step_ms", "loss_diff_vs_bf16", "final_loss_diff_vs_bf16")
-    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    reading = Reading({"*": "compute"})
     engine_slot = EngineSlot(TrainingEngine, default="hf")
     Info = LossCurveInfo
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import field_validator, model_validator
 
@@ -15,6 +15,7 @@ from llmbench.hardware.specs import GpuSpec
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo, unsupported_reason
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 
 # The gemm precisions: the shared precision axis's float names, plus two that exist only as matmul
 # ceilings and are gated here: fp64 (Hopper runs DGEMM on FP64 tensor cores) and int8 (torch._int_mm,
@@ -64,22 +65,8 @@ class GemmParams(ScenarioParams):
         return self
 
 
-@SCENARIOS.register("gemm")
-class Gemm(Scenario[GemmParams]):
-    charts = Charts(sweep_axes=("shape",))
-    Params = GemmParams
-    headline = ("tflops",)
-    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
-    description = "Matmul TFLOP/s per precision and shape (random inputs; 2*M*N*K FLOPs per product)"
-
-    def skip_reason(self, params: GemmParams, device: DeviceInfo) -> str | None:
-        if params.precision in ("fp16", "bf16") and not device.is_cuda:
-            return emulated_reason(params.precision, params.shape)
-        if params.precision in ("fp32", "fp16", "bf16"):
-            return None
-        if params.precision in GEMM_ONLY:
-            return gemm_only_reason(params.precision, params.shape, device)
-        return unsupported_reason(params.precision, device)
+class GemmReading(Reading[GemmParams]):
+    """A gemm multiplies at its own precision, memory-bound only as a skinny product under the ridge point."""
 
     def compute_precision(self, params: GemmParams) -> str:
         return str(params.precision)  # a gemm multiplies in its own precision
@@ -101,6 +88,24 @@ class Gemm(Scenario[GemmParams]):
         # operands that fit in the L2 cache are not limited by device memory (a 1024^3 product is
         # latency-bound, not bandwidth-bound): only larger ones under the ridge scale with bandwidth
         return "memory" if intensity < ridge and bytes_moved > L2_SCALE_BYTES else "compute"
+
+
+@SCENARIOS.register("gemm")
+class Gemm(Scenario[GemmParams]):
+    charts = Charts(sweep_axes=("shape",))
+    Params = GemmParams
+    headline = ("tflops",)
+    reading = GemmReading({"*": "compute"})
+    description = "Matmul TFLOP/s per precision and shape (random inputs; 2*M*N*K FLOPs per product)"
+
+    def skip_reason(self, params: GemmParams, device: DeviceInfo) -> str | None:
+        if params.precision in ("fp16", "bf16") and not device.is_cuda:
+            return emulated_reason(params.precision, params.shape)
+        if params.precision in ("fp32", "fp16", "bf16"):
+            return None
+        if params.precision in GEMM_ONLY:
+            return gemm_only_reason(params.precision, params.shape, device)
+        return unsupported_reason(params.precision, device)
 
     def estimate_s(self, params: GemmParams, rule: StopRule) -> float:
         return rule.min_seconds + 1.0

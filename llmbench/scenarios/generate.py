@@ -42,6 +42,7 @@ from llmbench.precision import DeviceInfo
 from llmbench.results import MetricResult
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams, Skip
+from llmbench.scenarios.reading import Reading
 
 REFERENCE = "bf16"
 PROBE_SHAPE = (2, 64)  # the fixed batch the accuracy metrics are computed on
@@ -200,54 +201,11 @@ class TokenClock:
 # -- the scenario ---------------------------------------------------------------------------------
 
 
-SHORT_PROMPT = 512  # prompt tokens up to which a case's TTFT measures the host (GenerateScenario.measures_host)
+SHORT_PROMPT = 512  # prompt tokens up to which a case's TTFT measures the host (GenerateReading.measures_host)
 
 
-@SCENARIOS.register("generate")
-class GenerateScenario(Scenario[GenerateParams]):
-    charts = Charts(sweep_axes=("batch_size",), metric_axes={"ttft_ms": "input_len"})
-    Params = GenerateParams
-    # the accuracy metrics are recorded by quality cases only (a case shows the ones it has)
-    headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency", "perplexity", "perplexity_increase",
-                "task_accuracy")
-    engine_slot = EngineSlot(InferenceEngine, default="hf")
-    Info = StepInfo
-    replicable = True  # one engine per GPU side by side, against one over them all (placement.replicas)
-
-    @property
-    def inference(self) -> InferenceEngine:
-        if not isinstance(self.engine, InferenceEngine):
-            raise RuntimeError("a generate case runs on an inference engine: its [engine] table names one")
-        return self.engine
-
-    # prefill is matrix math over the whole prompt; each decode step reads every weight once
-    bounds: ClassVar[dict[str, Bound]] = {
-        "ttft_ms": "compute",
-        "prefill_tokens_per_s": "compute",
-        "tpot_ms": "memory",
-        "itl_ms": "memory",
-        "decode_tokens_per_s": "memory",
-        "roofline_efficiency": "memory",
-    }
-    description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
-
-    def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
-        engine = self.inference
-        why = engine.unsupported_reason(_load_options(params), device)
-        if why:
-            return why
-        if not TIMING & engine.capabilities:
-            return f"engine {engine.name!r} reports no generation timing: {engine.lacks(TIMING)}"
-        return _memory_reason(params, device) if Capability.CONVERT in engine.capabilities else None
-
-    def host_exclusive(self, params: GenerateParams) -> str | None:
-        """An eager engine in this process launches every kernel of every step from Python: its decode rate
-        is the host's launch speed (CPU time per step above the GPU's), which a neighbour's load moves
-        even on cores of its own (shared caches, memory bandwidth, the package's clock)."""
-        engine = self.inference
-        if engine.in_process and getattr(engine.options, "mode", None) == "eager":
-            return f"engine {engine.name!r} in mode eager: its decode runs at the host's launch speed"
-        return None
+class GenerateReading(Reading[GenerateParams]):
+    """Prefill bound by compute, decode by memory, E2E from both; a short prompt's TTFT is the host's."""
 
     def measures_host(self, params: GenerateParams, metric: str) -> bool:
         """Time to first token of a short prompt: a few ms of an 8B model's prefill on a Hopper GPU against
@@ -270,6 +228,53 @@ class GenerateScenario(Scenario[GenerateParams]):
         if tps is not None and new_e2e > 0:
             out["output_tokens_per_s"] = tps.value * e2e.value / new_e2e
         return out
+
+
+@SCENARIOS.register("generate")
+class GenerateScenario(Scenario[GenerateParams]):
+    charts = Charts(sweep_axes=("batch_size",), metric_axes={"ttft_ms": "input_len"})
+    Params = GenerateParams
+    # the accuracy metrics are recorded by quality cases only (a case shows the ones it has)
+    headline = ("decode_tokens_per_s", "ttft_ms", "tpot_ms", "roofline_efficiency", "perplexity", "perplexity_increase",
+                "task_accuracy")
+    engine_slot = EngineSlot(InferenceEngine, default="hf")
+    Info = StepInfo
+    replicable = True  # one engine per GPU side by side, against one over them all (placement.replicas)
+
+    @property
+    def inference(self) -> InferenceEngine:
+        if not isinstance(self.engine, InferenceEngine):
+            raise RuntimeError("a generate case runs on an inference engine: its [engine] table names one")
+        return self.engine
+
+    # prefill is matrix math over the whole prompt; each decode step reads every weight once
+    reading = GenerateReading({
+        "ttft_ms": "compute",
+        "prefill_tokens_per_s": "compute",
+        "tpot_ms": "memory",
+        "itl_ms": "memory",
+        "decode_tokens_per_s": "memory",
+        "roofline_efficiency": "memory",
+    })
+    description = "generation latency/throughput, memory, energy, roofline and accuracy vs bf16"
+
+    def skip_reason(self, params: GenerateParams, device: DeviceInfo) -> str | None:
+        engine = self.inference
+        why = engine.unsupported_reason(_load_options(params), device)
+        if why:
+            return why
+        if not TIMING & engine.capabilities:
+            return f"engine {engine.name!r} reports no generation timing: {engine.lacks(TIMING)}"
+        return _memory_reason(params, device) if Capability.CONVERT in engine.capabilities else None
+
+    def host_exclusive(self, params: GenerateParams) -> str | None:
+        """An eager engine in this process launches every kernel of every step from Python: its decode rate
+        is the host's launch speed (CPU time per step above the GPU's), which a neighbour's load moves
+        even on cores of its own (shared caches, memory bandwidth, the package's clock)."""
+        engine = self.inference
+        if engine.in_process and getattr(engine.options, "mode", None) == "eager":
+            return f"engine {engine.name!r} in mode eager: its decode runs at the host's launch speed"
+        return None
 
     def estimate_s(self, params: GenerateParams, rule: StopRule) -> float:
         """Build + compile + warm-up and timed iterations, from the roofline of a typical

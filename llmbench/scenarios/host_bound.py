@@ -15,6 +15,7 @@ from pydantic import Field
 from llmbench.measure.kernel_profile import profiled_windows
 from llmbench.measure.timing import StopRule
 from llmbench.scenarios.base import SCENARIOS, BottleneckSweep, CaseContext, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 
 BUSY_THRESHOLD = 0.8
 SCALING_THRESHOLD = 0.5
@@ -34,17 +35,22 @@ class HostBoundParams(ScenarioParams):
     dataset_size: int = Field(50_000, ge=1)  # samples held in memory (host), cycled over epochs
 
 
+class HostBoundReading(Reading[HostBoundParams]):
+    """Its figures are the host's as much as the GPU's: none is projected."""
+
+    def projection_skip(self, params: HostBoundParams) -> str | None:
+        return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"
+
+
 @SCENARIOS.register("host_bound")
 class HostBound(Scenario[HostBoundParams]):
     Params = HostBoundParams
     headline = ("train_samples_per_s", "gpu_busy_fraction", "cpu_ms_per_step")
+    reading = HostBoundReading()
     description = "A small MLP trained from a DataLoader per batch size: where the host stops being the bottleneck"
     # bottleneck_batch is defined below the class: the lambda looks it up when called
     bottleneck_sweep = BottleneckSweep(axis="batch", speed="train_samples_per_s", busy_threshold=BUSY_THRESHOLD,
                                        answer=lambda points: bottleneck_batch(points))
-
-    def projection_skip(self, params: HostBoundParams) -> str | None:
-        return "host_bound measures the host (CPU, data loading, launches) as much as the GPU: not projected"
 
     def host_exclusive(self, params: HostBoundParams) -> str | None:
         return "it measures the host (CPU, data loading, PCIe): a case beside it would be measured with it"

@@ -27,6 +27,7 @@ from llmbench.scenarios import fp8_impls
 from llmbench.scenarios.bandwidth import measured_copy_tb_s
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, Scenario, ScenarioParams, Skip
 from llmbench.scenarios.gemm import measured_peak_tflops
+from llmbench.scenarios.reading import Reading
 
 Impl = Literal[
     "bf16", "te-delayed", "te-current", "te-block", "te-mxfp8", "te-nvfp4",
@@ -117,21 +118,8 @@ def impl_reason(impl: str, device: DeviceInfo, dims: tuple[int, int, int],
     return None
 
 
-@SCENARIOS.register("linear_fp8")
-class LinearFp8(Scenario[LinearFp8Params]):
-    charts = Charts(sweep_axes=("tokens", "shape"))
-    Params = LinearFp8Params
-    headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32", "gemm_only_speedup_vs_bf16")
-    description = ("A linear layer or Llama MLP at real models' GEMM shapes: fp8 (Transformer Engine, torchao, "
-                   "torch._scaled_mm) against bf16 in the same case and mode, the GEMMs alone beside it, "
-                   "with a roofline prediction")
-    bounds: ClassVar[dict[str, Bound]] = {"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"}
-
-    def skip_reason(self, params: LinearFp8Params, device: DeviceInfo) -> str | None:
-        return fp8_impls.mode_reason(params.impl, params.run_mode) or impl_reason(params.impl, device, params.dims())
-
-    def estimate_s(self, params: LinearFp8Params, rule: StopRule) -> float:
-        return 2 * rule.min_seconds + 5.0
+class LinearFp8Reading(Reading[LinearFp8Params]):
+    """Which ceiling binds a layer follows its token count, from the roofline's kernels."""
 
     def bound(self, params: LinearFp8Params, metric: str, spec: GpuSpec) -> Bound | None:
         """Small token counts are memory-bound (weights and casts), large ones compute-bound: which,
@@ -144,6 +132,23 @@ class LinearFp8(Scenario[LinearFp8Params]):
                       for k in ks if k.peak_key != "memory")
         memory = sum(k.bytes for k in ks) / (roof.bandwidth_tb_s * 1e12)
         return "compute" if compute >= memory else "memory"
+
+
+@SCENARIOS.register("linear_fp8")
+class LinearFp8(Scenario[LinearFp8Params]):
+    charts = Charts(sweep_axes=("tokens", "shape"))
+    Params = LinearFp8Params
+    headline = ("speedup_vs_bf16", "tflops", "rel_error_vs_fp32", "gemm_only_speedup_vs_bf16")
+    description = ("A linear layer or Llama MLP at real models' GEMM shapes: fp8 (Transformer Engine, torchao, "
+                   "torch._scaled_mm) against bf16 in the same case and mode, the GEMMs alone beside it, "
+                   "with a roofline prediction")
+    reading = LinearFp8Reading({"fwd_ms": "compute", "fwd_bwd_ms": "compute", "tflops": "compute"})
+
+    def skip_reason(self, params: LinearFp8Params, device: DeviceInfo) -> str | None:
+        return fp8_impls.mode_reason(params.impl, params.run_mode) or impl_reason(params.impl, device, params.dims())
+
+    def estimate_s(self, params: LinearFp8Params, rule: StopRule) -> float:
+        return 2 * rule.min_seconds + 5.0
 
     def run(self, params: LinearFp8Params, ctx: CaseContext) -> None:
         import torch

@@ -7,16 +7,16 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import field_validator
 
-from llmbench.hardware.roofline import Bound
 from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Scenario, ScenarioParams, Skip
 from llmbench.scenarios.gemm import Gemm, GemmParams, GemmPrecision, matmul
+from llmbench.scenarios.reading import Reading
 
 Range = tuple[int, int, int]  # start, stop (inclusive), step
 POINT_MIN_S = 0.02  # each shape is timed for about this long (after 2 warm-up calls)
@@ -53,7 +53,7 @@ class Mamf(Scenario[MamfParams]):
     Params = MamfParams
     headline = ("tflops",)
     description = "Maximum achievable matmul TFLOP/s per precision: the best of a shape search (MAMF)"
-    bounds: ClassVar[dict[str, Bound]] = {"tflops": "compute"}
+    reading = Reading({"tflops": "compute"})
 
     def skip_reason(self, params: MamfParams, device: DeviceInfo) -> str | None:
         """The gemm gate of the precision, checked on the search's first shape and on every shape's

@@ -18,7 +18,6 @@ from pydantic import Field, field_validator, model_validator
 
 from llmbench.caseinfo import LossCurveInfo
 from llmbench.engines.base import ModelRef, TrainingEngine, TrainOptions
-from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.models.build import make_config
 from llmbench.models.corpus_order import HELD_OUT_TOKENS
@@ -26,6 +25,7 @@ from llmbench.models.presets import known_preset
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, BatchSearch, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 from llmbench.scenarios.train_data import Data, Weights, check_source, missing_reason, train_data
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -79,7 +79,7 @@ class QLoRA(Scenario[QLoRAParams]):
     Params = QLoRAParams
     description = "QLoRA / LoRA / full fine-tuning: tokens/s, step time, MFU, memory, energy, loss"
     headline = ("train_tokens_per_s", "step_ms", "peak_memory_gib", "mfu")
-    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    reading = Reading({"*": "compute"})
     max_batch_search = BatchSearch(axis="batch_size", flag="max_batch")
     engine_slot = EngineSlot(TrainingEngine, default="hf")
     Info = LossCurveInfo

@@ -29,7 +29,8 @@ from llmbench.ids import case_id
 from llmbench.measure import quiet
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
-from llmbench.scenarios.base import SCENARIOS, CapacityLoad, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.reading import CapacityLoad, Reading
 from llmbench.serving.client import DEFAULT_REQUEST_TIMEOUT_S
 
 LOG_DIR_ENV = "LLMBENCH_SERVING_LOGS"  # where server logs go (default ./serving-logs)
@@ -129,6 +130,21 @@ class ServingParams(ScenarioParams):
         return self.model_copy(update={self.search: value, "search": None, "seed": self.seed + repeat})
 
 
+class ServingReading(Reading[ServingParams]):
+    """A search case's row of "At the SLO": the SLO, the searched axis and the load."""
+
+    def capacity_load(self, params: ServingParams) -> CapacityLoad | None:
+        """A search's SLO (`limits`), axis and load: 'llama-3-8b, 1024 in / 128 out tokens' and what else
+        shapes the requests where it is not the default (chat, a dataset, a trace, turns, burstiness)."""
+        if not params.search:
+            return None
+        load = f"{params.model or params.preset}, {params.input_len} in / {params.output_len} out tokens"
+        defaults = {"endpoint": "completions", "multi_turn": 1, "burstiness": 1.0}
+        given = {k: getattr(params, k) for k in ("endpoint", "dataset", "trace", "multi_turn", "burstiness")}
+        extra = [f"{k} {v}" for k, v in given.items() if v is not None and v != defaults.get(k)]
+        return CapacityLoad(str(params.limits), params.search, ", ".join([load, *extra]))
+
+
 @SCENARIOS.register("serving")
 class ServingScenario(Scenario[ServingParams]):
     # request_rate: published serving figures
@@ -136,6 +152,7 @@ class ServingScenario(Scenario[ServingParams]):
     Info = RequestRateInfo
     Params = ServingParams
     headline = ("output_tokens_per_s", "request_throughput_per_s", "ttft_ms", "tpot_ms")
+    reading = ServingReading()
     description = "load on an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput"
     engine_slot = EngineSlot(ServedEngine, named_by={"server": "command", "url": "url"})
     gpus_param = "n_gpus"
@@ -158,17 +175,6 @@ class ServingScenario(Scenario[ServingParams]):
 
     def serves_elsewhere(self) -> bool:
         return self.engine is not None and not self.served.starts  # serve-bench --url: the one measured
-
-    def capacity_load(self, params: ServingParams) -> CapacityLoad | None:
-        """A search's SLO (`limits`), axis and load: 'llama-3-8b, 1024 in / 128 out tokens' and what else
-        shapes the requests where it is not the default (chat, a dataset, a trace, turns, burstiness)."""
-        if not params.search:
-            return None
-        load = f"{params.model or params.preset}, {params.input_len} in / {params.output_len} out tokens"
-        defaults = {"endpoint": "completions", "multi_turn": 1, "burstiness": 1.0}
-        given = {k: getattr(params, k) for k in ("endpoint", "dataset", "trace", "multi_turn", "burstiness")}
-        extra = [f"{k} {v}" for k, v in given.items() if v is not None and v != defaults.get(k)]
-        return CapacityLoad(str(params.limits), params.search, ", ".join([load, *extra]))
 
     def skip_reason(self, params: ServingParams, device: DeviceInfo) -> str | None:
         if importlib.util.find_spec("aiohttp") is None:

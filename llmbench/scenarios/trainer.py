@@ -7,12 +7,11 @@ from __future__ import annotations
 import itertools
 import tempfile
 import time
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from llmbench.engines.base import TrainingEngine
-from llmbench.hardware.roofline import Bound
 from llmbench.measure import quiet
 from llmbench.measure.monitors import open_sampler
 from llmbench.measure.timing import Measurement, StopRule
@@ -21,6 +20,7 @@ from llmbench.models.synthetic import progression_batch
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios import training as tr
 from llmbench.scenarios.base import SCENARIOS, CaseContext, Charts, EngineSlot, Scenario, ScenarioParams
+from llmbench.scenarios.reading import Reading
 
 
 class TrainerParams(ScenarioParams):
@@ -49,7 +49,7 @@ class TrainerScenario(Scenario[TrainerParams]):
     Params = TrainerParams
     description = "transformers Trainer: samples/s, step time, memory, energy per sample, loss (fp32/fp16/bf16, tf32)"
     headline = ("train_samples_per_s", "step_ms", "peak_memory_gib")
-    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    reading = Reading({"*": "compute"})
     engine_slot = EngineSlot(TrainingEngine, default="hf")  # the transformers Trainer: hf's packages
 
     def skip_reason(self, params: TrainerParams, device: DeviceInfo) -> str | None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from llmbench.hardware.roofline import Bound
 from llmbench.measure.timing import StopRule
 from llmbench.precision import DeviceInfo
 from llmbench.scenarios.base import (
@@ -22,6 +21,7 @@ from llmbench.scenarios.base import (
     Skip,
     WorkerSettings,
 )
+from llmbench.scenarios.reading import Reading
 
 # amp-*: torch.autocast over an fp32 model; fp16: the whole model and its inputs .half(); trt-fp16:
 # a TensorRT engine built by torch-tensorrt with fp16 kernels enabled (inference only)
@@ -44,12 +44,19 @@ class VisionParams(ScenarioParams):
     power_limit_w: float | None = Field(None, gt=0)  # opt-in: needs root; the worker sets and restores it
 
 
+class VisionReading(Reading[VisionParams]):
+    """Its matrix math runs at the peak its precision maps to (autocast and TensorRT fp16 included)."""
+
+    def compute_precision(self, params: VisionParams) -> str:
+        return PEAK_KEY.get(str(params.precision), "fp32")
+
+
 @SCENARIOS.register("vision")
 class Vision(Scenario[VisionParams]):
     charts = Charts(power_limit_param="power_limit_w")
     Params = VisionParams
     headline = ("train_samples_per_s", "infer_samples_per_s", "samples_per_j")
-    bounds: ClassVar[dict[str, Bound]] = {"*": "compute"}
+    reading = VisionReading({"*": "compute"})
 
     def worker_settings(self, params: VisionParams) -> WorkerSettings:
         return WorkerSettings(power_limit_w=params.power_limit_w)  # opt-in axis: needs root
@@ -73,9 +80,6 @@ class Vision(Scenario[VisionParams]):
         if params.precision == "amp-bf16" and device.is_cuda and device.cc is not None and device.cc < (8, 0):
             return f"bf16 needs compute capability >= 8.0 (Ampere); this GPU is {device.cc[0]}.{device.cc[1]}"
         return None
-
-    def compute_precision(self, params: VisionParams) -> str:
-        return PEAK_KEY.get(str(params.precision), "fp32")
 
     def estimate_s(self, params: VisionParams, rule: StopRule) -> float:
         return rule.min_seconds + (60.0 if params.compile or params.precision == "trt-fp16" else 10.0)
