@@ -196,7 +196,7 @@ class CaseResult(Closed):
     id: str
     scenario: str
     # the record the id hashes: the scenario's params and, under the names they had as params, its
-    # engine's options and GPU count (Scenario.record); `engine` and `placement` say them typed
+    # engine's options and GPU count (suite.flat_record); `engine` and `placement` say them typed
     params: dict[str, Any]
     # absent from sets before schema 3 and from a case of no engine (gemm); analysis/recorded.py reads
     # a case's engine and GPUs from these where a set has them, else from its params

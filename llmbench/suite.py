@@ -67,8 +67,8 @@ class CaseSpec:
 
     @functools.cached_property
     def params_dict(self) -> dict[str, Any]:
-        """The params a result set records and the id hashes (Scenario.record: engine and GPUs included)."""
-        return SCENARIOS.get(self.scenario).record(self.params, self.engine, self.placement)
+        """The params a result set records and the id hashes (flat_record: engine and GPUs included)."""
+        return flat_record(SCENARIOS.get(self.scenario), self.params, self.engine, self.placement)
 
     @property
     def id(self) -> str:
@@ -298,6 +298,53 @@ def _expand_case(
     return out
 
 
+# The flat record: a case as result sets of schema 1 and 2 held it and its id hashes it, its engine's
+# options and its GPUs among the scenario's params under the names they had there.
+
+def flat_record(cls: type[Scenario[Any]], params: ScenarioParams, engine: EngineOptions | None,
+                placement: Placement) -> dict[str, Any]:
+    """A case's params as a result set records them and its id hashes them: the scenario's params, the
+    engine's options and the GPUs in the spelling they had as params (`EngineOptions.record`,
+    `gpus_param`), so a case keeps its id whichever way its suite file writes it. A placement enters
+    under its own name only where it says more than the engine's tensor parallelism does. Credentials
+    are hidden (llmbench.redact: a server command's `--api-key K`, a URL's `?token=`), so neither the
+    result set nor the id holds one; params without any are recorded as they are (same ids)."""
+    out = params.model_dump(mode="json")
+    implied = getattr(engine, "tensor_parallel", cls.default_placement.gpus)
+    if cls.gpus_param is not None:
+        out[cls.gpus_param] = placement.gpus
+    elif placement.gpus != implied:
+        out["placement"] = {"gpus": placement.gpus}
+    if placement.nodes > 1:  # ranks over several nodes: another measurement than on one
+        out["placement"] = {**out.get("placement", {}), "nodes": placement.nodes}
+    if placement.replicas > 1:  # copies of the case side by side: another measurement than one copy
+        out["placement"] = {**out.get("placement", {}), "gpus": placement.gpus, "replicas": placement.replicas}
+    return redact_value(out | (engine.record() if engine is not None else {}))
+
+
+def split_flat(cls: type[Scenario[Any]],
+               flat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
+    """A case written before the engine and placement were fields of their own (their keys among the
+    params: `engine`, `mode`, `tensor_parallel`, `fuse`, `engine_options`, `server`, `url`, `n_gpus`,
+    `gpus`, ...) as (params, [engine] table, placement); keys it does not know stay in the params,
+    whose validation names them."""
+    fields = cls.Params.model_fields
+    params = {k: v for k, v in flat.items() if k in fields}
+    rest = {k: v for k, v in flat.items() if k not in fields and v is not None}  # a record's None: not set
+    slot, table = cls.engine_slot, None
+    if slot is not None:
+        name = rest.pop("engine", None) or next((e for k, e in slot.named_by.items() if k in rest), slot.default)
+        if name is not None:
+            options = engine_class(str(name), slot.interface).options_model(slot.interface).model_fields
+            table = {"name": name, **(rest.pop("engine_options", None) or {})}
+            for old, engine in slot.named_by.items():
+                if engine == name and old in rest:
+                    table[engine] = rest.pop(old)
+            table |= {k: rest.pop(k) for k in list(rest) if k in options and k != "name"}
+    placement = {"gpus": rest.pop(cls.gpus_param)} if cls.gpus_param in rest else None
+    return params | rest, table, placement
+
+
 def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, old_keys: set[str],
           given: set[str] | None = None, used: set[str] | None = None) -> CaseSpec:
     """One case from its keys (defaults, the case's own, a matrix point): settings, params, its [engine]
@@ -312,8 +359,8 @@ def _case(scen: type[Scenario], values: dict[str, Any], fname: str, where: str, 
         raise SuiteError(fname, f"{where}: engine is a name or a table (engine = {{name = \"vllm\", ...}}), "
                          "placement a table (placement = {gpus = 2})", key="engine" if named else "placement")
     try:
-        params, old, legacy_place = scen.split({**values, **({"engine": table["name"]} if table and "name" in table
-                                                             else {})})
+        named_engine = {"engine": table["name"]} if table and "name" in table else {}
+        params, old, legacy_place = split_flat(scen, {**values, **named_engine})
         unknown = set(params) - fields
         for k in sorted(unknown & (set(params) if given is None else given)):
             raise SuiteError(fname, f"{where}: unknown key for scenario {scen.name!r}", key=k,

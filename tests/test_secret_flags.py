@@ -61,12 +61,12 @@ def test_text_without_a_credential_is_unchanged(text: str) -> None:
 
 def test_the_ids_of_the_shipped_suites_are_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     """Params without a credential are recorded as they are, so every shipped case keeps its id."""
-    import llmbench.scenarios.base as base
+    import llmbench.suite as suite_module
     from llmbench.suite import available_suites, load_suite
 
     suites = [load_suite(str(f.path)) for f in available_suites().values() if f.origin == "packaged"]
     hidden = {c.id: c.params_dict for s in suites for c in s.cases}
-    monkeypatch.setattr(base, "redact_value", lambda v: v)
+    monkeypatch.setattr(suite_module, "redact_value", lambda v: v)
     plain = {c.id: c.params_dict for s in [load_suite(str(s.path)) for s in suites] for c in s.cases}
     assert len(hidden) > 50 and hidden == plain
 

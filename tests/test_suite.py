@@ -331,7 +331,7 @@ def committed_cases() -> list[tuple[str, dict]]:
 
 
 def test_every_committed_case_re_derives_its_id_from_its_recorded_params() -> None:
-    """A result set records a case's params in the spelling they had as params (Scenario.record): read
+    """A result set records a case's params in the spelling they had as params (suite.flat_record): read
     back as a case (engine and placement split out) each gives the id it was recorded under, so `compare`
     joins the committed sets with new runs of the same cases, whichever way their suite writes them."""
     from llmbench.suite import case_from

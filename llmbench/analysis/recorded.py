@@ -92,8 +92,10 @@ def _typed(scenario: str, params_json: str, engine: str | None, counts: tuple[in
 def _engine_named(cls: type[Scenario[Any]], flat: dict[str, Any]) -> str | None:
     """The engine a record names, however it spells it (a serving `url` param: the url engine), read
     without validating its options; None where it names one this llmbench has not."""
+    from llmbench.suite import split_flat
+
     try:
-        table = cls.split(dict(flat))[1]
+        table = split_flat(cls, dict(flat))[1]
     except (UserError, PluginError, ValueError, LookupError, TypeError):
         return None
     return str(table["name"]) if table and table.get("name") is not None else None

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 from pydantic import ConfigDict, model_validator
 
 from llmbench.caseinfo import CaseInfo
-from llmbench.engines.base import Engine, EngineOptions, engine_class
+from llmbench.engines.base import Engine
 from llmbench.errors import UserError
 from llmbench.ids import AddedLater
 from llmbench.measure import host_speed, progress, quiet
@@ -22,7 +22,6 @@ from llmbench.measure.replica_sync import ReplicaSync
 from llmbench.measure.timing import Measurement, StopRule, measure, timer_for
 from llmbench.placement import Placement
 from llmbench.precision import DeviceInfo
-from llmbench.redact import redact_value
 from llmbench.registry import Registry
 from llmbench.results import MetricResult
 from llmbench.scenarios.reading import Reading
@@ -342,48 +341,6 @@ class Scenario(ABC, Generic[P]):
             named = getattr(self, "name", type(self).__name__)
             raise UserError(f"placement nodes = {self.placement.nodes}: scenario {named!r} runs in one process, on "
                             f"one node; only a scenario that runs as ranks spans nodes ({spanning}): leave nodes out")
-
-    @classmethod
-    def record(cls, params: ScenarioParams, engine: EngineOptions | None, placement: Placement) -> dict[str, Any]:
-        """A case's params as a result set records them and its id hashes them: the scenario's params, the
-        engine's options and the GPUs in the spelling they had as params (`EngineOptions.record`,
-        `gpus_param`), so a case keeps its id whichever way its suite file writes it. A placement enters
-        under its own name only where it says more than the engine's tensor parallelism does. Credentials
-        are hidden (llmbench.redact: a server command's `--api-key K`, a URL's `?token=`), so neither the
-        result set nor the id holds one; params without any are recorded as they are (same ids)."""
-        out = params.model_dump(mode="json")
-        implied = getattr(engine, "tensor_parallel", cls.default_placement.gpus)
-        if cls.gpus_param is not None:
-            out[cls.gpus_param] = placement.gpus
-        elif placement.gpus != implied:
-            out["placement"] = {"gpus": placement.gpus}
-        if placement.nodes > 1:  # ranks over several nodes: another measurement than on one
-            out["placement"] = {**out.get("placement", {}), "nodes": placement.nodes}
-        if placement.replicas > 1:  # copies of the case side by side: another measurement than one copy
-            out["placement"] = {**out.get("placement", {}), "gpus": placement.gpus, "replicas": placement.replicas}
-        return redact_value(out | (engine.record() if engine is not None else {}))
-
-    @classmethod
-    def split(cls, flat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
-        """A case written before the engine and placement were fields of their own (their keys among the
-        params: `engine`, `mode`, `tensor_parallel`, `fuse`, `engine_options`, `server`, `url`, `n_gpus`,
-        `gpus`, ...) as (params, [engine] table, placement); keys it does not know stay in the params,
-        whose validation names them."""
-        fields = cls.Params.model_fields
-        params = {k: v for k, v in flat.items() if k in fields}
-        rest = {k: v for k, v in flat.items() if k not in fields and v is not None}  # a record's None: not set
-        slot, table = cls.engine_slot, None
-        if slot is not None:
-            name = rest.pop("engine", None) or next((e for k, e in slot.named_by.items() if k in rest), slot.default)
-            if name is not None:
-                options = engine_class(str(name), slot.interface).options_model(slot.interface).model_fields
-                table = {"name": name, **(rest.pop("engine_options", None) or {})}
-                for old, engine in slot.named_by.items():
-                    if engine == name and old in rest:
-                        table[engine] = rest.pop(old)
-                table |= {k: rest.pop(k) for k in list(rest) if k in options and k != "name"}
-        placement = {"gpus": rest.pop(cls.gpus_param)} if cls.gpus_param in rest else None
-        return params | rest, table, placement
 
     def complete(self, params: P) -> Any:
         """The params of a case as its engine completes them (serving: the precision a served engine
