@@ -92,3 +92,15 @@ def test_a_plugin_scenario_declaring_bounds_reads_them() -> None:
 
     assert isinstance(Old.reading, Reading) and Old.reading.bounds == {"tflops": "compute"}
     assert Scenario.reading.bounds == {}  # the base's reading is not the plugin's
+
+
+def test_a_plugin_scenario_defining_a_moved_hook_is_told_where_it_went() -> None:
+    from llmbench.scenarios.base import Scenario, ScenarioParams
+
+    with pytest.raises(TypeError, match="projection_skip: these are a Reading's now"):
+        class Old(Scenario[ScenarioParams]):
+            def projection_skip(self, params: ScenarioParams) -> str | None:
+                return "never"
+
+            def run(self, params: ScenarioParams, ctx: Any) -> None:
+                pass

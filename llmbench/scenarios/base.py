@@ -290,6 +290,11 @@ class BottleneckSweep:
 P = TypeVar("P", bound=ScenarioParams)  # a scenario's params: its hooks take them typed
 
 
+# the hooks that moved from Scenario to its Reading (scenarios/reading.py)
+READING_HOOKS = frozenset({"bound", "compute_precision", "projection_skip", "measures_host", "capacity_load",
+                           "projected_composites"})
+
+
 class Scenario(ABC, Generic[P]):
     """How to run one kind of benchmark. Subclasses set `Params`, and implement `run`.
 
@@ -328,6 +333,10 @@ class Scenario(ABC, Generic[P]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        moved = sorted(READING_HOOKS & set(cls.__dict__))
+        if moved:  # a plugin's hook the harness would no longer call: a wrong projection, never a silent one
+            raise TypeError(f"{cls.__name__} defines {', '.join(moved)}: these are a Reading's now; subclass "
+                            "llmbench.scenarios.reading.Reading with them and declare reading = YourReading()")
         if "bounds" in cls.__dict__:  # a plugin's bounds, declared before they were the reading's
             warnings.warn(f"{cls.__name__}.bounds: declare reading = Reading({{...}}) (llmbench.scenarios.reading)",
                           DeprecationWarning, stacklevel=2)

@@ -57,7 +57,7 @@ class Collectives(RankScenario[CollectivesParams]):
     description = ("torch.distributed collectives through torchrun: algorithm and bus bandwidth (nccl-tests), "
                    "share of NVLink")
     headline = ("busbw_gbps", "algbw_gbps", "time_ms")
-    reading = CollectivesReading({})  # bound by the interconnect: no GPU spec ratio projects it
+    reading = CollectivesReading()
     rank_entry = RankEntry("llmbench.scenarios.collectives_rank", "collective_rank")
     default_placement = Placement.model_validate({"gpus": 2})
 
